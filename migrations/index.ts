@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import * as m0001 from './0001_initial.js';
+
+/**
+ * Every migration, in order. Imported statically (not read from the folder at run time) so the
+ * same list works under tsx, vitest and the compiled dist/ build. Add new files here.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_initial': m0001,
+};

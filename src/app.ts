@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  LogController,
+  type RawServerDefault,
+} from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { validatorCompiler } from './http/validation.js';
+import { createLogger } from './logger.js';
+import database from './plugins/database.js';
+import problemHandler from './plugins/problem-handler.js';
+import health from './routes/health.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    /** True from the moment close() begins: readiness turns 503 and long-polls return at once. */
+    shuttingDown: boolean;
+  }
+}
+
+export interface AppOptions {
+  config: Config;
+  /** The database to use (config.databaseUrl, or the embedded server's URL). */
+  databaseUrl: string;
+  logger?: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** Builds the app (plugins, routes, error handler) without listening; see server.ts for that. */
+export type BatonApp = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export async function buildApp(opts: AppOptions): Promise<BatonApp> {
+  const { config } = opts;
+  const app = Fastify({
+    loggerInstance: (opts.logger ?? createLogger(config)) as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    // Honour a caller's X-Request-Id when it is sane, so one id follows a request across services.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    logController: new LogController({
+      requestIdLogLabel: 'request_id',
+      // Probes and scrapes every few seconds would drown the request log.
+      disableRequestLogging: (req: { url?: string }) => QUIET_PATHS.has(req.url?.split('?')[0] ?? ''),
+    }),
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.decorate('config', config);
+  app.decorate('shuttingDown', false);
+  app.addHook('preClose', async () => {
+    app.shuttingDown = true;
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(problemHandler);
+  await app.register(database, { url: opts.databaseUrl, config });
+  await app.register(health);
+  return app;
+}

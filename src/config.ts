@@ -1,0 +1,317 @@
+/**
+ * The only reader of `process.env`.
+ *
+ * Every setting is declared once in `settings` below with its variable name, default, unit and a
+ * one-line description. `loadConfig()` parses and validates all of them, reports every bad value at
+ * once (each message names its variable), and returns a frozen object. The README's configuration
+ * table is checked against this list by a test, so the two cannot drift.
+ */
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Parser<T> = (raw: string) => T;
+
+interface Setting<T> {
+  env: string;
+  default: T | undefined;
+  unit: string;
+  doc: string;
+  parse: Parser<T>;
+  /** Optional settings have no default: unset means "not given". */
+  optional?: true;
+}
+
+const integer =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
+    const value = Number(raw.trim());
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      throw new Error(`must be between ${min} and ${max}, got ${raw}`);
+    }
+    return value;
+  };
+
+const boolean: Parser<boolean> = (raw) => {
+  const value = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(value)) return true;
+  if (['false', '0', 'no', 'off'].includes(value)) return false;
+  throw new Error(`must be true or false, got "${raw}"`);
+};
+
+const oneOf =
+  <T extends string>(...values: T[]): Parser<T> =>
+  (raw) => {
+    const value = raw.trim() as T;
+    if (!values.includes(value)) throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
+    return value;
+  };
+
+const text: Parser<string> = (raw) => {
+  if (raw.trim() === '') throw new Error('must not be empty');
+  return raw.trim();
+};
+
+const postgresUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('must be a URL such as postgres://user:password@host:5432/database');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new Error(`must use the postgres:// scheme, got "${url.protocol}"`);
+  }
+  return raw.trim();
+};
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const YEAR = 365 * DAY;
+
+/** Hard bounds on leases, shared by config validation and the request schemas. */
+export const LEASE_MS_MIN = SECOND;
+export const LEASE_MS_MAX = 12 * HOUR;
+
+function setting<T>(s: Omit<Setting<T>, 'optional'> & { default: T }): Setting<T> {
+  return s;
+}
+
+function optional<T>(s: Omit<Setting<T>, 'optional' | 'default'>): Setting<T> & { optional: true } {
+  return { ...s, default: undefined, optional: true };
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export const settings = {
+  port: setting({
+    env: 'PORT',
+    default: 8080,
+    unit: 'port',
+    doc: 'HTTP port to listen on.',
+    parse: integer(0, 65535),
+  }),
+  host: setting({
+    env: 'HOST',
+    default: '127.0.0.1',
+    unit: 'address',
+    doc: 'Address to bind. Loopback by default.',
+    parse: text,
+  }),
+  databaseUrl: optional<string>({
+    env: 'DATABASE_URL',
+    unit: 'URL',
+    doc: 'PostgreSQL connection string. Unset: start an embedded PostgreSQL (see BATON_PGDATA).',
+    parse: postgresUrl,
+  }),
+  poolSize: setting({
+    env: 'BATON_DB_POOL_SIZE',
+    default: 20,
+    unit: 'connections',
+    doc: 'Maximum connections in the database pool (the LISTEN connection comes on top).',
+    parse: integer(2, 1000),
+  }),
+  statementTimeoutMs: setting({
+    env: 'BATON_STATEMENT_TIMEOUT_MS',
+    default: 30 * SECOND,
+    unit: 'ms',
+    doc: 'statement_timeout and idle_in_transaction_session_timeout of every database session.',
+    parse: integer(100, HOUR),
+  }),
+  connectTimeoutMs: setting({
+    env: 'BATON_DB_CONNECT_TIMEOUT_MS',
+    default: 5 * SECOND,
+    unit: 'ms',
+    doc: 'How long a request waits to open or borrow a database connection before a 503.',
+    parse: integer(100, MINUTE),
+  }),
+  logLevel: setting<LogLevel>({
+    env: 'LOG_LEVEL',
+    default: 'info',
+    unit: 'level',
+    doc: 'pino log level: fatal, error, warn, info, debug, trace or silent.',
+    parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'),
+  }),
+  bodyLimitBytes: setting({
+    env: 'BATON_BODY_LIMIT_BYTES',
+    default: 16 * 1024 * 1024,
+    unit: 'bytes',
+    doc: 'Largest request body accepted (413 above it).',
+    parse: integer(1024, 1024 * 1024 * 1024),
+  }),
+  payloadLimitBytes: setting({
+    env: 'BATON_PAYLOAD_LIMIT_BYTES',
+    default: 256 * 1024,
+    unit: 'bytes',
+    doc: 'Largest job payload, measured as its JSON text (413 payload_too_large above it).',
+    parse: integer(16, 64 * 1024 * 1024),
+  }),
+  autoCreateQueues: setting({
+    env: 'BATON_AUTO_CREATE_QUEUES',
+    default: true,
+    unit: 'boolean',
+    doc: 'Create a queue on first enqueue. Off: enqueueing to an unknown queue is 404 queue_not_found.',
+    parse: boolean,
+  }),
+  defaultLeaseMs: setting({
+    env: 'BATON_DEFAULT_LEASE_MS',
+    default: 30 * SECOND,
+    unit: 'ms',
+    doc: 'Lease length for queues that do not set their own.',
+    parse: integer(LEASE_MS_MIN, LEASE_MS_MAX),
+  }),
+  defaultMaxAttempts: setting({
+    env: 'BATON_DEFAULT_MAX_ATTEMPTS',
+    default: 5,
+    unit: 'attempts',
+    doc: 'Claims a job may have before it is dead-lettered, for queues that do not set their own.',
+    parse: integer(1, 1000),
+  }),
+  backoffBaseMs: setting({
+    env: 'BATON_BACKOFF_BASE_MS',
+    default: SECOND,
+    unit: 'ms',
+    doc: 'Retry delay after the first failed attempt; doubles with each further attempt.',
+    parse: integer(0, DAY),
+  }),
+  backoffMaxMs: setting({
+    env: 'BATON_BACKOFF_MAX_MS',
+    default: HOUR,
+    unit: 'ms',
+    doc: 'Cap on the retry delay.',
+    parse: integer(0, 30 * DAY),
+  }),
+  backoffJitter: setting({
+    env: 'BATON_BACKOFF_JITTER',
+    default: true,
+    unit: 'boolean',
+    doc: 'Randomise each retry delay between half and all of its exponential value.',
+    parse: boolean,
+  }),
+  completedRetentionMs: setting({
+    env: 'BATON_COMPLETED_RETENTION_MS',
+    default: DAY,
+    unit: 'ms',
+    doc: 'How long completed and cancelled jobs stay visible before the leader prunes them.',
+    parse: integer(0, 10 * YEAR),
+  }),
+  deadRetentionMs: setting({
+    env: 'BATON_DEAD_RETENTION_MS',
+    default: 14 * DAY,
+    unit: 'ms',
+    doc: 'How long dead jobs stay (for inspection and redrive) before the leader prunes them.',
+    parse: integer(0, 10 * YEAR),
+  }),
+  idempotencyRetentionMs: setting({
+    env: 'BATON_IDEMPOTENCY_RETENTION_MS',
+    default: DAY,
+    unit: 'ms',
+    doc: 'How long an idempotency key keeps returning its original job.',
+    parse: integer(SECOND, 10 * YEAR),
+  }),
+  queueIdleMs: setting({
+    env: 'BATON_QUEUE_IDLE_MS',
+    default: HOUR,
+    unit: 'ms',
+    doc: 'Auto-created queues idle this long with no live jobs are removed by the leader.',
+    parse: integer(SECOND, 10 * YEAR),
+  }),
+  maintenance: setting({
+    env: 'BATON_MAINTENANCE',
+    default: true,
+    unit: 'boolean',
+    doc: 'Take part in leader election and maintenance. Off: this replica only serves the API.',
+    parse: boolean,
+  }),
+  tickMs: setting({
+    env: 'BATON_TICK_MS',
+    default: 5 * SECOND,
+    unit: 'ms',
+    doc: 'Maintenance tick: re-arm, prune, key expiry and queue GC run once per tick on the leader.',
+    parse: integer(100, 10 * MINUTE),
+  }),
+  promoteIntervalMs: setting({
+    env: 'BATON_PROMOTE_INTERVAL_MS',
+    default: 500,
+    unit: 'ms',
+    doc: 'How often the leader promotes due scheduled jobs to ready.',
+    parse: integer(10, MINUTE),
+  }),
+  pollIntervalMs: setting({
+    env: 'BATON_POLL_INTERVAL_MS',
+    default: SECOND,
+    unit: 'ms',
+    doc: 'Long-poll fallback: a waiting claim re-checks the database this often even without a wake-up.',
+    parse: integer(10, MINUTE),
+  }),
+  migrateOnStart: setting({
+    env: 'BATON_MIGRATE_ON_START',
+    default: true,
+    unit: 'boolean',
+    doc: 'Apply pending migrations at start-up (safe with many replicas starting at once).',
+    parse: boolean,
+  }),
+  shutdownTimeoutMs: setting({
+    env: 'BATON_SHUTDOWN_TIMEOUT_MS',
+    default: 10 * SECOND,
+    unit: 'ms',
+    doc: 'On SIGTERM, how long in-flight requests may take to finish before the process exits anyway.',
+    parse: integer(0, 10 * MINUTE),
+  }),
+  pgdata: setting({
+    env: 'BATON_PGDATA',
+    default: './.baton/pgdata',
+    unit: 'path',
+    doc: 'Data folder of the embedded PostgreSQL (only used when DATABASE_URL is unset).',
+    parse: text,
+  }),
+  embeddedPgPort: setting({
+    env: 'BATON_EMBEDDED_PG_PORT',
+    default: 54329,
+    unit: 'port',
+    doc: 'Port of the embedded PostgreSQL (loopback only).',
+    parse: integer(1, 65535),
+  }),
+};
+
+type Settings = typeof settings;
+type ValueOf<S> = S extends { parse: Parser<infer T> } ? T : never;
+
+export type Config = {
+  readonly [K in keyof Settings]: Settings[K] extends { optional: true }
+    ? ValueOf<Settings[K]> | undefined
+    : ValueOf<Settings[K]>;
+};
+
+/**
+ * Parse the environment into a frozen Config. Throws ConfigError naming every bad variable.
+ * `env` defaults to the process environment; tests pass their own object.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(settings) as [string, Setting<unknown>][]) {
+    const raw = env[s.env];
+    if (raw === undefined || raw === '') {
+      out[key] = s.default;
+      continue;
+    }
+    try {
+      out[key] = s.parse(raw);
+    } catch (err) {
+      problems.push(`${s.env} ${(err as Error).message}`);
+    }
+  }
+  if (problems.length === 0 && (out.backoffMaxMs as number) < (out.backoffBaseMs as number)) {
+    problems.push(`BATON_BACKOFF_MAX_MS must be at least BATON_BACKOFF_BASE_MS`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(out) as Config;
+}

@@ -1,0 +1,60 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  db: Db;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+type PoolSettings = Pick<Config, 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'>;
+
+/**
+ * Session settings for every connection Baton opens. A stuck statement or a transaction left open
+ * can hold row locks (and hold back vacuum on the live table), so both are bounded.
+ */
+export function connectionOptions(url: string, settings: PoolSettings, applicationName = 'baton') {
+  return {
+    connectionString: url,
+    application_name: applicationName,
+    statement_timeout: settings.statementTimeoutMs,
+    idle_in_transaction_session_timeout: settings.statementTimeoutMs,
+    connectionTimeoutMillis: settings.connectTimeoutMs,
+    keepAlive: true,
+  } satisfies pg.ClientConfig;
+}
+
+export function createDatabase(
+  url: string,
+  settings: PoolSettings,
+  log: { warn(obj: object, msg: string): void },
+): DatabaseHandle {
+  const pool = new pg.Pool({
+    ...connectionOptions(url, settings),
+    max: settings.poolSize,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client whose server connection dies emits 'error' on the pool; unhandled, that would
+  // crash the process. The pool drops the client and the next query opens a fresh one.
+  pool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
+  // A client borrowed by Kysely has no pool listener while it runs a query, and node-postgres emits
+  // 'error' on a connection lost mid-query as well as rejecting the query. Without a listener of our
+  // own that event would crash the process; the query's rejection already reaches the caller.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let closed: Promise<void> | undefined;
+  return {
+    db,
+    pool,
+    close: () => {
+      closed ??= db.destroy();
+      return closed;
+    },
+  };
+}

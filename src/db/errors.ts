@@ -1,0 +1,49 @@
+/**
+ * Classifies errors from node-postgres. "Unavailable" errors are outages or overload (the database
+ * is down, restarting, out of connections, or a statement timed out): the request may be retried
+ * and the answer is 503, never 500.
+ */
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+]);
+
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01', // admin_shutdown (pg_terminate_backend, or the server stopping)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up or shutting down)
+  '57014', // query_canceled (statement_timeout)
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '55P03', // lock_not_available (a lock_timeout expired)
+  '25P03', // idle_in_transaction_session_timeout
+]);
+
+function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isUnavailableError(err: unknown): boolean {
+  const code = sqlState(err);
+  if (code && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code))) return true;
+  // Class 08: connection exception; class 53: insufficient resources (too many connections, disk full).
+  if (code && /^(08|53)[0-9A-Z]{3}$/.test(code)) return true;
+  const message = (err as Error | null)?.message ?? '';
+  return (
+    message.includes('timeout exceeded when trying to connect') ||
+    message.includes('Connection terminated') ||
+    message.includes('Client has encountered a connection error') ||
+    message.includes('connection timeout') ||
+    message.includes('Client was closed')
+  );
+}
+
+export const isLockTimeout = (err: unknown) => sqlState(err) === '55P03';
+export const isUniqueViolation = (err: unknown) => sqlState(err) === '23505';

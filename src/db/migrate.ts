@@ -1,0 +1,47 @@
+import { type Kysely, sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import { migrations } from '../../migrations/index.js';
+
+const MIGRATION_SCHEMA = 'baton';
+/** Key of the session advisory lock that serialises migrators across replicas. */
+const MIGRATION_LOCK_KEY = sql`hashtext('baton.migrate')`;
+
+export interface MigrationResult {
+  applied: string[];
+}
+
+/**
+ * Apply every pending migration. Safe when several replicas start at once: the whole run, including
+ * the creation of Kysely's bookkeeping tables, happens under a session advisory lock on one
+ * connection, so the second replica waits and then finds nothing to do.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against any schema version
+export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResult> {
+  return db.connection().execute(async (conn) => {
+    await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    try {
+      const migrator = new Migrator({
+        db: conn,
+        provider: { getMigrations: async () => migrations },
+        migrationTableSchema: MIGRATION_SCHEMA,
+      });
+      const { error, results = [] } = await migrator.migrateToLatest();
+      if (error) throw error;
+      return { applied: results.filter((r) => r.status === 'Success').map((r) => r.migrationName) };
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    }
+  });
+}
+
+/** Names of migrations this build knows that the database has not applied (all of them if none). */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+  const exists = await sql<{
+    t: string | null;
+  }>`SELECT to_regclass('baton.kysely_migration')::text AS t`.execute(db);
+  if (!exists.rows[0]?.t) return Object.keys(migrations);
+  const applied = await sql<{ name: string }>`SELECT name FROM baton.kysely_migration`.execute(db);
+  const done = new Set(applied.rows.map((r) => r.name));
+  return Object.keys(migrations).filter((name) => !done.has(name));
+}

@@ -1,0 +1,75 @@
+/**
+ * RFC 9457 problem details. Every error Baton answers with is one of these, with a stable machine
+ * `code`; clients branch on `code`, people read `detail`.
+ */
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export const PROBLEM_CODES = {
+  validation_failed: { status: 400, title: 'Request validation failed' },
+  malformed_json: { status: 400, title: 'Request body is not valid JSON' },
+  unauthorized: { status: 401, title: 'Authentication required' },
+  forbidden: { status: 403, title: 'Not allowed' },
+  not_found: { status: 404, title: 'Not found' },
+  queue_not_found: { status: 404, title: 'Queue not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  lease_lost: { status: 409, title: 'Lease lost' },
+  invalid_state: { status: 409, title: 'Job is not in a state that allows this' },
+  queue_not_empty: { status: 409, title: 'Queue has live jobs' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  internal_error: { status: 500, title: 'Internal error' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+} as const;
+
+export type ProblemCode = keyof typeof PROBLEM_CODES;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ProblemCode;
+  detail: string;
+  instance?: string;
+  request_id?: string;
+  errors?: FieldError[];
+}
+
+export class ProblemError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ProblemCode,
+    detail: string,
+    readonly extra: { errors?: FieldError[]; retryAfterSeconds?: number } = {},
+  ) {
+    super(detail);
+    this.name = 'ProblemError';
+    this.status = PROBLEM_CODES[code].status;
+  }
+}
+
+export function problemBody(code: ProblemCode, detail: string, extra: Partial<Problem> = {}): Problem {
+  return {
+    type: `urn:baton:problem:${code}`,
+    title: PROBLEM_CODES[code].title,
+    status: PROBLEM_CODES[code].status,
+    code,
+    detail,
+    ...extra,
+  };
+}
+
+export const leaseLost = (id: string) =>
+  new ProblemError(
+    'lease_lost',
+    `job ${id} is not claimed under this lease_token (the lease expired and was re-armed, the job was ` +
+      'acked, nacked or cancelled, or the token is wrong)',
+  );
+export const jobNotFound = (id: string) => new ProblemError('not_found', `job ${id} does not exist`);
+export const queueNotFound = (queue: string) =>
+  new ProblemError('queue_not_found', `queue "${queue}" does not exist and auto-create is off`);

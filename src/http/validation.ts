@@ -1,0 +1,56 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from './problem.js';
+
+/**
+ * Request validation. Bodies are validated strictly: no type coercion ("5" is not 5) and unknown
+ * fields are rejected, so a typo such as `delay` for `delay_ms` is a 400 naming the field rather
+ * than silently ignored. Query strings and path parameters arrive as text, so they are coerced.
+ */
+// ajv-formats is CommonJS; under NodeNext its default export arrives as the module object.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+function makeAjv(coerce: boolean) {
+  const ajv = new Ajv({
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+const strict = makeAjv(false);
+const lenient = makeAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  (httpPart === 'body' ? strict : lenient).compile(schema as object);
+
+/** `/jobs/3/priority` -> `jobs[3].priority` */
+function fieldPath(instancePath: string, child?: string): string {
+  const parts = instancePath.split('/').slice(1);
+  if (child !== undefined) parts.push(child);
+  return parts
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+export function fieldErrors(errors: ErrorObject[], part: string | undefined): FieldError[] {
+  return errors.map((e) => {
+    const params = e.params as Record<string, unknown>;
+    if (e.keyword === 'required') {
+      return { field: fieldPath(e.instancePath, String(params.missingProperty)), message: 'is required' };
+    }
+    if (e.keyword === 'additionalProperties') {
+      return {
+        field: fieldPath(e.instancePath, String(params.additionalProperty)),
+        message: 'is not a known field',
+      };
+    }
+    const field = fieldPath(e.instancePath) || (part === 'body' ? 'body' : (part ?? 'request'));
+    return { field, message: e.message ?? 'is invalid' };
+  });
+}

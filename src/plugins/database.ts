@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Config } from '../config.js';
+import { createDatabase, type Db } from '../db/database.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    db: Db;
+  }
+}
+
+export interface DatabasePluginOptions {
+  url: string;
+  config: Config;
+}
+
+/** The Kysely instance over one pg pool, shared by routes and background services; closed last. */
+export default fp<DatabasePluginOptions>(
+  async function database(app: FastifyInstance, opts) {
+    const handle = createDatabase(opts.url, opts.config, app.log);
+    app.decorate('db', handle.db);
+    app.addHook('onClose', async () => {
+      await handle.close();
+    });
+  },
+  { name: 'database', fastify: '5.x' },
+);

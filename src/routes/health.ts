@@ -1,0 +1,75 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { sql } from 'kysely';
+import { Type } from 'typebox';
+import { pendingMigrations } from '../db/migrate.js';
+import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem.js';
+import { ProblemSchema } from '../http/schemas/problem.js';
+
+const READY_CHECK_TIMEOUT_MS = 2000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const health: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['health'],
+        operationId: 'getHealth',
+        summary: 'Liveness: the process is up',
+        description: 'Answers 200 while the process runs. It does not touch the database.',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['health'],
+        operationId: 'getReadiness',
+        summary: 'Readiness: the database answers and its schema is current',
+        description:
+          'Answers 200 when the database is reachable and every migration this build knows is applied; ' +
+          '503 problem+json otherwise, and while the server is shutting down.',
+        response: {
+          200: Type.Object({ status: Type.Literal('ready') }),
+          503: ProblemSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const unready = (detail: string) =>
+        reply
+          .code(503)
+          .type(PROBLEM_CONTENT_TYPE)
+          .header('retry-after', '1')
+          .send({ ...problemBody('unavailable', detail), instance: '/readyz', request_id: request.id });
+      if (app.shuttingDown) return unready('the server is shutting down');
+      try {
+        const pending = await withTimeout(
+          (async () => {
+            await sql`SELECT 1`.execute(app.db);
+            return pendingMigrations(app.db);
+          })(),
+          READY_CHECK_TIMEOUT_MS,
+        );
+        if (pending.length > 0) return unready(`migrations not applied: ${pending.join(', ')}`);
+      } catch (err) {
+        request.log.warn({ err }, 'readiness check failed');
+        return unready(`the database is unreachable: ${(err as Error).message}`);
+      }
+      return { status: 'ready' as const };
+    },
+  );
+};
+
+export default health;

@@ -1,0 +1,73 @@
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createDatabase } from './db/database.js';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
+import { migrateToLatest } from './db/migrate.js';
+import { createLogger } from './logger.js';
+
+/**
+ * The process: load config, find the database (embedded when DATABASE_URL is unset), migrate,
+ * build the app, listen; on SIGTERM/SIGINT stop accepting, let in-flight requests finish (bounded
+ * by BATON_SHUTDOWN_TIMEOUT_MS), stop background work, close the pool, stop the embedded database.
+ */
+async function main() {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config);
+
+  let embedded: EmbeddedPostgres | undefined;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.pgdata, port: config.embeddedPgPort, log });
+    databaseUrl = embedded.url;
+  }
+
+  if (config.migrateOnStart) {
+    const handle = createDatabase(databaseUrl, config, log);
+    try {
+      const { applied } = await migrateToLatest(handle.db);
+      log.info({ applied }, applied.length ? 'migrations applied' : 'database schema is current');
+    } finally {
+      await handle.close();
+    }
+  }
+
+  const app = await buildApp({ config, databaseUrl, logger: log });
+  await app.listen({ port: config.port, host: config.host });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
+    const deadline = setTimeout(() => {
+      log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out; exiting anyway');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5000);
+    deadline.unref();
+    try {
+      await app.close();
+      await embedded?.stop();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,40 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+import { freePort } from './support/ports.js';
+
+const log = { info: () => {}, warn: () => {} };
+
+describe('embedded PostgreSQL', () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+  });
+
+  it('keeps data across a stop and a start', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'baton-embedded-'));
+    await fs.chmod(dir, 0o755);
+    dirs.push(dir);
+    const dataDir = path.join(dir, 'pgdata');
+    const port = await freePort();
+
+    const first = await startEmbeddedPostgres({ dataDir, port, log });
+    const c1 = new pg.Client({ connectionString: first.url });
+    await c1.connect();
+    await c1.query('CREATE TABLE kept (v text)');
+    await c1.query(`INSERT INTO kept VALUES ('survives')`);
+    await c1.end();
+    await first.stop();
+
+    const second = await startEmbeddedPostgres({ dataDir, port, log });
+    const c2 = new pg.Client({ connectionString: second.url });
+    await c2.connect();
+    const r = await c2.query('SELECT v FROM kept');
+    await c2.end();
+    await second.stop();
+    expect(r.rows).toEqual([{ v: 'survives' }]);
+  }, 120_000);
+});

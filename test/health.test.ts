@@ -1,0 +1,163 @@
+import { Type } from 'typebox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BatonApp, buildApp } from '../src/app.js';
+import { createTestApp, testConfig, useTestApp } from './support/app.js';
+import { useTestDatabase } from './support/database.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+
+const database = useTestDatabase();
+const app = useTestApp(database);
+
+describe('health', () => {
+  it('/healthz answers 200 while the process runs', async () => {
+    const res = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('/readyz answers 200 when the database is reachable and migrated', async () => {
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ready' });
+  });
+
+  it('echoes a caller-supplied request id and makes one up otherwise', async () => {
+    const given = await app.inject({
+      method: 'GET',
+      url: '/healthz',
+      headers: { 'x-request-id': 'abc-123' },
+    });
+    expect(given.headers['x-request-id']).toBe('abc-123');
+    const made = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('/readyz through a database outage', () => {
+  let proxy: TcpProxy;
+  let outageApp: BatonApp;
+  beforeAll(async () => {
+    proxy = await TcpProxy.start(database.url);
+    outageApp = await createTestApp(
+      { url: proxy.urlFor(database.url) },
+      { BATON_DB_CONNECT_TIMEOUT_MS: '500' },
+    );
+  });
+  afterAll(async () => {
+    await outageApp.close();
+    await proxy.close();
+  });
+
+  it('turns 503 problem+json when the database is unreachable, and back to 200 when it returns', async () => {
+    expect((await outageApp.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+
+    await proxy.cut();
+    const down = await outageApp.inject({ method: 'GET', url: '/readyz' });
+    expect(down.statusCode).toBe(503);
+    expect(down.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(down.headers['retry-after']).toBe('1');
+    expect(down.json()).toMatchObject({
+      status: 503,
+      code: 'unavailable',
+      type: 'urn:baton:problem:unavailable',
+    });
+
+    await proxy.restore();
+    const up = await outageApp.inject({ method: 'GET', url: '/readyz' });
+    expect(up.statusCode).toBe(200);
+  });
+
+  it('reports unapplied migrations as not ready', async () => {
+    await database.db.deleteFrom('baton.kysely_migration' as never).execute();
+    try {
+      const res = await outageApp.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().detail).toMatch(/migrations not applied: 0001_initial/);
+    } finally {
+      await database.pool.query(
+        `INSERT INTO baton.kysely_migration (name, timestamp) VALUES ('0001_initial', now()::text)`,
+      );
+    }
+  });
+});
+
+describe('problem+json', () => {
+  it('answers an unknown route with a 404 problem', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/nothing-here?x=1' });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.json()).toEqual({
+      type: 'urn:baton:problem:not_found',
+      title: 'Not found',
+      status: 404,
+      code: 'not_found',
+      detail: 'no route for GET /v1/nothing-here',
+      instance: '/v1/nothing-here',
+      request_id: res.headers['x-request-id'],
+    });
+  });
+
+  it('names the invalid field of a request body', async () => {
+    // Built without ready() so the test can add a route of its own.
+    const fresh = await buildApp({ config: testConfig(), databaseUrl: database.url });
+    fresh.post(
+      '/echo',
+      {
+        schema: {
+          body: Type.Object(
+            {
+              items: Type.Array(
+                Type.Object({ n: Type.Integer({ maximum: 10 }) }, { additionalProperties: false }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+        },
+      },
+      async (req) => req.body,
+    );
+    try {
+      const bad = await fresh.inject({
+        method: 'POST',
+        url: '/echo',
+        payload: { items: [{ n: 1 }, { n: 11 }] },
+      });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(bad.json()).toMatchObject({
+        code: 'validation_failed',
+        status: 400,
+        detail: 'items[1].n must be <= 10',
+        errors: [{ field: 'items[1].n', message: 'must be <= 10' }],
+      });
+
+      const unknown = await fresh.inject({
+        method: 'POST',
+        url: '/echo',
+        payload: { items: [], extra: true },
+      });
+      expect(unknown.json()).toMatchObject({
+        code: 'validation_failed',
+        detail: 'extra is not a known field',
+      });
+
+      const missing = await fresh.inject({ method: 'POST', url: '/echo', payload: {} });
+      expect(missing.json()).toMatchObject({ detail: 'items is required' });
+
+      // Bodies are not coerced: "5" is not a number.
+      const text = await fresh.inject({ method: 'POST', url: '/echo', payload: { items: [{ n: '5' }] } });
+      expect(text.json()).toMatchObject({ detail: 'items[0].n must be integer' });
+
+      const malformed = await fresh.inject({
+        method: 'POST',
+        url: '/echo',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"items": [',
+      });
+      expect(malformed.statusCode).toBe(400);
+      expect(malformed.json()).toMatchObject({ code: 'malformed_json' });
+    } finally {
+      await fresh.close();
+    }
+  });
+});

@@ -1,0 +1,94 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { createDatabase } from '../src/db/database.js';
+import { migrateToLatest, pendingMigrations } from '../src/db/migrate.js';
+import { FINISHED_STATES, LIVE_STATES } from '../src/jobs/states.js';
+import { createTestDatabase, useTestDatabase } from './support/database.js';
+
+const quiet = { warn: () => {} };
+const settings = { poolSize: 4, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 };
+
+describe('migrations', () => {
+  it('apply to an empty database and are idempotent on a second run', async () => {
+    const empty = await createTestDatabase({ migrated: false });
+    const handle = createDatabase(empty.url, settings, quiet);
+    try {
+      expect(await pendingMigrations(handle.db)).toEqual(['0001_initial']);
+      const first = await migrateToLatest(handle.db);
+      expect(first.applied).toEqual(['0001_initial']);
+      const second = await migrateToLatest(handle.db);
+      expect(second.applied).toEqual([]);
+      expect(await pendingMigrations(handle.db)).toEqual([]);
+      const tables = await sql<{ tablename: string }>`
+        SELECT tablename FROM pg_tables WHERE schemaname = 'baton' ORDER BY 1`.execute(handle.db);
+      expect(tables.rows.map((r) => r.tablename)).toEqual(
+        expect.arrayContaining(['idempotency_keys', 'job_history', 'jobs', 'leader', 'queues']),
+      );
+    } finally {
+      await handle.close();
+      await empty.drop();
+    }
+  });
+
+  it('is safe with several runners starting at once', async () => {
+    const empty = await createTestDatabase({ migrated: false });
+    const handles = Array.from({ length: 4 }, () => createDatabase(empty.url, settings, quiet));
+    try {
+      const results = await Promise.all(handles.map((h) => migrateToLatest(h.db)));
+      // Exactly one runner applied the migration; the others found nothing to do.
+      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 1]);
+      expect(await pendingMigrations(handles[0]!.db)).toEqual([]);
+    } finally {
+      await Promise.all(handles.map((h) => h.close()));
+      await empty.drop();
+    }
+  });
+
+  describe('schema', () => {
+    const database = useTestDatabase();
+
+    async function checkConstraint(name: string): Promise<string> {
+      const r = await sql<{ def: string }>`
+        SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = ${name}`.execute(
+        database.db,
+      );
+      return r.rows[0]!.def;
+    }
+
+    it('enforces exactly the job states declared in src/jobs/states.ts', async () => {
+      const live = await checkConstraint('jobs_state');
+      const finished = await checkConstraint('job_history_state');
+      const quoted = (def: string) => [...def.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]).sort();
+      expect(quoted(live)).toEqual([...LIVE_STATES].sort());
+      expect(quoted(finished)).toEqual([...FINISHED_STATES].sort());
+    });
+
+    it('rejects a state outside the lifecycle', async () => {
+      await database.db.insertInto('baton.queues').values({ name: 'q', auto_created: false }).execute();
+      await expect(
+        sql`INSERT INTO baton.jobs (queue, state, run_at, max_attempts, payload)
+            VALUES ('q', 'running', now(), 1, '{}')`.execute(database.db),
+      ).rejects.toThrow(/jobs_state/);
+    });
+
+    it('gives the live table a fillfactor below 100 and a ready-only claim index', async () => {
+      const opts = await sql<{ reloptions: string[] }>`
+        SELECT reloptions FROM pg_class WHERE oid = 'baton.jobs'::regclass`.execute(database.db);
+      const fillfactor = Number(
+        opts.rows[0]!.reloptions.find((o) => o.startsWith('fillfactor='))!.split('=')[1],
+      );
+      expect(fillfactor).toBeLessThan(100);
+      const idx = await sql<{ def: string }>`
+        SELECT pg_get_indexdef('baton.jobs_ready_idx'::regclass) AS def`.execute(database.db);
+      expect(idx.rows[0]!.def).toMatch(/WHERE \(state = 'ready'::text\)/);
+    });
+
+    it('keeps lease_expires_at and lease_token out of every index (renewals stay HOT)', async () => {
+      const r = await sql<{ def: string }>`
+        SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'baton.jobs'::regclass`.execute(
+        database.db,
+      );
+      for (const { def } of r.rows) expect(def).not.toMatch(/lease_/);
+    });
+  });
+});

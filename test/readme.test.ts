@@ -1,0 +1,15 @@
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { configTableRows } from './support/config-table.js';
+
+describe('README', () => {
+  it('documents every setting of src/config.ts with its default (npm run readme:config rewrites it)', () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    const block = readme.slice(
+      readme.indexOf('<!-- config-table:start -->'),
+      readme.indexOf('<!-- config-table:end -->'),
+    );
+    const rows = block.split('\n').filter((l) => l.startsWith('| `'));
+    expect(rows).toEqual(configTableRows());
+  });
+});

@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { createDatabase } from '../../src/db/database.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { freePort } from '../support/ports.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A database on the test server from which test databases are created (CREATE DATABASE rights). */
+    adminUrl: string;
+    /** Name of the migrated template each test file copies its own database from. */
+    templateDatabase: string;
+    /** Where the server came from: env, testcontainers or embedded. */
+    databaseSource: string;
+  }
+}
+
+const quietLog = { info: () => {}, warn: (obj: object, msg: string) => console.warn(msg, obj) };
+
+/**
+ * Finds a PostgreSQL server for the run: TEST_DATABASE_URL or DATABASE_URL when set, else a
+ * testcontainers container when a container runtime answers, else an embedded PostgreSQL.
+ * Migrates a template database once; each test file then copies it (CREATE DATABASE ... TEMPLATE),
+ * which takes milliseconds and isolates files from each other.
+ */
+async function findServer(): Promise<{ adminUrl: string; source: string; stop: () => Promise<void> }> {
+  const given = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (given) return { adminUrl: given, source: 'env', stop: async () => {} };
+
+  try {
+    const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+    const container = await new PostgreSqlContainer('postgres:17-alpine').start();
+    return {
+      adminUrl: container.getConnectionUri(),
+      source: 'testcontainers',
+      stop: async () => void (await container.stop()),
+    };
+  } catch (err) {
+    if (!/container runtime/i.test(String((err as Error).message)))
+      console.warn('testcontainers failed:', err);
+  }
+
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'baton-test-pg-'));
+  await fs.chmod(dir, 0o755);
+  const embedded = await startEmbeddedPostgres({
+    dataDir: path.join(dir, 'pgdata'),
+    port: await freePort(),
+    log: quietLog,
+    database: 'postgres',
+  });
+  return {
+    adminUrl: embedded.url,
+    source: 'embedded',
+    stop: async () => {
+      await embedded.stop();
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export default async function setup(project: TestProject) {
+  const server = await findServer();
+  const template = `baton_tpl_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server.adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${template}`);
+  const url = new URL(server.adminUrl);
+  url.pathname = `/${template}`;
+  const handle = createDatabase(
+    url.toString(),
+    { poolSize: 2, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
+    quietLog,
+  );
+  await migrateToLatest(handle.db);
+  await handle.close();
+
+  project.provide('adminUrl', server.adminUrl);
+  project.provide('templateDatabase', template);
+  project.provide('databaseSource', server.source);
+
+  return async () => {
+    // Drop the template and any test database a crashed file left behind.
+    const left = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname = $1 OR datname LIKE $2`,
+      [template, `${template.replace('tpl', 't')}%`],
+    );
+    for (const { datname } of left.rows) {
+      await admin
+        .query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(datname)} WITH (FORCE)`)
+        .catch(() => {});
+    }
+    await admin.end();
+    await server.stop();
+  };
+}

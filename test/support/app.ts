@@ -1,0 +1,37 @@
+import { afterAll, beforeAll } from 'vitest';
+import { type BatonApp, buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import type { TestDatabase } from './database.js';
+
+/** Config for tests: quiet logs, no leader election unless a test turns it on, plus overrides. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ LOG_LEVEL: 'silent', BATON_MAINTENANCE: 'false', ...env });
+}
+
+export async function createTestApp(
+  database: { url: string },
+  env: Record<string, string> = {},
+): Promise<BatonApp> {
+  const config = testConfig(env);
+  const app = await buildApp({ config, databaseUrl: database.url });
+  await app.ready();
+  return app;
+}
+
+/** One app for the whole test file over the file's database; requests go through app.inject. */
+export function useTestApp(database: TestDatabase, env: Record<string, string> = {}): BatonApp {
+  let app: BatonApp | undefined;
+  beforeAll(async () => {
+    app = await createTestApp(database, env);
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+  return new Proxy({} as BatonApp, {
+    get(_, prop) {
+      if (!app) throw new Error('test app used before beforeAll ran');
+      const value = Reflect.get(app, prop, app);
+      return typeof value === 'function' ? value.bind(app) : value;
+    },
+  });
+}

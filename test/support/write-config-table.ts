@@ -1,0 +1,15 @@
+import fs from 'node:fs';
+import { configTableRows } from './config-table.js';
+
+/** `npm run readme:config`: rewrite the README's configuration table from src/config.ts. */
+const START = '<!-- config-table:start -->';
+const END = '<!-- config-table:end -->';
+const readme = fs.readFileSync('README.md', 'utf8');
+const table = [
+  '| Variable | Default | Unit | Meaning |',
+  '| --- | --- | --- | --- |',
+  ...configTableRows(),
+].join('\n');
+const before = readme.slice(0, readme.indexOf(START) + START.length);
+const after = readme.slice(readme.indexOf(END));
+fs.writeFileSync('README.md', `${before}\n${table}\n${after}`);
