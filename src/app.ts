@@ -13,7 +13,10 @@ import { validatorCompiler } from './http/validation.js';
 import { createLogger } from './logger.js';
 import database from './plugins/database.js';
 import problemHandler from './plugins/problem-handler.js';
+import wake from './plugins/wake.js';
 import health from './routes/health.js';
+import jobs from './routes/jobs.js';
+import queueJobs from './routes/queue-jobs.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,7 +60,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
       // Probes and scrapes every few seconds would drown the request log.
       disableRequestLogging: (req: { url?: string }) => QUIET_PATHS.has(req.url?.split('?')[0] ?? ''),
     }),
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -72,6 +75,9 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
 
   await app.register(problemHandler);
   await app.register(database, { url: opts.databaseUrl, config });
+  await app.register(wake, { url: opts.databaseUrl });
   await app.register(health);
+  await app.register(queueJobs);
+  await app.register(jobs);
   return app;
 }

@@ -21,5 +21,5 @@ export const ProblemSchema = Type.Object(
       }),
     ),
   },
-  { $id: 'Problem', description: 'RFC 9457 problem details' },
+  { description: 'RFC 9457 problem details' },
 );

@@ -1,0 +1,267 @@
+import { type Static, Type } from 'typebox';
+import { LEASE_MS_MAX, LEASE_MS_MIN } from '../../config.js';
+import {
+  ERROR_MESSAGE_MAX,
+  IDEMPOTENCY_KEY_MAX,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_BATCH,
+  MAX_DELAY_MS,
+  MAX_WAIT_MS,
+  PRINTABLE_PATTERN,
+  PRIORITY_MAX,
+  PRIORITY_MIN,
+  QUEUE_NAME_PATTERN,
+  WORKER_ID_MAX,
+} from '../../jobs/limits.js';
+import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
+
+const strict = { additionalProperties: false } as const;
+const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Json = (description: string) => Type.Unknown({ description });
+
+export const QueueParams = Type.Object(
+  {
+    queue: Type.String({
+      pattern: QUEUE_NAME_PATTERN,
+      description: 'Queue name: letters, digits, ".", "_" and "-", at most 128 characters.',
+      examples: ['emails'],
+    }),
+  },
+  strict,
+);
+
+export const JobParams = Type.Object(
+  {
+    id: Type.String({
+      pattern: '^[0-9]{1,19}$',
+      description: 'Job id (a decimal string).',
+      examples: ['42'],
+    }),
+  },
+  strict,
+);
+
+export const LeaseToken = Type.String({
+  format: 'uuid',
+  description: 'The token minted by the claim that handed you this job.',
+});
+
+export const EnqueueRequest = Type.Object(
+  {
+    payload: Json('Any JSON value; handed to the worker as is.'),
+    priority: Type.Optional(
+      Type.Integer({
+        minimum: PRIORITY_MIN,
+        maximum: PRIORITY_MAX,
+        default: 0,
+        description: 'Higher runs first.',
+      }),
+    ),
+    delay_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_DELAY_MS,
+        description: 'Run no earlier than this long from now.',
+      }),
+    ),
+    run_at: Type.Optional(Timestamp('Run no earlier than this time (RFC 3339). Not with delay_ms.')),
+    max_attempts: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_ATTEMPTS_LIMIT,
+        description: 'Claims allowed before the job is dead-lettered. Default: the queue setting.',
+      }),
+    ),
+    idempotency_key: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: IDEMPOTENCY_KEY_MAX,
+        pattern: PRINTABLE_PATTERN,
+        description:
+          'Re-sending the same key to the same queue within the key retention returns the original job ' +
+          'and creates nothing.',
+      }),
+    ),
+  },
+  { ...strict, examples: [{ payload: { to: 'ada@example.com' }, priority: 5 }] },
+);
+export type EnqueueRequest = Static<typeof EnqueueRequest>;
+
+export const BatchEnqueueRequest = Type.Object(
+  { jobs: Type.Array(EnqueueRequest, { minItems: 1, maxItems: MAX_BATCH }) },
+  strict,
+);
+
+const enqueuedFields = {
+  id: Type.String(),
+  queue: Type.String(),
+  state: Type.Unsafe<(typeof JOB_STATES)[number]>(
+    Type.String({
+      enum: [...JOB_STATES],
+      description:
+        'A new job is ready when due now and scheduled when run_at is in the future; the original job ' +
+        'returned for a repeated idempotency key may be in any state.',
+    }),
+  ),
+  priority: Type.Integer(),
+  run_at: Timestamp('When the job becomes claimable.'),
+  attempts: Type.Integer(),
+  max_attempts: Type.Integer(),
+  idempotency_key: Nullable(Type.String()),
+  created_at: Timestamp('When the job was enqueued.'),
+};
+
+export const EnqueuedJob = Type.Object(enqueuedFields);
+export const BatchEnqueueResponse = Type.Object({
+  jobs: Type.Array(
+    Type.Object({
+      ...enqueuedFields,
+      created: Type.Boolean({ description: 'false when an idempotency key matched an existing job.' }),
+    }),
+  ),
+});
+
+export const ClaimRequest = Type.Object(
+  {
+    max_jobs: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_BATCH, default: 1 })),
+    lease_ms: Type.Optional(
+      Type.Integer({
+        minimum: LEASE_MS_MIN,
+        maximum: LEASE_MS_MAX,
+        description: 'Lease length. Default: the queue setting.',
+      }),
+    ),
+    wait_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_WAIT_MS,
+        default: 0,
+        description: 'Long-poll: wait up to this long for a job when none is ready.',
+      }),
+    ),
+    worker_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: WORKER_ID_MAX,
+        pattern: PRINTABLE_PATTERN,
+        description: 'Shown on the job.',
+      }),
+    ),
+  },
+  { ...strict, examples: [{ max_jobs: 10, lease_ms: 60000, wait_ms: 20000, worker_id: 'worker-1' }] },
+);
+
+export const ClaimedJob = Type.Object({
+  id: Type.String(),
+  queue: Type.String(),
+  payload: Json('The payload given at enqueue.'),
+  priority: Type.Integer(),
+  attempt: Type.Integer({ description: '1 on the first claim, 2 on the second, ...' }),
+  max_attempts: Type.Integer(),
+  lease_token: Type.String({ format: 'uuid', description: 'Present it to renew, ack and nack.' }),
+  lease_expires_at: Timestamp('Renew before this or the job returns to the queue.'),
+  run_at: Timestamp('When the job became due.'),
+  created_at: Timestamp('When the job was enqueued.'),
+});
+export const ClaimResponse = Type.Object({ jobs: Type.Array(ClaimedJob) });
+
+export const RenewRequest = Type.Object(
+  {
+    lease_token: LeaseToken,
+    lease_ms: Type.Optional(
+      Type.Integer({
+        minimum: LEASE_MS_MIN,
+        maximum: LEASE_MS_MAX,
+        description: 'New lease length from now. Default: the length the claim (or the last renew) used.',
+      }),
+    ),
+  },
+  strict,
+);
+export const RenewResponse = Type.Object({
+  id: Type.String(),
+  lease_expires_at: Timestamp('The new expiry.'),
+  lease_ms: Type.Integer(),
+});
+
+export const AckRequest = Type.Object(
+  { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
+  strict,
+);
+
+export const BatchAckRequest = Type.Object(
+  {
+    acks: Type.Array(
+      Type.Object(
+        {
+          id: JobParams.properties.id,
+          lease_token: LeaseToken,
+          result: Type.Optional(Json('Stored and shown on the job.')),
+        },
+        strict,
+      ),
+      { minItems: 1, maxItems: MAX_BATCH },
+    ),
+  },
+  strict,
+);
+export const AckOutcome = Type.Union([
+  Type.Literal('acked'),
+  Type.Literal('lease_lost'),
+  Type.Literal('not_found'),
+]);
+export const BatchAckResponse = Type.Object({
+  results: Type.Array(Type.Object({ id: Type.String(), outcome: AckOutcome }), {
+    description: 'One per ack, in request order.',
+  }),
+  acked: Type.Integer(),
+  failed: Type.Integer(),
+});
+
+export const NackRequest = Type.Object(
+  {
+    lease_token: LeaseToken,
+    error: Type.Optional(
+      Type.Object(
+        {
+          message: Type.String({ maxLength: ERROR_MESSAGE_MAX }),
+          details: Type.Optional(Json('Anything that helps: a stack trace, a status code...')),
+        },
+        strict,
+      ),
+    ),
+    retry_in_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_DELAY_MS,
+        description: "Retry after this long instead of the queue's backoff.",
+      }),
+    ),
+    dead: Type.Optional(
+      Type.Boolean({ description: 'Give up now: the job goes to dead whatever its attempts.' }),
+    ),
+  },
+  strict,
+);
+
+export const JobError = Type.Object({
+  attempt: Type.Integer(),
+  at: Timestamp('When the attempt failed.'),
+  message: Type.String(),
+  details: Type.Optional(Json('As given by the worker.')),
+  worker_id: Type.Optional(Nullable(Type.String())),
+});
+
+export const Job = Type.Object({
+  ...enqueuedFields,
+  payload: Json('The payload given at enqueue.'),
+  claimed_at: Nullable(Timestamp('When the latest claim happened.')),
+  lease_expires_at: Nullable(Timestamp('While claimed: when the lease runs out.')),
+  worker_id: Nullable(Type.String({ description: 'worker_id of the latest claim.' })),
+  finished_at: Nullable(Timestamp('When the job reached completed, dead or cancelled.')),
+  result: Json('What the worker gave at ack (null until then).'),
+  last_error: Nullable(JobError),
+  errors: Type.Array(JobError, { description: 'Failed attempts, oldest first (the last 20).' }),
+  dead_reason: Nullable(Type.Unsafe<(typeof DEAD_REASONS)[number]>(Type.String({ enum: [...DEAD_REASONS] }))),
+});

@@ -1,0 +1,88 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+
+/**
+ * Claim: hand up to `maxJobs` ready jobs of one queue to a worker, each under a fresh lease token.
+ *
+ * One statement. The inner SELECT walks jobs_ready_idx, the partial index that holds only
+ * `state = 'ready'` rows in (priority DESC, run_at, id) order, so in-flight, scheduled and
+ * finished jobs cost nothing however many there are. FOR UPDATE SKIP LOCKED lets concurrent
+ * claimers pass over each other's rows instead of queueing behind them, so each job goes to exactly
+ * one claimer. A paused queue yields nothing: the `paused` subquery is a one-time filter evaluated
+ * before the index is touched.
+ *
+ * The lease length is the request's, else the queue's, else the server default; it is stored on the
+ * row so that a renewal without lease_ms extends by the same length.
+ */
+
+export interface ClaimOptions {
+  queue: string;
+  maxJobs: number;
+  /** Requested lease; undefined means the queue's setting. */
+  leaseMs?: number;
+  defaultLeaseMs: number;
+  workerId?: string;
+}
+
+export interface ClaimedRow {
+  id: string;
+  queue: string;
+  payload: unknown;
+  priority: number;
+  attempts: number;
+  max_attempts: number;
+  lease_token: string;
+  lease_expires_at: Date;
+  run_at: Date;
+  created_at: Date;
+}
+
+export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
+  const { rows } = await sql<ClaimedRow>`
+    WITH settings AS (
+      SELECT coalesce(bool_or(paused), false) AS paused,
+             coalesce(${opts.leaseMs ?? null}::integer, max(lease_ms), ${opts.defaultLeaseMs}::integer) AS lease_ms
+      FROM baton.queues WHERE name = ${opts.queue}
+    ), picked AS (
+      SELECT j.id FROM baton.jobs j
+      WHERE j.queue = ${opts.queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
+      ORDER BY j.priority DESC, j.run_at, j.id
+      LIMIT ${opts.maxJobs}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE baton.jobs j SET
+      state = 'claimed',
+      attempts = j.attempts + 1,
+      lease_token = gen_random_uuid(),
+      lease_ms = s.lease_ms,
+      lease_expires_at = now() + s.lease_ms * interval '1 millisecond',
+      claimed_at = now(),
+      worker_id = ${opts.workerId ?? null}
+    FROM picked, settings s
+    WHERE j.id = picked.id
+    RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
+              j.lease_expires_at, j.run_at, j.created_at`.execute(db);
+  // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
+  return rows.sort(
+    (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id),
+  );
+}
+
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/**
+ * Give claimed jobs back as if never claimed: used when the client of a long-poll went away
+ * before it could receive them. The attempt is not counted. Guarded by the lease token, so a job
+ * already acked, re-armed or re-claimed is left alone.
+ */
+export async function releaseClaims(db: Db, claims: { id: string; lease_token: string }[]): Promise<number> {
+  if (claims.length === 0) return 0;
+  const result = await sql`
+    UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, lease_token = NULL,
+           lease_ms = NULL, lease_expires_at = NULL, claimed_at = NULL, worker_id = NULL
+    FROM unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.lease_token)}::uuid[]) AS r(id, token)
+    WHERE j.id = r.id AND j.state = 'claimed' AND j.lease_token = r.token`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -1,0 +1,213 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { queueNotFound } from '../http/problem.js';
+import { createAutoQueue } from '../queues/queue-store.js';
+import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+
+/**
+ * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
+ *
+ * The shape of the insert comes from two production incidents (docs/architecture.md, "Lessons"):
+ * - It never writes the queue's row. One row per queue rewritten on every enqueue serialises all
+ *   producers of that queue on a row lock. Instead the statement reads the queue row with
+ *   FOR KEY SHARE, which producers share with each other but which conflicts with a DELETE.
+ * - So an enqueue and the leader's garbage collection of an idle auto-created queue serialise on
+ *   that row: either the GC waits for our insert to commit (and then sees a live job and keeps the
+ *   queue), or we wait for the GC and find no row. No row means the insert inserts nothing; we
+ *   (re)create the queue and insert again. The race heals itself and never loses the job.
+ */
+
+export interface EnqueueItem {
+  /** The payload as JSON text (already size-checked). */
+  payloadJson: string;
+  priority: number;
+  delayMs?: number;
+  runAt?: string;
+  maxAttempts?: number;
+  idempotencyKey?: string;
+}
+
+export interface EnqueueOptions {
+  autoCreate: boolean;
+  defaultMaxAttempts: number;
+  idempotencyRetentionMs: number;
+}
+
+export type EnqueuedRow = Pick<
+  JobRow,
+  | 'id'
+  | 'queue'
+  | 'state'
+  | 'priority'
+  | 'run_at'
+  | 'attempts'
+  | 'max_attempts'
+  | 'idempotency_key'
+  | 'created_at'
+>;
+
+export interface EnqueueResult {
+  job: EnqueuedRow;
+  /** false when an idempotency key matched an existing job. */
+  created: boolean;
+}
+
+/** Marker: the insert found no queue row. */
+const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+
+export async function enqueueJobs(
+  db: Db,
+  queue: string,
+  items: EnqueueItem[],
+  opts: EnqueueOptions,
+): Promise<EnqueueResult[]> {
+  const keyed = items.some((i) => i.idempotencyKey !== undefined);
+  // Two tries are enough: a queue the leader collects must have been idle for BATON_QUEUE_IDLE_MS,
+  // so one we have just created cannot be collected again before our retry.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const result = keyed
+      ? await db
+          .transaction()
+          .execute((trx) => insertWithKeys(trx, queue, items, opts))
+          .catch((err): typeof QUEUE_MISSING => {
+            if (err === QUEUE_MISSING) return QUEUE_MISSING;
+            throw err;
+          })
+      : await insertJobs(db, queue, items, [], opts.defaultMaxAttempts).then((rows) =>
+          rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
+        );
+    if (result !== QUEUE_MISSING) return result;
+    if (!opts.autoCreate) throw queueNotFound(queue);
+    await createAutoQueue(db, queue);
+  }
+  throw new Error(`queue ${queue} vanished three times during one enqueue`);
+}
+
+/**
+ * The insert itself: one statement for the whole batch. Items arrive as two JSON arrays zipped by
+ * position (metadata, and the payload texts joined unparsed), so a batch of 1,000 is one round trip
+ * with no per-row parameters. Ids are drawn from the sequence up front so the rows come back in
+ * request order. `ids[i]`, when given, is the id reserved for item i by its idempotency key.
+ */
+async function insertJobs(
+  db: Kysely<Database>,
+  queue: string,
+  items: EnqueueItem[],
+  ids: (string | null)[],
+  defaultMaxAttempts: number,
+): Promise<EnqueuedRow[] | typeof QUEUE_MISSING> {
+  if (items.length === 0) return [];
+  const meta = JSON.stringify(
+    items.map((item, i) => ({
+      id: ids[i] ?? null,
+      priority: item.priority,
+      delay_ms: item.delayMs ?? null,
+      run_at: item.runAt ?? null,
+      max_attempts: item.maxAttempts ?? null,
+      idempotency_key: item.idempotencyKey ?? null,
+    })),
+  );
+  const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
+  const { rows } = await sql<EnqueuedRow & { ord: string }>`
+    WITH q AS (
+      SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
+    ), input AS MATERIALIZED (
+      SELECT m.ord,
+             coalesce((m.item->>'id')::bigint, nextval('baton.jobs_id_seq')) AS id,
+             coalesce((m.item->>'run_at')::timestamptz,
+                      now() + coalesce((m.item->>'delay_ms')::bigint, 0) * interval '1 millisecond') AS run_at,
+             m.item, p.payload
+      FROM json_array_elements(${meta}::json) WITH ORDINALITY AS m(item, ord)
+      JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
+    ), ins AS (
+      INSERT INTO baton.jobs (id, queue, state, priority, run_at, max_attempts, idempotency_key, payload)
+      SELECT i.id, q.name,
+             CASE WHEN i.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
+             (i.item->>'priority')::integer,
+             i.run_at,
+             coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
+             i.item->>'idempotency_key',
+             i.payload::jsonb
+      FROM input i CROSS JOIN q
+      RETURNING id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
+    )
+    SELECT ins.*, input.ord FROM ins JOIN input USING (id) ORDER BY input.ord`.execute(db);
+  return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, ...row }) => row);
+}
+
+/**
+ * Enqueue with idempotency keys, in one transaction:
+ * 1. Claim each key with INSERT ... ON CONFLICT. A key already held (and not expired) is not
+ *    claimed; a concurrent enqueue with the same key waits here for the first to commit or roll
+ *    back, so twenty simultaneous requests with one key create exactly one job.
+ * 2. Insert the jobs whose keys we claimed, with the ids reserved in step 1.
+ * 3. Read back the original job of every key we did not claim (live or finished).
+ * Keys are claimed in sorted order so two batches sharing keys cannot deadlock.
+ */
+async function insertWithKeys(
+  trx: Transaction<Database>,
+  queue: string,
+  items: EnqueueItem[],
+  opts: EnqueueOptions,
+): Promise<EnqueueResult[]> {
+  const keys = [
+    ...new Set(items.flatMap((i) => (i.idempotencyKey === undefined ? [] : [i.idempotencyKey]))),
+  ].sort();
+  const claimed = await sql<{ key: string; job_id: string }>`
+    INSERT INTO baton.idempotency_keys AS k (queue, key, job_id, expires_at)
+    SELECT ${queue}, t.key, nextval('baton.jobs_id_seq'), now() + ${opts.idempotencyRetentionMs}::bigint * interval '1 millisecond'
+    FROM json_array_elements_text(${JSON.stringify(keys)}::json) WITH ORDINALITY AS t(key, ord)
+    ORDER BY t.ord
+    ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at
+      WHERE k.expires_at <= now()
+    RETURNING key, job_id`.execute(trx);
+  const newIds = new Map(claimed.rows.map((r) => [r.key, r.job_id]));
+
+  // Items to insert: every unkeyed item, and the first item carrying each newly claimed key.
+  const toInsert: { index: number; id: string | null }[] = [];
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    const key = item.idempotencyKey;
+    if (key === undefined) toInsert.push({ index, id: null });
+    else if (newIds.has(key) && !seen.has(key)) {
+      seen.add(key);
+      toInsert.push({ index, id: newIds.get(key)! });
+    }
+  });
+  const inserted = await insertJobs(
+    trx,
+    queue,
+    toInsert.map((t) => items[t.index]!),
+    toInsert.map((t) => t.id),
+    opts.defaultMaxAttempts,
+  );
+  // Roll the whole transaction back (keys included); the caller creates the queue and retries.
+  if (inserted === QUEUE_MISSING) throw QUEUE_MISSING;
+
+  const existingKeys = keys.filter((k) => !newIds.has(k));
+  const existing = new Map<string, EnqueuedRow>();
+  if (existingKeys.length > 0) {
+    const found = await sql<JobRow & { key: string }>`
+      SELECT k.key, found.* FROM baton.idempotency_keys k
+      CROSS JOIN LATERAL (
+        SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = k.job_id
+        UNION ALL
+        SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = k.job_id
+      ) found
+      WHERE k.queue = ${queue} AND k.key = ANY(${existingKeys}::text[])`.execute(trx);
+    for (const row of found.rows) existing.set(row.key, row);
+  }
+
+  const byIndex = new Map(toInsert.map((t, i) => [t.index, inserted[i]!]));
+  return items.map((item, index) => {
+    const fresh = byIndex.get(index);
+    if (fresh) return { job: fresh, created: true };
+    // A key held before this request, or repeated within it.
+    const key = item.idempotencyKey!;
+    const job =
+      existing.get(key) ?? inserted[toInsert.findIndex((t) => items[t.index]!.idempotencyKey === key)];
+    if (!job) throw new Error(`idempotency key "${key}" names a job that no longer exists`);
+    return { job, created: false };
+  });
+}

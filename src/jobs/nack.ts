@@ -1,0 +1,105 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
+import { retryDelayMs } from './backoff.js';
+import {
+  finishedJobColumns,
+  historyInsertColumns,
+  type JobErrorEntry,
+  type JobRow,
+  liveJobColumns,
+} from './job-row.js';
+import { ERRORS_KEPT } from './limits.js';
+import type { DeadReason } from './states.js';
+
+/**
+ * Nack: the worker holding the current lease says this attempt failed. The job either goes back to
+ * wait for a retry (`scheduled` after a delay, or `ready` at once for a zero delay) or, when its
+ * attempts are used up or the worker says `dead: true`, moves to job_history as `dead`.
+ *
+ * Two statements in one transaction: first lock the row, guarded by the lease token exactly like
+ * ack, and read what the decision needs (attempts, the queue's backoff, the error history); then
+ * write the outcome. The row lock makes the pair atomic against the leader's re-arm and a
+ * concurrent cancel.
+ */
+
+export interface NackInput {
+  id: string;
+  leaseToken: string;
+  error?: { message: string; details?: unknown };
+  retryInMs?: number;
+  dead?: boolean;
+}
+
+export interface NackResult {
+  job: JobRow;
+  /** True when the job is claimable again right now (wake waiting claimers). */
+  readyNow: boolean;
+}
+
+interface LockedRow {
+  attempts: number;
+  max_attempts: number;
+  errors: JobErrorEntry[];
+  worker_id: string | null;
+  now: Date;
+  backoff_base_ms: number | null;
+  backoff_max_ms: number | null;
+  backoff_jitter: boolean | null;
+}
+
+export async function nackJob(
+  db: Db,
+  input: NackInput,
+  defaults: QueueDefaults,
+): Promise<NackResult | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<LockedRow>`
+      SELECT j.attempts, j.max_attempts, j.errors, j.worker_id, now() AS now,
+             q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
+      FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
+      WHERE j.id = ${input.id} AND j.state = 'claimed' AND j.lease_token = ${input.leaseToken}::uuid
+      FOR UPDATE OF j`.execute(trx);
+    const locked = rows[0];
+    if (!locked) return undefined;
+
+    const entry: JobErrorEntry = {
+      attempt: locked.attempts,
+      at: locked.now.toISOString(),
+      message: input.error?.message ?? 'nacked without an error message',
+      ...(input.error?.details !== undefined ? { details: input.error.details } : {}),
+      worker_id: locked.worker_id,
+    };
+    const errors = JSON.stringify([...(locked.errors ?? []), entry].slice(-ERRORS_KEPT));
+    const lastError = JSON.stringify(entry);
+
+    const deadReason: DeadReason | undefined = input.dead
+      ? 'nacked_dead'
+      : locked.attempts >= locked.max_attempts
+        ? 'attempts_exhausted'
+        : undefined;
+
+    if (deadReason) {
+      const dead = await sql<JobRow>`
+        WITH gone AS (DELETE FROM baton.jobs WHERE id = ${input.id} RETURNING *)
+        INSERT INTO baton.job_history AS h (${historyInsertColumns})
+        SELECT id, queue, 'dead', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+               ${deadReason}, created_at, claimed_at, now(), ${lastError}::jsonb, ${errors}::jsonb, NULL, payload
+        FROM gone
+        RETURNING ${finishedJobColumns}`.execute(trx);
+      return { job: dead.rows[0]!, readyNow: false };
+    }
+
+    const delayMs =
+      input.retryInMs ?? retryDelayMs(locked.attempts, effectiveSettings(locked, defaults).backoff);
+    const retried = await sql<JobRow>`
+      UPDATE baton.jobs j SET
+        state = CASE WHEN ${delayMs}::bigint = 0 THEN 'ready' ELSE 'scheduled' END,
+        run_at = now() + ${delayMs}::bigint * interval '1 millisecond',
+        lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL,
+        last_error = ${lastError}::jsonb, errors = ${errors}::jsonb
+      WHERE j.id = ${input.id}
+      RETURNING ${liveJobColumns}`.execute(trx);
+    return { job: retried.rows[0]!, readyNow: delayMs === 0 };
+  });
+}

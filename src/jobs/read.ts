@@ -1,0 +1,25 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+
+/** Read one job, live or finished. */
+export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
+  const { rows } = await sql<JobRow>`
+    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ${id}
+    UNION ALL
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ${id}`.execute(db);
+  return rows[0];
+}
+
+/**
+ * Which of these ids exist at all (live or finished). Used after a guarded write touched nothing,
+ * to tell "not yours any more" (409 lease_lost) from "never existed" (404).
+ */
+export async function existingJobIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+    SELECT id FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
+    UNION ALL
+    SELECT id FROM baton.job_history WHERE id = ANY(${ids}::bigint[])`.execute(db);
+  return new Set(rows.map((r) => r.id));
+}

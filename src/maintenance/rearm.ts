@@ -1,0 +1,71 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { historyInsertColumns } from '../jobs/job-row.js';
+import { ERRORS_KEPT } from '../jobs/limits.js';
+
+/**
+ * Re-arm: claimed jobs whose lease expired (the worker died, hung or lost its network) go back to
+ * `ready`, or to `dead` with reason `lease_expired` when that was their last allowed attempt. An
+ * expired lease counts as a failed attempt (attempts was counted at claim) and is recorded in the
+ * job's error history.
+ *
+ * Guarded against every race, so two leaders (or four reapers) running at once are harmless:
+ * - the `expired` CTE locks the rows it picks FOR UPDATE SKIP LOCKED. A row that a worker is acking,
+ *   renewing or nacking at this instant is locked by that worker and skipped; it is looked at again
+ *   next tick if it is still expired then. Another reaper's rows are skipped the same way.
+ * - after taking the lock PostgreSQL re-checks `state = 'claimed' AND lease_expires_at < now()` on
+ *   the row's newest version, so a lease renewed (or a job acked) just before the lock is excluded;
+ * - the writes match the lease token read in the CTE, so nothing re-claimed in between is touched.
+ * Bounded: at most `batchSize` jobs per call; the leader calls again while batches come back full.
+ */
+
+export interface RearmResult {
+  /** Jobs back to ready, by queue (for waking waiting claimers). */
+  ready: Map<string, number>;
+  /** Jobs dead-lettered with reason lease_expired, by queue. */
+  dead: Map<string, number>;
+  total: number;
+}
+
+export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<RearmResult> {
+  const { rows } = await sql<{ outcome: 'ready' | 'dead'; queue: string; n: number }>`
+    WITH expired AS (
+      SELECT id, lease_token FROM baton.jobs
+      WHERE state = 'claimed' AND lease_expires_at < now()
+      LIMIT ${batchSize}
+      FOR UPDATE SKIP LOCKED
+    ), entries AS (
+      SELECT j.id, j.attempts < j.max_attempts AS retry,
+             jsonb_build_object('attempt', j.attempts, 'at', now(), 'message', 'lease expired',
+                                'worker_id', j.worker_id) AS entry,
+             (SELECT coalesce(jsonb_agg(t.e ORDER BY t.n), '[]'::jsonb)
+              FROM (SELECT e, n FROM jsonb_array_elements(j.errors) WITH ORDINALITY AS a(e, n)
+                    ORDER BY n DESC LIMIT ${ERRORS_KEPT - 1}) t) AS kept
+      FROM baton.jobs j JOIN expired e ON e.id = j.id AND e.lease_token = j.lease_token
+    ), back AS (
+      UPDATE baton.jobs j SET state = 'ready', lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL,
+             last_error = en.entry, errors = en.kept || en.entry
+      FROM entries en
+      WHERE j.id = en.id AND en.retry
+      RETURNING j.queue
+    ), gone AS (
+      DELETE FROM baton.jobs j USING entries en
+      WHERE j.id = en.id AND NOT en.retry
+      RETURNING j.*, en.entry, en.kept
+    ), buried AS (
+      INSERT INTO baton.job_history (${historyInsertColumns})
+      SELECT id, queue, 'dead', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+             'lease_expired', created_at, claimed_at, now(), entry, kept || entry, NULL, payload
+      FROM gone
+      RETURNING queue
+    )
+    SELECT 'ready' AS outcome, queue, count(*)::int AS n FROM back GROUP BY queue
+    UNION ALL
+    SELECT 'dead', queue, count(*)::int FROM buried GROUP BY queue`.execute(db);
+  const result: RearmResult = { ready: new Map(), dead: new Map(), total: 0 };
+  for (const r of rows) {
+    result[r.outcome].set(r.queue, r.n);
+    result.total += r.n;
+  }
+  return result;
+}

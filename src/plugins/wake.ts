@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { connectionOptions } from '../db/database.js';
+import { newReplicaId } from '../wake/channel.js';
+import { Listener } from '../wake/listener.js';
+import { Notifier } from '../wake/notifier.js';
+import { WaitList } from '../wake/wait-list.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    wake: { waitList: WaitList; notifier: Notifier; listener: Listener; replicaId: string };
+  }
+}
+
+/**
+ * Long-poll wake-ups: the in-process wait list, the NOTIFY sender and the LISTEN connection.
+ * On close, waiting claims return at once (before in-flight requests are awaited), pending
+ * notifications are flushed and the LISTEN connection is closed.
+ */
+export default fp<{ url: string }>(
+  async function wake(app: FastifyInstance, opts) {
+    const replicaId = newReplicaId();
+    const waitList = new WaitList();
+    const notifier = new Notifier(app.db, waitList, replicaId, app.log);
+    const listener = new Listener(
+      connectionOptions(opts.url, app.config, 'baton-listen'),
+      waitList,
+      replicaId,
+      app.log,
+    );
+    listener.start();
+    app.decorate('wake', { waitList, notifier, listener, replicaId });
+    app.addHook('preClose', async () => {
+      waitList.close();
+    });
+    app.addHook('onClose', async () => {
+      await notifier.flush();
+      await listener.stop();
+    });
+  },
+  { name: 'wake', fastify: '5.x', dependencies: ['database'] },
+);

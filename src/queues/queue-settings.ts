@@ -1,0 +1,53 @@
+import type { Config } from '../config.js';
+import type { QueuesTable } from '../db/schema.js';
+
+/**
+ * A queue's effective settings: its own value where it set one, else the server default.
+ * This is the only place the two are combined, so a default changes for every queue at once.
+ */
+export interface QueueSettings {
+  leaseMs: number;
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+  completedRetentionMs: number;
+  deadRetentionMs: number;
+  paused: boolean;
+}
+
+export interface BackoffPolicy {
+  baseMs: number;
+  maxMs: number;
+  jitter: boolean;
+}
+
+export type QueueDefaults = Pick<
+  Config,
+  | 'defaultLeaseMs'
+  | 'defaultMaxAttempts'
+  | 'backoffBaseMs'
+  | 'backoffMaxMs'
+  | 'backoffJitter'
+  | 'completedRetentionMs'
+  | 'deadRetentionMs'
+>;
+
+type QueueRow = {
+  [K in keyof QueuesTable]?: unknown;
+};
+
+const num = (v: unknown) => (v === null || v === undefined ? undefined : Number(v));
+
+export function effectiveSettings(row: QueueRow | undefined, d: QueueDefaults): QueueSettings {
+  return {
+    leaseMs: num(row?.lease_ms) ?? d.defaultLeaseMs,
+    maxAttempts: num(row?.max_attempts) ?? d.defaultMaxAttempts,
+    backoff: {
+      baseMs: num(row?.backoff_base_ms) ?? d.backoffBaseMs,
+      maxMs: num(row?.backoff_max_ms) ?? d.backoffMaxMs,
+      jitter: (row?.backoff_jitter as boolean | null | undefined) ?? d.backoffJitter,
+    },
+    completedRetentionMs: num(row?.completed_retention_ms) ?? d.completedRetentionMs,
+    deadRetentionMs: num(row?.dead_retention_ms) ?? d.deadRetentionMs,
+    paused: Boolean(row?.paused),
+  };
+}

@@ -1,0 +1,219 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isValidJobId, jsonText } from '../http/json-input.js';
+import { jobNotFound, leaseLost, ProblemError } from '../http/problem.js';
+import {
+  AckRequest,
+  BatchAckRequest,
+  BatchAckResponse,
+  Job,
+  JobParams,
+  NackRequest,
+  RenewRequest,
+  RenewResponse,
+} from '../http/schemas/jobs.js';
+import { errorResponses } from '../http/schemas/responses.js';
+import { ackJobs } from '../jobs/ack.js';
+import { cancelJob } from '../jobs/cancel.js';
+import { toJob } from '../jobs/job-row.js';
+import { nackJob } from '../jobs/nack.js';
+import { existingJobIds, getJob } from '../jobs/read.js';
+import { renewLease } from '../jobs/renew.js';
+
+/** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
+
+/** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
+async function leaseFailure(db: Parameters<typeof existingJobIds>[0], id: string): Promise<ProblemError> {
+  const exists = await existingJobIds(db, [id]);
+  return exists.has(id) ? leaseLost(id) : jobNotFound(id);
+}
+
+const jobs: FastifyPluginAsyncTypebox = async (app) => {
+  const { config } = app;
+
+  // An id beyond bigint cannot name a job: 404 rather than a database error.
+  app.addHook('preHandler', async (request) => {
+    const id = (request.params as { id?: string } | undefined)?.id;
+    if (id !== undefined && !isValidJobId(id)) throw jobNotFound(id);
+  });
+
+  app.get(
+    '/v1/jobs/:id',
+    {
+      schema: {
+        tags: ['jobs'],
+        operationId: 'getJob',
+        summary: 'Read a job in any state',
+        description:
+          'Live or finished: state, attempts, error history, result and timestamps. Never the lease token.',
+        params: JobParams,
+        response: { 200: Job, ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const row = await getJob(app.db, request.params.id);
+      if (!row) throw jobNotFound(request.params.id);
+      return toJob(row);
+    },
+  );
+
+  app.post(
+    '/v1/jobs/:id/renew',
+    {
+      schema: {
+        tags: ['leases'],
+        operationId: 'renewLease',
+        summary: 'Extend your lease',
+        description:
+          'Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease ' +
+          'expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of ' +
+          'the lease.',
+        params: JobParams,
+        body: RenewRequest,
+        response: { 200: RenewResponse, ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const renewed = await renewLease(app.db, id, request.body.lease_token, request.body.lease_ms);
+      if (!renewed) throw await leaseFailure(app.db, id);
+      return { id, lease_expires_at: renewed.lease_expires_at.toISOString(), lease_ms: renewed.lease_ms };
+    },
+  );
+
+  app.post(
+    '/v1/jobs/:id/ack',
+    {
+      schema: {
+        tags: ['leases'],
+        operationId: 'ackJob',
+        summary: 'Complete a job',
+        description:
+          'Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone ' +
+          'else gets 409 lease_lost.',
+        params: JobParams,
+        body: AckRequest,
+        response: { 200: Job, ...errorResponses(400, 404, 409, 413) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const resultJson =
+        request.body.result === undefined
+          ? undefined
+          : jsonText(request.body.result, 'result', config.payloadLimitBytes);
+      const done = await ackJobs(app.db, [{ id, leaseToken: request.body.lease_token, resultJson }]);
+      const row = done.get(id);
+      if (!row) throw await leaseFailure(app.db, id);
+      return toJob(row);
+    },
+  );
+
+  app.post(
+    '/v1/jobs/ack',
+    {
+      schema: {
+        tags: ['leases'],
+        operationId: 'ackJobs',
+        summary: 'Complete many jobs at once',
+        description:
+          'Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every ' +
+          "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
+          'the others.',
+        body: BatchAckRequest,
+        response: { 200: BatchAckResponse, ...errorResponses(400, 413) },
+      },
+    },
+    async (request) => {
+      const seen = new Set<string>();
+      const items = request.body.acks.map((ack, i) => {
+        if (!isValidJobId(ack.id)) throw jobNotFound(ack.id);
+        if (seen.has(ack.id)) {
+          throw new ProblemError('validation_failed', `acks[${i}].id repeats job ${ack.id}`, {
+            errors: [{ field: `acks[${i}].id`, message: 'repeats an earlier item' }],
+          });
+        }
+        seen.add(ack.id);
+        return {
+          id: ack.id,
+          leaseToken: ack.lease_token,
+          resultJson:
+            ack.result === undefined
+              ? undefined
+              : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
+        };
+      });
+      const done = await ackJobs(app.db, items);
+      const missing = items.filter((i) => !done.has(i.id)).map((i) => i.id);
+      const exists = await existingJobIds(app.db, missing);
+      const results = items.map((i) => ({
+        id: i.id,
+        outcome: done.has(i.id)
+          ? ('acked' as const)
+          : exists.has(i.id)
+            ? ('lease_lost' as const)
+            : ('not_found' as const),
+      }));
+      return { results, acked: done.size, failed: items.length - done.size };
+    },
+  );
+
+  app.post(
+    '/v1/jobs/:id/nack',
+    {
+      schema: {
+        tags: ['leases'],
+        operationId: 'nackJob',
+        summary: 'Fail this attempt',
+        description:
+          "Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's " +
+          'backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it ' +
+          'goes to dead instead. Answers the job with its new state and run_at.',
+        params: JobParams,
+        body: NackRequest,
+        response: { 200: Job, ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const { lease_token, error, retry_in_ms, dead } = request.body;
+      if (error?.details !== undefined) jsonText(error.details, 'error.details', config.payloadLimitBytes);
+      if (error) jsonText(error.message, 'error.message');
+      const outcome = await nackJob(
+        app.db,
+        { id, leaseToken: lease_token, error, retryInMs: retry_in_ms, dead },
+        config,
+      );
+      if (!outcome) throw await leaseFailure(app.db, id);
+      if (outcome.readyNow) app.wake.notifier.jobsReady(outcome.job.queue, 1);
+      return toJob(outcome.job);
+    },
+  );
+
+  app.post(
+    '/v1/jobs/:id/cancel',
+    {
+      schema: {
+        tags: ['jobs'],
+        operationId: 'cancelJob',
+        summary: 'Cancel a job that has not finished',
+        description:
+          'A scheduled, ready or claimed job becomes cancelled; the worker holding a claimed one gets 409 ' +
+          'lease_lost on its next renew, ack or nack. Cancelling a cancelled job answers 200 again; a completed ' +
+          'or dead one is 409 invalid_state.',
+        params: JobParams,
+        response: { 200: Job, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const cancelled = await cancelJob(app.db, id);
+      if (cancelled) return toJob(cancelled);
+      const row = await getJob(app.db, id);
+      if (!row) throw jobNotFound(id);
+      if (row.state === 'cancelled') return toJob(row);
+      throw new ProblemError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
+    },
+  );
+};
+
+export default jobs;

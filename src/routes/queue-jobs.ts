@@ -1,0 +1,187 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { checkRunAt, jsonText } from '../http/json-input.js';
+import { ProblemError } from '../http/problem.js';
+import {
+  BatchEnqueueRequest,
+  BatchEnqueueResponse,
+  ClaimRequest,
+  ClaimResponse,
+  EnqueuedJob,
+  EnqueueRequest,
+  QueueParams,
+} from '../http/schemas/jobs.js';
+import { errorResponses } from '../http/schemas/responses.js';
+import { releaseClaims } from '../jobs/claim.js';
+import { type EnqueuedRow, type EnqueueItem, enqueueJobs } from '../jobs/enqueue.js';
+import { claimWithWait } from '../wake/long-poll.js';
+
+/** Routes under /v1/queues/{queue}: enqueue one, enqueue a batch, claim. */
+
+function toEnqueued(row: EnqueuedRow) {
+  return {
+    id: row.id,
+    queue: row.queue,
+    state: row.state,
+    priority: row.priority,
+    run_at: row.run_at.toISOString(),
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    idempotency_key: row.idempotency_key,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+function toItem(body: EnqueueRequest, field: string, payloadLimit: number): EnqueueItem {
+  if (body.delay_ms !== undefined && body.run_at !== undefined) {
+    throw new ProblemError('validation_failed', `${field}run_at and ${field}delay_ms cannot both be given`, {
+      errors: [{ field: `${field}run_at`, message: 'cannot be given with delay_ms' }],
+    });
+  }
+  if (body.run_at !== undefined) checkRunAt(body.run_at, `${field}run_at`);
+  return {
+    payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
+    priority: body.priority ?? 0,
+    delayMs: body.delay_ms,
+    runAt: body.run_at,
+    maxAttempts: body.max_attempts,
+    idempotencyKey: body.idempotency_key,
+  };
+}
+
+const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
+  const { config } = app;
+  const enqueueOptions = {
+    autoCreate: config.autoCreateQueues,
+    defaultMaxAttempts: config.defaultMaxAttempts,
+    idempotencyRetentionMs: config.idempotencyRetentionMs,
+  };
+
+  app.post(
+    '/v1/queues/:queue/jobs',
+    {
+      schema: {
+        tags: ['jobs'],
+        operationId: 'enqueueJob',
+        summary: 'Enqueue a job',
+        description:
+          'Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. ' +
+          'An unknown queue is created with default settings unless the server runs with auto-create off. ' +
+          'With an `idempotency_key` already used on this queue (within its retention), nothing is created and ' +
+          'the original job is returned with 200.',
+        params: QueueParams,
+        body: EnqueueRequest,
+        response: {
+          201: EnqueuedJob,
+          200: EnqueuedJob,
+          ...errorResponses(400, 404, 413),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { queue } = request.params;
+      const item = toItem(request.body, '', config.payloadLimitBytes);
+      const [result] = await enqueueJobs(app.db, queue, [item], enqueueOptions);
+      const { job, created } = result!;
+      if (created && job.state === 'ready') app.wake.notifier.jobsReady(queue, 1);
+      return reply.code(created ? 201 : 200).send(toEnqueued(job));
+    },
+  );
+
+  app.post(
+    '/v1/queues/:queue/jobs/batch',
+    {
+      schema: {
+        tags: ['jobs'],
+        operationId: 'enqueueJobs',
+        summary: 'Enqueue up to 1,000 jobs in one transaction',
+        description:
+          'All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. ' +
+          'The answer lists the jobs in request order; `created` is false for an item whose idempotency key ' +
+          'matched an existing job.',
+        params: QueueParams,
+        body: BatchEnqueueRequest,
+        response: { 201: BatchEnqueueResponse, ...errorResponses(400, 404, 413) },
+      },
+    },
+    async (request, reply) => {
+      const { queue } = request.params;
+      const items = request.body.jobs.map((job, i) => toItem(job, `jobs[${i}].`, config.payloadLimitBytes));
+      const results = await enqueueJobs(app.db, queue, items, enqueueOptions);
+      const ready = results.filter((r) => r.created && r.job.state === 'ready').length;
+      app.wake.notifier.jobsReady(queue, ready);
+      return reply
+        .code(201)
+        .send({ jobs: results.map((r) => ({ ...toEnqueued(r.job), created: r.created })) });
+    },
+  );
+
+  app.post(
+    '/v1/queues/:queue/claim',
+    {
+      schema: {
+        tags: ['jobs'],
+        operationId: 'claimJobs',
+        summary: 'Claim ready jobs under a lease',
+        description:
+          'Hands out up to `max_jobs` ready jobs, highest priority first, then oldest `run_at`, each with a fresh ' +
+          '`lease_token`. Renew before `lease_expires_at`, then ack or nack. With `wait_ms`, waits up to that long ' +
+          'for a job when none is ready (long-poll) and answers an empty list if none comes. A paused queue ' +
+          'hands out nothing. The body may be omitted (all defaults).',
+        params: QueueParams,
+        body: ClaimRequest,
+        response: { 200: ClaimResponse, ...errorResponses(400) },
+      },
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const { queue } = request.params;
+      const body = request.body;
+      // The response's 'close' fires when it finishes or when the client drops the connection;
+      // only the latter (nothing written yet) should stop the long-poll.
+      const abort = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableEnded) abort.abort();
+      };
+      reply.raw.once('close', onClose);
+      try {
+        const rows = await claimWithWait(app.db, app.wake.waitList, {
+          queue,
+          maxJobs: body.max_jobs ?? 1,
+          leaseMs: body.lease_ms,
+          defaultLeaseMs: config.defaultLeaseMs,
+          workerId: body.worker_id,
+          waitMs: app.shuttingDown ? 0 : (body.wait_ms ?? 0),
+          pollIntervalMs: config.pollIntervalMs,
+          signal: abort.signal,
+        });
+        if (abort.signal.aborted && rows.length > 0) {
+          // The client left while we claimed: nobody will receive these leases, so hand the jobs back.
+          const released = await releaseClaims(app.db, rows);
+          request.log.info({ released }, 'claimant went away; released its jobs');
+          app.wake.notifier.jobsReady(queue, released);
+          return reply.send({ jobs: [] });
+        }
+        return {
+          jobs: rows.map((r) => ({
+            id: r.id,
+            queue: r.queue,
+            payload: r.payload,
+            priority: r.priority,
+            attempt: r.attempts,
+            max_attempts: r.max_attempts,
+            lease_token: r.lease_token,
+            lease_expires_at: r.lease_expires_at.toISOString(),
+            run_at: r.run_at.toISOString(),
+            created_at: r.created_at.toISOString(),
+          })),
+        };
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    },
+  );
+};
+
+export default queueJobs;

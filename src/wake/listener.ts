@@ -1,0 +1,90 @@
+import pg from 'pg';
+import { JOBS_CHANNEL, type JobsNotice } from './channel.js';
+import type { WaitList } from './wait-list.js';
+
+/**
+ * Holds one dedicated connection (outside the pool) that LISTENs for other replicas' notices and
+ * wakes local waiters. If the connection drops it reconnects with backoff; meanwhile waiters keep
+ * polling, so a lost notification costs latency, never a job.
+ */
+export class Listener {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryMs = 100;
+  private timer: NodeJS.Timeout | undefined;
+  connected = false;
+
+  constructor(
+    private readonly clientConfig: pg.ClientConfig,
+    private readonly waitList: WaitList,
+    private readonly replicaId: string,
+    private readonly log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+  ) {}
+
+  start(): void {
+    void this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({
+      ...this.clientConfig,
+      statement_timeout: 0,
+      idle_in_transaction_session_timeout: 0,
+    });
+    this.client = client;
+    client.on('notification', (msg) => this.onNotice(msg.payload));
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${JOBS_CHANNEL}`);
+      if (this.stopped) return void client.end().catch(() => {});
+      this.connected = true;
+      this.retryMs = 100;
+      // Anything enqueued while we were not listening is found by the waiters' polling; wake them
+      // all once now so they look right away instead of at their next poll.
+      this.waitList.wakeEveryone();
+      this.log.info({}, 'listening for job notifications');
+    } catch (err) {
+      this.lost(client, err as Error);
+    }
+  }
+
+  private lost(client: pg.Client, err?: Error): void {
+    if (client !== this.client) return;
+    this.client = undefined;
+    const wasConnected = this.connected;
+    this.connected = false;
+    client.removeAllListeners('end');
+    client.end().catch(() => {});
+    if (this.stopped) return;
+    if (wasConnected) this.log.warn({ err }, 'LISTEN connection lost; reconnecting');
+    this.timer = setTimeout(() => void this.connect(), this.retryMs);
+    this.retryMs = Math.min(this.retryMs * 2, 5000);
+  }
+
+  private onNotice(payload: string | undefined): void {
+    if (!payload) return;
+    let notice: JobsNotice;
+    try {
+      notice = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    if (notice.r === this.replicaId || typeof notice.q !== 'object' || notice.q === null) return;
+    for (const [queue, count] of Object.entries(notice.q)) this.waitList.wake(queue, Number(count) || 1);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const client = this.client;
+    this.client = undefined;
+    this.connected = false;
+    if (client) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+    }
+  }
+}
