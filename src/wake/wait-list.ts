@@ -33,8 +33,8 @@ export class WaitList {
     };
     if (this.closed) waiter.resolve('closed');
     else {
-      let set = this.byQueue.get(queue);
-      if (!set) this.byQueue.set(queue, (set = new Set()));
+      const set = this.byQueue.get(queue) ?? new Set();
+      this.byQueue.set(queue, set);
       set.add(waiter);
     }
     return {
