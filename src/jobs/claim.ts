@@ -38,7 +38,16 @@ export interface ClaimedRow {
 }
 
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
-  const { rows } = await sql<ClaimedRow>`
+  const { rows } = await claimStatement(opts).execute(db);
+  // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
+  return rows.sort(
+    (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id),
+  );
+}
+
+/** The claim statement itself (exported so a test can EXPLAIN it). */
+export function claimStatement(opts: ClaimOptions) {
+  return sql<ClaimedRow>`
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
              coalesce(${opts.leaseMs ?? null}::integer, max(lease_ms), ${opts.defaultLeaseMs}::integer) AS lease_ms
@@ -61,11 +70,7 @@ export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[
     FROM picked, settings s
     WHERE j.id = picked.id
     RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
-              j.lease_expires_at, j.run_at, j.created_at`.execute(db);
-  // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
-  return rows.sort(
-    (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id),
-  );
+              j.lease_expires_at, j.run_at, j.created_at`;
 }
 
 export function compareIds(a: string, b: string): number {

@@ -1,0 +1,310 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatonApp } from '../../src/app.js';
+import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
+import { createTestApp, useTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api } from '../support/http.js';
+
+const database = useTestDatabase();
+const app = useTestApp(database);
+
+describe('claim', () => {
+  it('hands out a ready job with a lease token and a 1-based attempt', async () => {
+    const enq = await api(app).enqueue('c-basic', { payload: { hello: 'world' }, priority: 3 });
+    const res = await api(app).claim('c-basic', { lease_ms: 60_000, worker_id: 'w-1' });
+    expect(res.status).toBe(200);
+    expect(res.body.jobs).toHaveLength(1);
+    const job = res.body.jobs[0];
+    expect(job).toMatchObject({
+      id: enq.body.id,
+      queue: 'c-basic',
+      payload: { hello: 'world' },
+      priority: 3,
+      attempt: 1,
+      max_attempts: 5,
+      lease_token: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    const leaseMs = Date.parse(job.lease_expires_at) - Date.now();
+    expect(leaseMs).toBeGreaterThan(55_000);
+    expect(leaseMs).toBeLessThanOrEqual(60_000);
+    const row = await database.db
+      .selectFrom('baton.jobs')
+      .selectAll()
+      .where('id', '=', job.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      state: 'claimed',
+      attempts: 1,
+      worker_id: 'w-1',
+      lease_token: job.lease_token,
+    });
+  });
+
+  it('accepts an empty body (all defaults) and uses the default lease', async () => {
+    await api(app).enqueue('c-empty', { payload: 1 });
+    const res = await app.inject({ method: 'POST', url: '/v1/queues/c-empty/claim' });
+    expect(res.statusCode).toBe(200);
+    const [job] = res.json().jobs;
+    const leaseMs = Date.parse(job.lease_expires_at) - Date.now();
+    expect(leaseMs).toBeGreaterThan(25_000);
+    expect(leaseMs).toBeLessThanOrEqual(30_000);
+  });
+
+  it('answers an empty list when nothing is ready, and for an unknown queue', async () => {
+    expect((await api(app).claim('c-nothing')).body).toEqual({ jobs: [] });
+  });
+
+  it('hands out higher priority first, then older run_at, then lower id', async () => {
+    const q = 'c-order';
+    const a = await api(app).enqueue(q, { payload: 'a', priority: 0, run_at: '2020-01-01T00:00:02Z' });
+    const b = await api(app).enqueue(q, { payload: 'b', priority: 0, run_at: '2020-01-01T00:00:01Z' });
+    const c = await api(app).enqueue(q, { payload: 'c', priority: 10 });
+    const d = await api(app).enqueue(q, { payload: 'd', priority: -5 });
+    const e = await api(app).enqueue(q, { payload: 'e', priority: 0, run_at: '2020-01-01T00:00:01Z' });
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) order.push((await api(app).claim(q)).body.jobs[0].id);
+    expect(order).toEqual([c.body.id, b.body.id, e.body.id, a.body.id, d.body.id]);
+    // A batch comes back in the same order.
+    for (const p of [1, 9, 5]) await api(app).enqueue('c-order-batch', { payload: p, priority: p });
+    const batch = await api(app).claim('c-order-batch', { max_jobs: 10 });
+    expect(batch.body.jobs.map((j: { priority: number }) => j.priority)).toEqual([9, 5, 1]);
+  });
+
+  it('does not hand out a scheduled job before its time', async () => {
+    await api(app).enqueue('c-later', { payload: 1, delay_ms: 60_000 });
+    expect((await api(app).claim('c-later')).body.jobs).toEqual([]);
+  });
+
+  it('hands out nothing from a paused queue, and resumes when unpaused', async () => {
+    await api(app).enqueue('c-paused', { payload: 1 });
+    await database.db
+      .updateTable('baton.queues')
+      .set({ paused: true })
+      .where('name', '=', 'c-paused')
+      .execute();
+    expect((await api(app).claim('c-paused')).body.jobs).toEqual([]);
+    await database.db
+      .updateTable('baton.queues')
+      .set({ paused: false })
+      .where('name', '=', 'c-paused')
+      .execute();
+    expect((await api(app).claim('c-paused')).body.jobs).toHaveLength(1);
+  });
+
+  it('uses the queue lease when the request gives none', async () => {
+    await database.db
+      .insertInto('baton.queues')
+      .values({ name: 'c-lease', auto_created: false, lease_ms: 120_000 })
+      .execute();
+    await api(app).enqueue('c-lease', { payload: 1 });
+    const [job] = (await api(app).claim('c-lease')).body.jobs;
+    expect(Date.parse(job.lease_expires_at) - Date.now()).toBeGreaterThan(110_000);
+  });
+
+  it.each([
+    [{ max_jobs: 0 }, 'max_jobs must be >= 1'],
+    [{ max_jobs: 1001 }, 'max_jobs must be <= 1000'],
+    [{ lease_ms: 999 }, 'lease_ms must be >= 1000'],
+    [{ lease_ms: 43_200_001 }, 'lease_ms must be <= 43200000'],
+    [{ wait_ms: 20_001 }, 'wait_ms must be <= 20000'],
+    [{ worker_id: '' }, 'worker_id must NOT have fewer than 1 characters'],
+  ])('rejects %j with a 400 naming the field', async (body, detail) => {
+    const res = await api(app).claim('c-bad', body);
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe(detail);
+  });
+
+  it('50 concurrent claimers drain 10,000 jobs: each claimed exactly once, none left', async () => {
+    const q = 'c-drain';
+    for (let b = 0; b < 10; b++) {
+      await api(app).enqueueBatch(
+        q,
+        Array.from({ length: 1000 }, (_, i) => ({ payload: b * 1000 + i })),
+      );
+    }
+    const seen: string[] = [];
+    await Promise.all(
+      Array.from({ length: 50 }, async (_, w) => {
+        while (true) {
+          const res = await api(app).claim(q, { max_jobs: 1 + (w % 10), worker_id: `w${w}` });
+          expect(res.status).toBe(200);
+          if (res.body.jobs.length === 0) return;
+          for (const job of res.body.jobs) seen.push(job.id);
+        }
+      }),
+    );
+    expect(seen).toHaveLength(10_000);
+    expect(new Set(seen).size).toBe(10_000);
+    const left = await sql<{ state: string; n: number }>`
+      SELECT state, count(*)::int AS n FROM baton.jobs WHERE queue = ${q} GROUP BY state`.execute(
+      database.db,
+    );
+    expect(left.rows).toEqual([{ state: 'claimed', n: 10_000 }]);
+    const attempts = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${q} AND attempts <> 1`.execute(database.db);
+    expect(attempts.rows[0]!.n).toBe(0);
+  }, 120_000);
+
+  it('the claim statement walks the ready-only partial index', async () => {
+    await api(app).enqueueBatch(
+      'c-explain',
+      Array.from({ length: 500 }, () => ({ payload: 1 })),
+    );
+    await sql`ANALYZE baton.jobs`.execute(database.db);
+    const compiled = claimStatement({ queue: 'c-explain', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(
+      database.db,
+    );
+    const { rows } = await database.pool.query(
+      `EXPLAIN (FORMAT JSON) ${compiled.sql}`,
+      compiled.parameters as unknown[],
+    );
+    const plan = JSON.stringify(rows[0]['QUERY PLAN']);
+    expect(plan).toContain('"Index Name":"jobs_ready_idx"');
+    expect(plan).not.toContain('Seq Scan');
+  });
+
+  it('releases claims whose claimant went away, without counting the attempt', async () => {
+    await api(app).enqueue('c-release', { payload: 1 });
+    const [job] = (await api(app).claim('c-release')).body.jobs;
+    expect(await releaseClaims(database.db, [{ id: job.id, lease_token: job.lease_token }])).toBe(1);
+    const row = await database.db
+      .selectFrom('baton.jobs')
+      .selectAll()
+      .where('id', '=', job.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ state: 'ready', attempts: 0, lease_token: null });
+    // A stale release does nothing.
+    expect(await releaseClaims(database.db, [{ id: job.id, lease_token: job.lease_token }])).toBe(0);
+  });
+});
+
+describe('long-poll', () => {
+  it('returns within 50 ms of an enqueue to its queue (in-process wake)', async () => {
+    const started = Date.now();
+    const claim = api(app).claim('lp-wake', { wait_ms: 10_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    const enq = await api(app).enqueue('lp-wake', { payload: 'now' });
+    const enqueuedAt = Date.now();
+    const res = await claim;
+    const answeredAt = Date.now();
+    expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
+    expect(answeredAt - enqueuedAt).toBeLessThan(50);
+    expect(enqueuedAt - started).toBeGreaterThanOrEqual(200);
+  });
+
+  it('returns an empty list after about wait_ms when nothing comes', async () => {
+    const started = Date.now();
+    const res = await api(app).claim('lp-empty', { wait_ms: 400 });
+    const elapsed = Date.now() - started;
+    expect(res.body.jobs).toEqual([]);
+    expect(elapsed).toBeGreaterThanOrEqual(390);
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it('wakes one waiter per ready job, not all of them', async () => {
+    const waiters = Array.from({ length: 5 }, () => api(app).claim('lp-one', { wait_ms: 1500 }));
+    await new Promise((r) => setTimeout(r, 100));
+    await api(app).enqueue('lp-one', { payload: 1 });
+    const results = await Promise.all(waiters);
+    expect(results.flatMap((r) => r.body.jobs)).toHaveLength(1);
+  });
+
+  it('a waiter on a batch enqueue gets the batch', async () => {
+    const claim = api(app).claim('lp-batch', { wait_ms: 5000, max_jobs: 100 });
+    await new Promise((r) => setTimeout(r, 100));
+    await api(app).enqueueBatch(
+      'lp-batch',
+      Array.from({ length: 30 }, (_, i) => ({ payload: i })),
+    );
+    expect((await claim).body.jobs).toHaveLength(30);
+  });
+
+  it('holds no database connection while waiting', async () => {
+    const before = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'`.execute(
+      database.db,
+    );
+    const waiters = Array.from({ length: 40 }, (_, i) => api(app).claim(`lp-idle-${i}`, { wait_ms: 1500 }));
+    await new Promise((r) => setTimeout(r, 300));
+    const during = await sql<{ n: number; total: number }>`
+      SELECT count(*) FILTER (WHERE state = 'active')::int AS n, count(*)::int AS total
+      FROM pg_stat_activity WHERE datname = current_database()`.execute(database.db);
+    // 40 waiters, a pool of 20: if waiting held connections, they could not all be waiting.
+    expect(during.rows[0]!.n).toBeLessThanOrEqual(before.rows[0]!.n + 1);
+    expect(during.rows[0]!.total).toBeLessThan(40);
+    await Promise.all(waiters);
+  });
+});
+
+describe('long-poll across replicas', () => {
+  let other: BatonApp;
+  beforeAll(async () => {
+    // A long poll interval, so that only a notification can wake this replica quickly.
+    other = await createTestApp(database, { BATON_POLL_INTERVAL_MS: '30000' });
+    await until(() => other.wake.listener.connected);
+  });
+  afterAll(() => other.close());
+
+  async function until(cond: () => boolean, ms = 10_000) {
+    const deadline = Date.now() + ms;
+    while (!cond()) {
+      if (Date.now() > deadline) throw new Error('condition not met in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('an enqueue on one replica wakes a waiter on another through NOTIFY', async () => {
+    const claim = api(other).claim('x-wake', { wait_ms: 10_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await api(app).enqueue('x-wake', { payload: 1 });
+    const enqueuedAt = Date.now();
+    const res = await claim;
+    expect(res.body.jobs).toHaveLength(1);
+    expect(Date.now() - enqueuedAt).toBeLessThan(1000);
+  });
+
+  it('the LISTEN connection comes back after it is killed, and wakes waiters again', async () => {
+    const pid = await sql<{ pid: number }>`
+      SELECT pid FROM pg_stat_activity WHERE application_name = 'baton-listen' AND datname = current_database()
+      AND query LIKE 'LISTEN%'`.execute(database.db);
+    expect(pid.rows.length).toBeGreaterThanOrEqual(1);
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE application_name = 'baton-listen' AND datname = current_database()`.execute(database.db);
+    // The listener notices the dead connection and reconnects by itself.
+    await until(() => !other.wake.listener.connected, 5000).catch(() => {});
+    await until(() => other.wake.listener.connected);
+    const claim = api(other).claim('x-reconnect', { wait_ms: 10_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await api(app).enqueue('x-reconnect', { payload: 1 });
+    const enqueuedAt = Date.now();
+    expect((await claim).body.jobs).toHaveLength(1);
+    expect(Date.now() - enqueuedAt).toBeLessThan(1000);
+  });
+
+  it('without notifications, a waiter still finds work by polling', async () => {
+    const polling = await createTestApp(database, { BATON_POLL_INTERVAL_MS: '200' });
+    await polling.wake.listener.stop();
+    try {
+      const claim = api(polling).claim('x-poll', { wait_ms: 5000 });
+      await new Promise((r) => setTimeout(r, 100));
+      await api(app).enqueue('x-poll', { payload: 1 });
+      const enqueuedAt = Date.now();
+      expect((await claim).body.jobs).toHaveLength(1);
+      expect(Date.now() - enqueuedAt).toBeLessThan(1500);
+    } finally {
+      await polling.close();
+    }
+  });
+
+  it('shutting down returns waiting claims at once, empty', async () => {
+    const closing = await createTestApp(database);
+    const claim = api(closing).claim('x-close', { wait_ms: 15_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await closing.close();
+    const res = await claim;
+    expect(res.body.jobs).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});

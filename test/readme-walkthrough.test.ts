@@ -1,0 +1,43 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatonApp } from '../src/app.js';
+import { createTestApp } from './support/app.js';
+import { useTestDatabase } from './support/database.js';
+
+const run = promisify(execFile);
+const database = useTestDatabase();
+
+/** The README's curl walk-through, run as written against a real listening server. */
+describe('README walk-through', () => {
+  let app: BatonApp;
+  let base: string;
+  beforeAll(async () => {
+    app = await createTestApp(database);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => app.close());
+
+  it('runs every command and each does what the comments say', async () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    const block = readme.split('<!-- walkthrough:start -->')[1]!.split('<!-- walkthrough:end -->')[0]!;
+    const script = block.replace(/^\s*```sh\n/, '').replace(/```\s*$/, '');
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...process.env, BATON: base },
+    });
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ state: 'ready' });
+    expect(lines[1]).toMatchObject({ id: lines[0].id, attempt: 1 });
+    expect(lines[2].lease_expires_at).toEqual(expect.any(String));
+    expect(lines[3]).toEqual({ id: lines[0].id, state: 'completed', result: { sent: true } });
+    expect(lines[4]).toMatchObject({ state: 'scheduled' });
+    expect(lines[5]).toEqual({ status: 409, code: 'lease_lost' });
+    expect(lines[6]).toEqual({ state: 'scheduled', attempts: 1, last_error: 'smtp timeout' });
+  });
+});
