@@ -12,6 +12,8 @@ import type { Config } from './config.js';
 import { validatorCompiler } from './http/validation.js';
 import { createLogger } from './logger.js';
 import database from './plugins/database.js';
+import maintenance from './plugins/maintenance.js';
+import metrics from './plugins/metrics.js';
 import problemHandler from './plugins/problem-handler.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
@@ -75,7 +77,9 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
 
   await app.register(problemHandler);
   await app.register(database, { url: opts.databaseUrl, config });
+  await app.register(metrics);
   await app.register(wake, { url: opts.databaseUrl });
+  await app.register(maintenance);
   await app.register(health);
   await app.register(queueJobs);
   await app.register(jobs);

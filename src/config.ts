@@ -244,6 +244,13 @@ export const settings = {
     doc: 'How often the leader promotes due scheduled jobs to ready.',
     parse: integer(10, MINUTE),
   }),
+  pruneLockTimeoutMs: setting({
+    env: 'BATON_PRUNE_LOCK_TIMEOUT_MS',
+    default: 50,
+    unit: 'ms',
+    doc: 'lock_timeout of a prune attempt; a prune that would wait longer rolls back and backs off.',
+    parse: integer(1, MINUTE),
+  }),
   pollIntervalMs: setting({
     env: 'BATON_POLL_INTERVAL_MS',
     default: SECOND,

@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { historyInsertColumns } from '../jobs/job-row.js';
 import { ERRORS_KEPT } from '../jobs/limits.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 
 /**
  * Re-arm: claimed jobs whose lease expired (the worker died, hung or lost its network) go back to
@@ -68,4 +70,45 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
     result.total += r.n;
   }
   return result;
+}
+
+/** Age in seconds of the oldest expired lease not yet re-armed (0 when none). */
+export async function oldestExpiredLeaseSeconds(db: Db): Promise<number> {
+  const { rows } = await sql<{ age: number | null }>`
+    SELECT extract(epoch FROM now() - min(lease_expires_at))::float8 AS age
+    FROM baton.jobs WHERE state = 'claimed' AND lease_expires_at < now()`.execute(db);
+  return rows[0]?.age ?? 0;
+}
+
+/** The re-arm duty: runs every tick, and again at once while batches come back full. */
+export class RearmDuty implements Duty<RearmResult> {
+  readonly name = 'rearm';
+  constructor(
+    private readonly db: Db,
+    private readonly metrics: Metrics,
+    private readonly jobsReady: JobsReady,
+    private readonly tickMs: number,
+    private readonly batchSize = MAINTENANCE_BATCH,
+  ) {}
+
+  async runOnce(): Promise<RearmResult> {
+    let result: RearmResult;
+    try {
+      result = await rearmExpiredLeases(this.db, this.batchSize);
+    } catch (err) {
+      this.metrics.rearmFailures.inc();
+      throw err;
+    }
+    for (const [queue, n] of result.ready) {
+      this.metrics.leasesRearmed.inc({ outcome: 'ready' }, n);
+      this.jobsReady(queue, n);
+    }
+    for (const n of result.dead.values()) this.metrics.leasesRearmed.inc({ outcome: 'dead' }, n);
+    this.metrics.oldestExpiredLease.set(await oldestExpiredLeaseSeconds(this.db));
+    return result;
+  }
+
+  nextRunInMs(last: RearmResult | undefined): number {
+    return last && last.total >= this.batchSize ? 0 : this.tickMs;
+  }
 }

@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Duty, JobsReady } from './duty.js';
+import { ExpireKeysDuty } from './expire-keys.js';
+import { Leadership } from './leadership.js';
+import { PromoteDuty } from './promote.js';
+import { PruneDuty } from './prune.js';
+import { QueueGcDuty } from './queue-gc.js';
+import { RearmDuty } from './rearm.js';
+
+export interface MaintainerDeps {
+  db: Db;
+  metrics: Metrics;
+  log: {
+    info(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
+  jobsReady: JobsReady;
+  config: Pick<
+    Config,
+    | 'tickMs'
+    | 'promoteIntervalMs'
+    | 'pruneLockTimeoutMs'
+    | 'queueIdleMs'
+    | 'completedRetentionMs'
+    | 'deadRetentionMs'
+  >;
+}
+
+/**
+ * The maintenance service: takes part in leader election and, while leading, runs each duty on its
+ * own timer. Each run is inside its own error boundary: a failing duty is logged and counted, and the
+ * others carry on. `start()`/`stop()` for the server; `runOnce()` runs every duty once, leader or
+ * not, for tests and for operators.
+ */
+export class Maintainer {
+  readonly leadership: Leadership;
+  readonly duties: Duty[];
+  private readonly timers = new Map<Duty, NodeJS.Timeout>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private electionTimer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private leading = false;
+
+  constructor(private readonly deps: MaintainerDeps) {
+    const { db, metrics, jobsReady, config } = deps;
+    const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.leadership = new Leadership(db, holder, config.tickMs);
+    this.duties = [
+      new RearmDuty(db, metrics, jobsReady, config.tickMs),
+      new PromoteDuty(db, metrics, jobsReady, config.promoteIntervalMs),
+      new PruneDuty(db, metrics, config.tickMs, {
+        lockTimeoutMs: config.pruneLockTimeoutMs,
+        defaults: config,
+      }),
+      new ExpireKeysDuty(db, metrics, config.tickMs),
+      new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
+    ];
+  }
+
+  get isLeader(): boolean {
+    return this.leadership.isLeader;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    void this.elect();
+    for (const duty of this.duties) this.schedule(duty, duty.nextRunInMs(undefined));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.electionTimer);
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
+    if (this.leading) {
+      await this.leadership
+        .resign()
+        .catch((err) => this.deps.log.warn({ err }, 'could not resign leadership'));
+      this.deps.log.info({ holder: this.leadership.holder }, 'resigned maintenance leadership');
+    }
+    this.leading = false;
+    this.deps.metrics.leader.set(0);
+  }
+
+  /** Run every duty once, each in its own error boundary; results by duty name (undefined on error). */
+  async runOnce(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    for (const duty of this.duties) out[duty.name] = await this.run(duty);
+    return out;
+  }
+
+  /** Elect every tick/2; the lease lasts one tick (see leadership.ts for the timing argument). */
+  private async elect(): Promise<void> {
+    try {
+      const leads = await this.track(this.leadership.tryLead());
+      if (leads !== this.leading) {
+        this.deps.log.info(
+          { holder: this.leadership.holder },
+          leads ? 'became maintenance leader' : 'lost maintenance leadership',
+        );
+        // A new leader starts its duties now rather than at their next timer.
+        if (leads) for (const duty of this.duties) this.schedule(duty, 0);
+      }
+      this.leading = leads;
+    } catch (err) {
+      this.leadership.demote();
+      if (this.leading) this.deps.log.warn({ err }, 'leader election failed; stepping down');
+      this.leading = false;
+    }
+    this.deps.metrics.leader.set(this.leading ? 1 : 0);
+    if (!this.stopped)
+      this.electionTimer = setTimeout(() => void this.elect(), Math.max(50, this.deps.config.tickMs / 2));
+  }
+
+  private schedule(duty: Duty, delayMs: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timers.get(duty));
+    this.timers.set(
+      duty,
+      setTimeout(async () => {
+        const result = this.leadership.isLeader ? await this.run(duty) : undefined;
+        this.schedule(duty, duty.nextRunInMs(result));
+      }, delayMs),
+    );
+  }
+
+  /** One run of one duty inside its error boundary. */
+  private async run(duty: Duty): Promise<unknown> {
+    const { metrics, log } = this.deps;
+    try {
+      const result = await this.track(duty.runOnce());
+      metrics.maintenanceRuns.inc({ duty: duty.name, outcome: 'ok' });
+      metrics.maintenanceLastSuccess.set({ duty: duty.name }, Date.now() / 1000);
+      return result;
+    } catch (err) {
+      metrics.maintenanceRuns.inc({ duty: duty.name, outcome: 'error' });
+      log.error({ err, duty: duty.name }, 'maintenance duty failed');
+      return undefined;
+    }
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    return promise.finally(() => this.inFlight.delete(promise));
+  }
+}
