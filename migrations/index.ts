@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001_initial.js';
+import * as m0002 from './0002_queue_stats.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -7,4 +8,5 @@ import * as m0001 from './0001_initial.js';
  */
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
+  '0002_queue_stats': m0002,
 };

@@ -19,6 +19,7 @@ import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
 import queueJobs from './routes/queue-jobs.js';
+import queues from './routes/queues.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -83,5 +84,6 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(health);
   await app.register(queueJobs);
   await app.register(jobs);
+  await app.register(queues);
   return app;
 }

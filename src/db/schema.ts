@@ -11,6 +11,7 @@ export interface Database {
   'baton.job_history': JobHistoryTable;
   'baton.idempotency_keys': IdempotencyKeysTable;
   'baton.leader': LeaderTable;
+  'baton.queue_stats': QueueStatsTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -86,4 +87,18 @@ export interface LeaderTable {
   term: Generated<string>;
   acquired_at: Generated<Date>;
   expires_at: Timestamp;
+}
+
+export interface QueueStatsTable {
+  queue: string;
+  scheduled: BigIntString;
+  ready: BigIntString;
+  claimed: BigIntString;
+  oldest_ready_at: Timestamp | null;
+  live_refreshed_at: Timestamp | null;
+  completed: BigIntString;
+  dead: BigIntString;
+  cancelled: BigIntString;
+  completed_last_minute: BigIntString;
+  finished_refreshed_at: Timestamp | null;
 }

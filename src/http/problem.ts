@@ -71,5 +71,5 @@ export const leaseLost = (id: string) =>
       'acked, nacked or cancelled, or the token is wrong)',
   );
 export const jobNotFound = (id: string) => new ProblemError('not_found', `job ${id} does not exist`);
-export const queueNotFound = (queue: string) =>
-  new ProblemError('queue_not_found', `queue "${queue}" does not exist and auto-create is off`);
+export const queueNotFound = (queue: string, reason = '') =>
+  new ProblemError('queue_not_found', `queue "${queue}" does not exist${reason}`);

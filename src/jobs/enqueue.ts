@@ -78,7 +78,7 @@ export async function enqueueJobs(
           rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
         );
     if (result !== QUEUE_MISSING) return result;
-    if (!opts.autoCreate) throw queueNotFound(queue);
+    if (!opts.autoCreate) throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
     await createAutoQueue(db, queue);
   }
   throw new Error(`queue ${queue} vanished three times during one enqueue`);

@@ -9,6 +9,7 @@ import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
 import { PruneDuty } from './prune.js';
 import { QueueGcDuty } from './queue-gc.js';
+import { QueueStatsDuty } from './queue-stats.js';
 import { RearmDuty } from './rearm.js';
 
 export interface MaintainerDeps {
@@ -59,6 +60,7 @@ export class Maintainer {
       }),
       new ExpireKeysDuty(db, metrics, config.tickMs),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
+      new QueueStatsDuty(db, config.tickMs),
     ];
   }
 

@@ -25,7 +25,14 @@ describe('maintainer', () => {
       database.db,
     );
     const results = await maintainer.runOnce();
-    expect(Object.keys(results).sort()).toEqual(['expire_keys', 'promote', 'prune', 'queue_gc', 'rearm']);
+    expect(Object.keys(results).sort()).toEqual([
+      'expire_keys',
+      'promote',
+      'prune',
+      'queue_gc',
+      'queue_stats',
+      'rearm',
+    ]);
     expect((results.rearm as { total: number }).total).toBe(1);
     const text = await metrics.registry.metrics();
     for (const duty of ['rearm', 'promote', 'prune', 'expire_keys', 'queue_gc']) {

@@ -1,0 +1,158 @@
+import { Type } from 'typebox';
+import { LEASE_MS_MAX, LEASE_MS_MIN } from '../../config.js';
+import { MAX_ATTEMPTS_LIMIT, MAX_BATCH } from '../../jobs/limits.js';
+import { JOB_STATES } from '../../jobs/states.js';
+import { Job } from './jobs.js';
+
+const strict = { additionalProperties: false } as const;
+const DAY = 24 * 3600 * 1000;
+const TEN_YEARS = 3650 * DAY;
+const orNull = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const LIST_LIMIT_MAX = 500;
+
+export const QueueConfigRequest = Type.Object(
+  {
+    lease_ms: Type.Optional(orNull(Type.Integer({ minimum: LEASE_MS_MIN, maximum: LEASE_MS_MAX }))),
+    max_attempts: Type.Optional(orNull(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_LIMIT }))),
+    backoff: Type.Optional(
+      Type.Object(
+        {
+          base_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: DAY }))),
+          max_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: 30 * DAY }))),
+          jitter: Type.Optional(orNull(Type.Boolean())),
+        },
+        strict,
+      ),
+    ),
+    retention: Type.Optional(
+      Type.Object(
+        {
+          completed_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
+          dead_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
+        },
+        strict,
+      ),
+    ),
+    paused: Type.Optional(Type.Boolean()),
+  },
+  {
+    ...strict,
+    description:
+      'Fields you give are set; fields you leave out keep their value (a new queue starts at the server ' +
+      'defaults); null resets a field to the server default.',
+    examples: [{ lease_ms: 120000, max_attempts: 10, backoff: { base_ms: 5000, max_ms: 600000 } }],
+  },
+);
+
+export const Queue = Type.Object({
+  name: Type.String(),
+  auto_created: Type.Boolean({
+    description: 'Created by a first enqueue; collected by the leader when idle.',
+  }),
+  paused: Type.Boolean({ description: 'A paused queue accepts enqueues but hands out nothing.' }),
+  lease_ms: Type.Integer(),
+  max_attempts: Type.Integer(),
+  backoff: Type.Object({ base_ms: Type.Integer(), max_ms: Type.Integer(), jitter: Type.Boolean() }),
+  retention: Type.Object({ completed_ms: Type.Integer(), dead_ms: Type.Integer() }),
+  inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  stats: Type.Object(
+    {
+      scheduled: Type.Integer(),
+      ready: Type.Integer(),
+      claimed: Type.Integer(),
+      completed: Type.Integer({ description: 'Within retention.' }),
+      dead: Type.Integer({ description: 'Within retention.' }),
+      cancelled: Type.Integer({ description: 'Within retention.' }),
+      oldest_ready_age_ms: orNull(Type.Integer({ description: 'Age of the oldest ready job when counted.' })),
+      completed_last_minute: Type.Integer(),
+      live_refreshed_at: orNull(Type.String({ format: 'date-time' })),
+      finished_refreshed_at: orNull(Type.String({ format: 'date-time' })),
+    },
+    {
+      description:
+        'Counts maintained by the maintenance leader (not counted per request): live counts every tick, ' +
+        'finished counts every minute, exact as of the refreshed_at times (null before the first count).',
+    },
+  ),
+});
+
+export const QueueList = Type.Object({
+  queues: Type.Array(Queue),
+  next_cursor: orNull(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })),
+});
+
+export const QueueListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  strict,
+);
+
+export const JobListQuery = Type.Object(
+  {
+    state: Type.Unsafe<(typeof JOB_STATES)[number]>(Type.String({ enum: [...JOB_STATES] })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
+    cursor: Type.Optional(Type.String({ maxLength: 400, description: 'next_cursor of the previous page.' })),
+    order: Type.Optional(
+      Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+        default: 'asc',
+        description:
+          "asc follows each state's natural order (ready: claim order; scheduled: run_at; claimed: id; " +
+          'finished: finished_at, oldest first); desc reverses it.',
+      }),
+    ),
+    include_payload: Type.Optional(
+      Type.Boolean({ default: false, description: 'Payloads are left out unless asked for.' }),
+    ),
+  },
+  strict,
+);
+
+export const JobList = Type.Object({
+  jobs: Type.Array(Job),
+  next_cursor: orNull(Type.String()),
+});
+
+export const DeleteQueueQuery = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Boolean({ default: false, description: 'Cancel live jobs instead of refusing.' }),
+    ),
+  },
+  strict,
+);
+
+export const DeleteQueueResponse = Type.Object({
+  name: Type.String(),
+  deleted: Type.Literal(true),
+  cancelled: Type.Integer({ description: 'Live jobs cancelled by force.' }),
+});
+
+export const PurgeResponse = Type.Object({ cancelled: Type.Integer() });
+
+export const RedriveRequest = Type.Object(
+  {
+    ids: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[0-9]{1,19}$' }), {
+        minItems: 1,
+        maxItems: MAX_BATCH,
+        uniqueItems: true,
+      }),
+    ),
+    dead_since: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Dead jobs that died at or after this.' }),
+    ),
+    all: Type.Optional(Type.Boolean({ description: 'Every dead job of the queue.' })),
+  },
+  {
+    ...strict,
+    description: 'Exactly one of ids, dead_since or all: true.',
+    examples: [{ all: true }, { ids: ['41', '42'] }],
+  },
+);
+
+export const RedriveResponse = Type.Object({ redriven: Type.Integer() });

@@ -1,0 +1,71 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { queueNotFound } from '../http/problem.js';
+import { createAutoQueue } from '../queues/queue-store.js';
+
+/**
+ * Redrive: dead jobs go back to `ready` with their attempts reset (their error history is kept),
+ * once the bug that killed them is fixed. All of a queue's dead jobs, a list of ids, or those dead
+ * since a time.
+ *
+ * In bounded batches, each its own transaction, so redriving a million jobs never holds one giant
+ * transaction. Each batch first takes FOR KEY SHARE on the queue row (exactly like enqueue, and for
+ * the same reason: the leader's queue GC must not delete the queue under jobs we are making live),
+ * re-creating the queue if it was collected. The dead rows are taken FOR UPDATE SKIP LOCKED and moved
+ * in one statement.
+ */
+
+/** Which dead jobs; neither field means all of the queue's dead jobs. */
+export interface RedriveFilter {
+  ids?: string[];
+  deadSince?: string;
+}
+
+const BATCH = 1000;
+
+export async function redriveDeadJobs(
+  db: Db,
+  queue: string,
+  filter: RedriveFilter,
+  opts: { autoCreate: boolean; batchSize?: number },
+): Promise<number> {
+  const batchSize = opts.batchSize ?? BATCH;
+  let total = 0;
+  while (true) {
+    const moved = await db.transaction().execute(async (trx) => {
+      const q = await sql`SELECT 1 FROM baton.queues WHERE name = ${queue} FOR KEY SHARE`.execute(trx);
+      if (q.rows.length === 0) return undefined;
+      const { rows } = await sql<{ id: string }>`
+        WITH picked AS (
+          SELECT id FROM baton.job_history
+          WHERE queue = ${queue} AND state = 'dead'
+            AND (${filter.ids ?? null}::bigint[] IS NULL OR id = ANY(${filter.ids ?? null}::bigint[]))
+            AND (${filter.deadSince ?? null}::timestamptz IS NULL OR finished_at >= ${filter.deadSince ?? null}::timestamptz)
+          ORDER BY finished_at, id
+          LIMIT ${batchSize}
+          FOR UPDATE SKIP LOCKED
+        ), moved AS (
+          DELETE FROM baton.job_history h USING picked WHERE h.id = picked.id RETURNING h.*
+        )
+        INSERT INTO baton.jobs (id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key,
+                                created_at, last_error, errors, payload)
+        SELECT id, queue, 'ready', priority, now(), 0, max_attempts, idempotency_key,
+               created_at, last_error, errors, payload
+        FROM moved
+        RETURNING id`.execute(trx);
+      return rows.length;
+    });
+    if (moved === undefined) {
+      // The queue was collected (or never existed). Bring it back only if it has dead jobs to redrive.
+      const dead =
+        await sql`SELECT 1 FROM baton.job_history WHERE queue = ${queue} AND state = 'dead' LIMIT 1`.execute(
+          db,
+        );
+      if (!opts.autoCreate || dead.rows.length === 0) throw queueNotFound(queue);
+      await createAutoQueue(db, queue);
+      continue;
+    }
+    total += moved;
+    if (moved < batchSize) return total;
+  }
+}

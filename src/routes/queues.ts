@@ -1,0 +1,304 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { checkRunAt } from '../http/json-input.js';
+import { ProblemError, queueNotFound } from '../http/problem.js';
+import { QueueParams } from '../http/schemas/jobs.js';
+import {
+  DeleteQueueQuery,
+  DeleteQueueResponse,
+  JobList,
+  JobListQuery,
+  PurgeResponse,
+  Queue,
+  QueueConfigRequest,
+  QueueList,
+  QueueListQuery,
+  RedriveRequest,
+  RedriveResponse,
+} from '../http/schemas/queues.js';
+import { errorResponses } from '../http/schemas/responses.js';
+import { toJob } from '../jobs/job-row.js';
+import { BadCursor, decodeCursor, encodeCursor, listJobs } from '../jobs/list.js';
+import { redriveDeadJobs } from '../jobs/redrive.js';
+import { effectiveSettings } from '../queues/queue-settings.js';
+import {
+  cancelQueueJobs,
+  deleteQueue,
+  getQueue,
+  listQueues,
+  type QueueChanges,
+  setPaused,
+  upsertQueue,
+} from '../queues/queue-store.js';
+import { toQueue } from '../queues/queue-view.js';
+
+/** Operating queues: configure, pause, inspect, list jobs, delete, purge, redrive. */
+
+const badCursor = () =>
+  new ProblemError('validation_failed', 'cursor is not a cursor this server issued', {
+    errors: [{ field: 'cursor', message: 'is not a cursor this server issued' }],
+  });
+
+const queues: FastifyPluginAsyncTypebox = async (app) => {
+  const { config } = app;
+  const view = async (name: string) => {
+    const found = await getQueue(app.db, name);
+    if (!found) throw queueNotFound(name);
+    return toQueue(found.queue, found.stats, config);
+  };
+
+  app.get(
+    '/v1/queues',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'listQueues',
+        summary: 'List queues with their settings and counts',
+        description: 'In name order, a page at a time (limit up to 500; pass next_cursor as cursor).',
+        querystring: QueueListQuery,
+        response: { 200: QueueList, ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? 100;
+      let after: string | undefined;
+      if (request.query.cursor !== undefined) {
+        try {
+          after = String(decodeCursor(request.query.cursor)[0]);
+        } catch {
+          throw badCursor();
+        }
+      }
+      const rows = await listQueues(app.db, limit, after);
+      const last = rows.at(-1);
+      return {
+        queues: rows.map((r) => toQueue(r.queue, r.stats, config)),
+        next_cursor: rows.length === limit && last ? encodeCursor([last.queue.name]) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/v1/queues/:queue',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'getQueue',
+        summary: 'A queue: settings and stats',
+        params: QueueParams,
+        response: { 200: Queue, ...errorResponses(404) },
+      },
+    },
+    async (request) => view(request.params.queue),
+  );
+
+  app.put(
+    '/v1/queues/:queue',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'putQueue',
+        summary: 'Create or configure a queue',
+        description:
+          'Creates the queue (201) or updates it (200). A queue configured here is explicitly managed: the ' +
+          'leader never collects it. Changes apply at once on every replica (settings are read per request).',
+        params: QueueParams,
+        body: QueueConfigRequest,
+        response: { 200: Queue, 201: Queue, ...errorResponses(400) },
+      },
+    },
+    async (request, reply) => {
+      const { queue } = request.params;
+      const body = request.body;
+      const changes: QueueChanges = {
+        lease_ms: body.lease_ms,
+        max_attempts: body.max_attempts,
+        backoff_base_ms: body.backoff?.base_ms,
+        backoff_max_ms: body.backoff?.max_ms,
+        backoff_jitter: body.backoff?.jitter,
+        completed_retention_ms: body.retention?.completed_ms,
+        dead_retention_ms: body.retention?.dead_ms,
+        paused: body.paused,
+      };
+      for (const key of Object.keys(changes) as (keyof QueueChanges)[]) {
+        if (changes[key] === undefined) delete changes[key];
+      }
+      // The backoff cap must not be below its base, counting values inherited or kept.
+      const current = (await getQueue(app.db, queue))?.queue;
+      const merged = effectiveSettings({ ...current, ...changes }, config);
+      if (merged.backoff.maxMs < merged.backoff.baseMs) {
+        const detail = `backoff.max_ms (${merged.backoff.maxMs}) must be at least backoff.base_ms (${merged.backoff.baseMs})`;
+        throw new ProblemError('validation_failed', detail, {
+          errors: [
+            {
+              field: 'backoff.max_ms',
+              message: `must be at least backoff.base_ms (${merged.backoff.baseMs})`,
+            },
+          ],
+        });
+      }
+      const { created } = await upsertQueue(app.db, queue, changes);
+      return reply.code(created ? 201 : 200).send(await view(queue));
+    },
+  );
+
+  for (const [action, paused] of [
+    ['pause', true],
+    ['resume', false],
+  ] as const) {
+    app.post(
+      `/v1/queues/:queue/${action}`,
+      {
+        schema: {
+          tags: ['queues'],
+          operationId: `${action}Queue`,
+          summary: paused ? 'Pause a queue: hand out nothing' : 'Resume a paused queue',
+          description: paused
+            ? 'A paused queue still accepts enqueues and its in-flight leases carry on (renew, ack, nack), but ' +
+              'claims get nothing until it is resumed.'
+            : 'Claims get jobs again; waiting long-polls are woken.',
+          params: QueueParams,
+          response: { 200: Queue, ...errorResponses(404) },
+        },
+      },
+      async (request) => {
+        const { queue } = request.params;
+        if (!(await setPaused(app.db, queue, paused))) throw queueNotFound(queue);
+        if (!paused) app.wake.waitList.wake(queue);
+        return view(queue);
+      },
+    );
+  }
+
+  app.delete(
+    '/v1/queues/:queue',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'deleteQueue',
+        summary: 'Delete a queue',
+        description:
+          'Refuses with 409 queue_not_empty while the queue has live (scheduled, ready or claimed) jobs, unless ' +
+          '?force=true, which cancels them first. Finished jobs stay readable until their retention ends.',
+        params: QueueParams,
+        querystring: DeleteQueueQuery,
+        response: { 200: DeleteQueueResponse, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params;
+      const outcome = await deleteQueue(app.db, queue, request.query.force ?? false);
+      if (outcome.deleted) return { name: queue, deleted: true as const, cancelled: outcome.cancelled };
+      if (outcome.reason === 'not_found') throw queueNotFound(queue);
+      throw new ProblemError(
+        'queue_not_empty',
+        `queue "${queue}" has ${outcome.live} live jobs; cancel them first or delete with ?force=true`,
+      );
+    },
+  );
+
+  app.post(
+    '/v1/queues/:queue/purge',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'purgeQueue',
+        summary: 'Cancel every ready and scheduled job',
+        description: 'Claimed jobs are left to their workers. Answers how many jobs were cancelled.',
+        params: QueueParams,
+        response: { 200: PurgeResponse, ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params;
+      if (!(await getQueue(app.db, queue))) throw queueNotFound(queue);
+      return { cancelled: await cancelQueueJobs(app.db, queue, ['ready', 'scheduled']) };
+    },
+  );
+
+  app.get(
+    '/v1/queues/:queue/jobs',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'listJobs',
+        summary: "List a queue's jobs in one state",
+        description:
+          'Keyset pagination: pass next_cursor as cursor for the next page. A job appears at most once across ' +
+          'pages even while jobs are added. Each page is one short index scan; no transaction spans pages.',
+        params: QueueParams,
+        querystring: JobListQuery,
+        response: { 200: JobList, ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params;
+      const { state, cursor, order, include_payload } = request.query;
+      const limit = request.query.limit ?? 100;
+      try {
+        const page = await listJobs(app.db, {
+          queue,
+          state,
+          limit,
+          desc: order === 'desc',
+          cursor: cursor === undefined ? undefined : decodeCursor(cursor),
+        });
+        return {
+          jobs: page.rows.map((row) => {
+            const job = toJob(row);
+            return include_payload ? job : { ...job, payload: null };
+          }),
+          next_cursor: page.next ? encodeCursor(page.next) : null,
+        };
+      } catch (err) {
+        if (
+          err instanceof BadCursor ||
+          (err as { code?: string }).code === '22007' ||
+          (err as { code?: string }).code === '22P02'
+        ) {
+          throw badCursor();
+        }
+        throw err;
+      }
+    },
+  );
+
+  app.post(
+    '/v1/queues/:queue/redrive',
+    {
+      schema: {
+        tags: ['queues'],
+        operationId: 'redriveQueue',
+        summary: 'Send dead jobs back to ready',
+        description:
+          'With attempts reset (error history kept). All dead jobs ({"all": true}), a list of ids, or those dead ' +
+          'since a time. Works in batches of 1,000, each its own transaction.',
+        params: QueueParams,
+        body: RedriveRequest,
+        response: { 200: RedriveResponse, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params;
+      const { ids, dead_since, all } = request.body;
+      const given = [ids !== undefined, dead_since !== undefined, all === true].filter(Boolean).length;
+      if (given !== 1) {
+        throw new ProblemError('validation_failed', 'give exactly one of ids, dead_since or all: true', {
+          errors: [{ field: 'body', message: 'give exactly one of ids, dead_since or all: true' }],
+        });
+      }
+      if (dead_since !== undefined) checkRunAt(dead_since, 'dead_since');
+      const redriven = await redriveDeadJobs(
+        app.db,
+        queue,
+        { ids, deadSince: dead_since },
+        {
+          autoCreate: config.autoCreateQueues,
+        },
+      );
+      app.wake.notifier.jobsReady(queue, redriven);
+      return { redriven };
+    },
+  );
+};
+
+export default queues;
