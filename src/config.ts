@@ -258,6 +258,13 @@ export const settings = {
     doc: 'Long-poll fallback: a waiting claim re-checks the database this often even without a wake-up.',
     parse: integer(10, MINUTE),
   }),
+  metricsMaxQueues: setting({
+    env: 'BATON_METRICS_MAX_QUEUES',
+    default: 200,
+    unit: 'queues',
+    doc: 'Distinct queue labels in /metrics; further queues are counted under queue="_other".',
+    parse: integer(1, 100_000),
+  }),
   migrateOnStart: setting({
     env: 'BATON_MIGRATE_ON_START',
     default: true,

@@ -33,6 +33,7 @@ export interface ClaimedRow {
   max_attempts: number;
   lease_token: string;
   lease_expires_at: Date;
+  claimed_at: Date;
   run_at: Date;
   created_at: Date;
 }
@@ -70,7 +71,7 @@ export function claimStatement(opts: ClaimOptions) {
     FROM picked, settings s
     WHERE j.id = picked.id
     RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
-              j.lease_expires_at, j.run_at, j.created_at`;
+              j.lease_expires_at, j.claimed_at, j.run_at, j.created_at`;
 }
 
 export function compareIds(a: string, b: string): number {

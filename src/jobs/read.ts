@@ -12,14 +12,14 @@ export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
 }
 
 /**
- * Which of these ids exist at all (live or finished). Used after a guarded write touched nothing,
- * to tell "not yours any more" (409 lease_lost) from "never existed" (404).
+ * The queue of each of these ids that exists at all (live or finished). Used after a guarded write
+ * touched nothing, to tell "not yours any more" (409 lease_lost) from "never existed" (404).
  */
-export async function existingJobIds(db: Db, ids: string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const { rows } = await sql<{ id: string }>`
-    SELECT id FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
+export async function queuesOfJobs(db: Db, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: string; queue: string }>`
+    SELECT id, queue FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
     UNION ALL
-    SELECT id FROM baton.job_history WHERE id = ANY(${ids}::bigint[])`.execute(db);
-  return new Set(rows.map((r) => r.id));
+    SELECT id, queue FROM baton.job_history WHERE id = ANY(${ids}::bigint[])`.execute(db);
+  return new Map(rows.map((r) => [r.id, r.queue]));
 }

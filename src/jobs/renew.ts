@@ -14,12 +14,12 @@ export async function renewLease(
   id: string,
   leaseToken: string,
   leaseMs?: number,
-): Promise<{ lease_expires_at: Date; lease_ms: number } | undefined> {
-  const { rows } = await sql<{ lease_expires_at: Date; lease_ms: number }>`
+): Promise<{ queue: string; lease_expires_at: Date; lease_ms: number } | undefined> {
+  const { rows } = await sql<{ queue: string; lease_expires_at: Date; lease_ms: number }>`
     UPDATE baton.jobs SET
       lease_ms = coalesce(${leaseMs ?? null}::integer, lease_ms),
       lease_expires_at = now() + coalesce(${leaseMs ?? null}::integer, lease_ms) * interval '1 millisecond'
     WHERE id = ${id} AND state = 'claimed' AND lease_token = ${leaseToken}::uuid
-    RETURNING lease_expires_at, lease_ms`.execute(db);
+    RETURNING queue, lease_expires_at, lease_ms`.execute(db);
   return rows[0];
 }

@@ -1,86 +1,232 @@
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
- * Every Prometheus metric Baton exports, declared once. One instance per app (not prom-client's
- * global registry), so several apps in one process (tests, benchmarks) do not share counters.
- * Label sets stay bounded: queue names and fixed outcomes, never ids or tokens.
+ * Every Prometheus metric Baton exports, declared once (docs/metrics.md describes each with an
+ * alert). One instance per app, not prom-client's global registry, so several apps in one process
+ * (tests, benchmarks) keep separate counts.
+ *
+ * Label sets stay bounded: queue names (capped by BATON_METRICS_MAX_QUEUES, the rest counted as
+ * queue="_other"), fixed outcomes, route templates and status classes; never ids or tokens.
  */
 export class Metrics {
   readonly registry = new Registry();
+  private readonly queueLabels = new Set<string>();
 
+  constructor(private readonly maxQueues = 200) {
+    this.leader.set(0);
+    for (const outcome of ['pruned', 'noop', 'blocked', 'error']) this.prune.inc({ outcome }, 0);
+    for (const outcome of ['ready', 'dead']) this.leasesRearmed.inc({ outcome }, 0);
+    this.rearmFailures.inc(0);
+    this.jobsPromoted.inc(0);
+  }
+
+  /** The label for a queue: its name, or "_other" once the cap of distinct names is reached. */
+  queue(name: string): string {
+    if (this.queueLabels.has(name)) return name;
+    if (this.queueLabels.size >= this.maxQueues) return '_other';
+    this.queueLabels.add(name);
+    return name;
+  }
+
+  // --- HTTP ---------------------------------------------------------------------------------
+  readonly httpDuration = new Histogram({
+    name: 'baton_http_request_duration_seconds',
+    help: 'HTTP request duration by method, route template and status class (2xx, 4xx, 5xx).',
+    labelNames: ['method', 'route', 'status_class'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25],
+    registers: [this.registry],
+  });
+
+  // --- the job lifecycle, by queue ------------------------------------------------------------
+  readonly jobsEnqueued = this.queueCounter(
+    'baton_jobs_enqueued_total',
+    'Jobs created by enqueue (not idempotent repeats).',
+  );
+  readonly jobsClaimed = this.queueCounter('baton_jobs_claimed_total', 'Jobs handed to workers by claim.');
+  readonly jobsAcked = this.queueCounter('baton_jobs_acked_total', 'Jobs completed by ack.');
+  readonly jobsCancelled = this.queueCounter(
+    'baton_jobs_cancelled_total',
+    'Jobs cancelled (cancel, purge, forced delete).',
+  );
+  readonly leasesRenewed = this.queueCounter('baton_leases_renewed_total', 'Successful lease renewals.');
+  readonly jobsNacked = new Counter({
+    name: 'baton_jobs_nacked_total',
+    help: 'Failed attempts reported by nack, by outcome: retry (back to wait) or dead.',
+    labelNames: ['queue', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly leasesLost = new Counter({
+    name: 'baton_leases_lost_total',
+    help: 'Renew, ack or nack refused with 409 lease_lost (a stale worker), by operation.',
+    labelNames: ['queue', 'operation'],
+    registers: [this.registry],
+  });
+  readonly claimToAck = new Histogram({
+    name: 'baton_claim_to_ack_seconds',
+    help: 'Time from claim to ack: how long workers take to finish a job.',
+    labelNames: ['queue'],
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
+    registers: [this.registry],
+  });
+  readonly queueLag = new Histogram({
+    name: 'baton_queue_lag_seconds',
+    help: 'Time from a job becoming due (run_at) to its claim: how far behind the workers are.',
+    labelNames: ['queue'],
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
+    registers: [this.registry],
+  });
+
+  // --- state of the queues (set at scrape time from baton.queue_stats, kept by the leader) -----
+  readonly jobs = new Gauge({
+    name: 'baton_jobs',
+    help: 'Jobs by queue and state (live states, and finished ones within retention), as last counted by the leader.',
+    labelNames: ['queue', 'state'],
+    registers: [this.registry],
+  });
+  readonly oldestReadyJob = new Gauge({
+    name: 'baton_oldest_ready_job_seconds',
+    help: 'Age of the oldest ready job by queue, as last counted by the leader (0 when none is ready).',
+    labelNames: ['queue'],
+    registers: [this.registry],
+  });
+  readonly statsAge = new Gauge({
+    name: 'baton_queue_stats_age_seconds',
+    help: 'Seconds since the leader last counted queue statistics (grows when the leader is stuck).',
+    registers: [this.registry],
+  });
+
+  // --- the maintenance leader ------------------------------------------------------------------
   readonly leader = new Gauge({
     name: 'baton_leader',
     help: '1 while this replica is the maintenance leader, else 0.',
     registers: [this.registry],
   });
-
   readonly maintenanceRuns = new Counter({
     name: 'baton_maintenance_runs_total',
     help: 'Maintenance duty runs on this replica, by duty and outcome (ok or error).',
     labelNames: ['duty', 'outcome'],
     registers: [this.registry],
   });
-
   readonly maintenanceLastSuccess = new Gauge({
     name: 'baton_maintenance_last_success_timestamp_seconds',
     help: 'Unix time of the last successful run of each maintenance duty (alert when it stops moving).',
     labelNames: ['duty'],
     registers: [this.registry],
   });
-
   readonly leasesRearmed = new Counter({
     name: 'baton_leases_rearmed_total',
     help: 'Expired leases re-armed by the leader, by outcome: ready (retry) or dead (attempts exhausted).',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
-
   readonly rearmFailures = new Counter({
     name: 'baton_rearm_failures_total',
     help: 'Re-arm runs that failed with an error (expired leases are not coming back while this rises).',
     registers: [this.registry],
   });
-
   readonly oldestExpiredLease = new Gauge({
     name: 'baton_oldest_expired_lease_seconds',
     help: 'Age of the oldest lease that has expired but not yet been re-armed (0 when none).',
     registers: [this.registry],
   });
-
   readonly jobsPromoted = new Counter({
     name: 'baton_jobs_promoted_total',
     help: 'Scheduled jobs made ready by the leader because their run_at arrived.',
     registers: [this.registry],
   });
-
   readonly prune = new Counter({
     name: 'baton_prune_total',
     help: 'Prune attempts by outcome: pruned, noop, blocked (a lock timeout; rolled back, retried later) or error.',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
-
   readonly jobsPruned = new Counter({
     name: 'baton_jobs_pruned_total',
     help: 'Finished jobs removed after their retention.',
     registers: [this.registry],
   });
-
   readonly keysExpired = new Counter({
     name: 'baton_idempotency_keys_expired_total',
     help: 'Idempotency keys removed after their retention.',
     registers: [this.registry],
   });
-
   readonly queuesCollected = new Counter({
     name: 'baton_queues_collected_total',
     help: 'Idle auto-created queues removed by the leader.',
     registers: [this.registry],
   });
 
-  constructor() {
-    this.leader.set(0);
-    for (const outcome of ['pruned', 'noop', 'blocked', 'error']) this.prune.inc({ outcome }, 0);
-    for (const outcome of ['ready', 'dead']) this.leasesRearmed.inc({ outcome }, 0);
+  // --- recording, for the routes ----------------------------------------------------------------
+  enqueued(queue: string, count: number): void {
+    if (count > 0) this.jobsEnqueued.inc({ queue: this.queue(queue) }, count);
+  }
+
+  claimed(queue: string, jobs: { run_at: Date; claimed_at: Date }[]): void {
+    if (jobs.length === 0) return;
+    const label = this.queue(queue);
+    this.jobsClaimed.inc({ queue: label }, jobs.length);
+    for (const j of jobs)
+      this.queueLag.observe(
+        { queue: label },
+        Math.max(0, j.claimed_at.getTime() - j.run_at.getTime()) / 1000,
+      );
+  }
+
+  acked(jobs: { queue: string; claimed_at: Date | null; finished_at: Date | null }[]): void {
+    for (const j of jobs) {
+      const label = this.queue(j.queue);
+      this.jobsAcked.inc({ queue: label });
+      if (j.claimed_at && j.finished_at) {
+        this.claimToAck.observe(
+          { queue: label },
+          Math.max(0, j.finished_at.getTime() - j.claimed_at.getTime()) / 1000,
+        );
+      }
+    }
+  }
+
+  nacked(queue: string, outcome: 'retry' | 'dead'): void {
+    this.jobsNacked.inc({ queue: this.queue(queue), outcome });
+  }
+
+  cancelled(queue: string, count: number): void {
+    if (count > 0) this.jobsCancelled.inc({ queue: this.queue(queue) }, count);
+  }
+
+  renewed(queue: string): void {
+    this.leasesRenewed.inc({ queue: this.queue(queue) });
+  }
+
+  leaseLost(queue: string, operation: 'renew' | 'ack' | 'nack'): void {
+    this.leasesLost.inc({ queue: this.queue(queue), operation });
+  }
+
+  /** Set the queue-state gauges from the leader's maintained statistics (see plugins/metrics.ts). */
+  setQueueStats(
+    rows: { queue: string; counts: Record<string, number>; oldestReadySeconds: number }[],
+    statsAgeSeconds: number | undefined,
+  ): void {
+    this.jobs.reset();
+    this.oldestReadyJob.reset();
+    const jobs = new Map<string, number>();
+    const oldest = new Map<string, number>();
+    for (const row of rows) {
+      const label = this.queue(row.queue);
+      for (const [state, n] of Object.entries(row.counts)) {
+        const key = `${label}\u0000${state}`;
+        jobs.set(key, (jobs.get(key) ?? 0) + n);
+      }
+      oldest.set(label, Math.max(oldest.get(label) ?? 0, row.oldestReadySeconds));
+    }
+    for (const [key, n] of jobs) {
+      const [queue, state] = key.split('\u0000') as [string, string];
+      this.jobs.set({ queue, state }, n);
+    }
+    for (const [queue, age] of oldest) this.oldestReadyJob.set({ queue }, age);
+    if (statsAgeSeconds !== undefined) this.statsAge.set(statsAgeSeconds);
+  }
+
+  private queueCounter(name: string, help: string) {
+    return new Counter({ name, help, labelNames: ['queue'], registers: [this.registry] });
   }
 }

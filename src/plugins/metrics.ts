@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { Type } from 'typebox';
 import { Metrics } from '../metrics/metrics.js';
+import { statsForMetrics } from '../queues/queue-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,15 +10,67 @@ declare module 'fastify' {
   }
 }
 
-/** The app's Prometheus metrics, and GET /metrics in the Prometheus text format. */
+/** Upper bound on queue_stats rows read per scrape. */
+const STATS_ROWS_PER_SCRAPE = 10_000;
+
+/**
+ * The app's Prometheus metrics: request durations for every route, and GET /metrics. The queue
+ * gauges are filled at scrape time from baton.queue_stats, which the leader keeps: one small read,
+ * never a count, and every replica reports the same values.
+ */
 export default fp(
   async function metrics(app: FastifyInstance) {
-    const m = new Metrics();
+    const m = new Metrics(app.config.metricsMaxQueues);
     app.decorate('metrics', m);
-    app.get('/metrics', async (_request, reply) => {
-      reply.type(m.registry.contentType);
-      return m.registry.metrics();
+
+    app.addHook('onResponse', async (request, reply) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      if (route === '/metrics') return;
+      m.httpDuration.observe(
+        { method: request.method, route, status_class: `${Math.floor(reply.statusCode / 100)}xx` },
+        reply.elapsedTime / 1000,
+      );
     });
+
+    app.get(
+      '/metrics',
+      {
+        schema: {
+          tags: ['operations'],
+          operationId: 'getMetrics',
+          summary: 'Prometheus metrics',
+          description: 'Prometheus text format. docs/metrics.md lists every metric with an example alert.',
+          response: { 200: Type.String({ description: 'Prometheus exposition format' }) },
+        },
+      },
+      async (request, reply) => {
+        try {
+          const rows = await statsForMetrics(app.db, STATS_ROWS_PER_SCRAPE);
+          m.setQueueStats(
+            rows.map((r) => ({
+              queue: r.queue,
+              counts: {
+                scheduled: Number(r.scheduled),
+                ready: Number(r.ready),
+                claimed: Number(r.claimed),
+                completed: Number(r.completed),
+                dead: Number(r.dead),
+                cancelled: Number(r.cancelled),
+              },
+              oldestReadySeconds: r.oldest_ready_seconds ?? 0,
+            })),
+            rows.length > 0
+              ? Math.min(...rows.map((r) => r.age_seconds ?? Number.POSITIVE_INFINITY))
+              : undefined,
+          );
+        } catch (err) {
+          // A scrape must still answer during a database outage; queue gauges keep their last values.
+          request.log.warn({ err }, 'could not read queue stats for /metrics');
+        }
+        reply.type(m.registry.contentType);
+        return m.registry.metrics();
+      },
+    );
   },
-  { name: 'metrics', fastify: '5.x' },
+  { name: 'metrics', fastify: '5.x', dependencies: ['database'] },
 );

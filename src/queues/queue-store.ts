@@ -158,3 +158,23 @@ export async function deleteQueue(db: Db, name: string, force: boolean): Promise
     return { deleted: true, cancelled } as const;
   });
 }
+
+/** Every queue's maintained counts, for the metric gauges (one small table, never a count). */
+export async function statsForMetrics(db: Db, limit: number) {
+  const { rows } = await sql<{
+    queue: string;
+    scheduled: string;
+    ready: string;
+    claimed: string;
+    completed: string;
+    dead: string;
+    cancelled: string;
+    oldest_ready_seconds: number | null;
+    age_seconds: number | null;
+  }>`
+    SELECT queue, scheduled, ready, claimed, completed, dead, cancelled,
+           extract(epoch FROM live_refreshed_at - oldest_ready_at)::float8 AS oldest_ready_seconds,
+           extract(epoch FROM now() - live_refreshed_at)::float8 AS age_seconds
+    FROM baton.queue_stats ORDER BY queue LIMIT ${limit}`.execute(db);
+  return rows;
+}

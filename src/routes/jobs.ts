@@ -16,19 +16,21 @@ import { ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { toJob } from '../jobs/job-row.js';
 import { nackJob } from '../jobs/nack.js';
-import { existingJobIds, getJob } from '../jobs/read.js';
+import { getJob, queuesOfJobs } from '../jobs/read.js';
 import { renewLease } from '../jobs/renew.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
-/** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
-async function leaseFailure(db: Parameters<typeof existingJobIds>[0], id: string): Promise<ProblemError> {
-  const exists = await existingJobIds(db, [id]);
-  return exists.has(id) ? leaseLost(id) : jobNotFound(id);
-}
-
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
+
+  /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
+  const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<ProblemError> => {
+    const queue = (await queuesOfJobs(app.db, [id])).get(id);
+    if (queue === undefined) return jobNotFound(id);
+    app.metrics.leaseLost(queue, operation);
+    return leaseLost(id);
+  };
 
   // An id beyond bigint cannot name a job: 404 rather than a database error.
   app.addHook('preHandler', async (request) => {
@@ -75,7 +77,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { id } = request.params;
       const renewed = await renewLease(app.db, id, request.body.lease_token, request.body.lease_ms);
-      if (!renewed) throw await leaseFailure(app.db, id);
+      if (!renewed) throw await leaseFailure(id, 'renew');
+      app.metrics.renewed(renewed.queue);
       return { id, lease_expires_at: renewed.lease_expires_at.toISOString(), lease_ms: renewed.lease_ms };
     },
   );
@@ -103,7 +106,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           : jsonText(request.body.result, 'result', config.payloadLimitBytes);
       const done = await ackJobs(app.db, [{ id, leaseToken: request.body.lease_token, resultJson }]);
       const row = done.get(id);
-      if (!row) throw await leaseFailure(app.db, id);
+      if (!row) throw await leaseFailure(id, 'ack');
+      app.metrics.acked([row]);
       return toJob(row);
     },
   );
@@ -143,13 +147,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         };
       });
       const done = await ackJobs(app.db, items);
+      app.metrics.acked([...done.values()]);
       const missing = items.filter((i) => !done.has(i.id)).map((i) => i.id);
-      const exists = await existingJobIds(app.db, missing);
+      const queues = await queuesOfJobs(app.db, missing);
+      for (const queue of queues.values()) app.metrics.leaseLost(queue, 'ack');
       const results = items.map((i) => ({
         id: i.id,
         outcome: done.has(i.id)
           ? ('acked' as const)
-          : exists.has(i.id)
+          : queues.has(i.id)
             ? ('lease_lost' as const)
             : ('not_found' as const),
       }));
@@ -183,7 +189,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         { id, leaseToken: lease_token, error, retryInMs: retry_in_ms, dead },
         config,
       );
-      if (!outcome) throw await leaseFailure(app.db, id);
+      if (!outcome) throw await leaseFailure(id, 'nack');
+      app.metrics.nacked(outcome.job.queue, outcome.job.state === 'dead' ? 'dead' : 'retry');
       if (outcome.readyNow) app.wake.notifier.jobsReady(outcome.job.queue, 1);
       return toJob(outcome.job);
     },
@@ -207,7 +214,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { id } = request.params;
       const cancelled = await cancelJob(app.db, id);
-      if (cancelled) return toJob(cancelled);
+      if (cancelled) {
+        app.metrics.cancelled(cancelled.queue, 1);
+        return toJob(cancelled);
+      }
       const row = await getJob(app.db, id);
       if (!row) throw jobNotFound(id);
       if (row.state === 'cancelled') return toJob(row);

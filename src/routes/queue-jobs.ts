@@ -82,6 +82,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const item = toItem(request.body, '', config.payloadLimitBytes);
       const [result] = await enqueueJobs(app.db, queue, [item], enqueueOptions);
       const { job, created } = result!;
+      if (created) app.metrics.enqueued(queue, 1);
       if (created && job.state === 'ready') app.wake.notifier.jobsReady(queue, 1);
       return reply.code(created ? 201 : 200).send(toEnqueued(job));
     },
@@ -107,6 +108,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const items = request.body.jobs.map((job, i) => toItem(job, `jobs[${i}].`, config.payloadLimitBytes));
       const results = await enqueueJobs(app.db, queue, items, enqueueOptions);
+      app.metrics.enqueued(queue, results.filter((r) => r.created).length);
       const ready = results.filter((r) => r.created && r.job.state === 'ready').length;
       app.wake.notifier.jobsReady(queue, ready);
       return reply
@@ -163,6 +165,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           app.wake.notifier.jobsReady(queue, released);
           return reply.send({ jobs: [] });
         }
+        app.metrics.claimed(queue, rows);
         return {
           jobs: rows.map((r) => ({
             id: r.id,

@@ -187,7 +187,10 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { queue } = request.params;
       const outcome = await deleteQueue(app.db, queue, request.query.force ?? false);
-      if (outcome.deleted) return { name: queue, deleted: true as const, cancelled: outcome.cancelled };
+      if (outcome.deleted) {
+        app.metrics.cancelled(queue, outcome.cancelled);
+        return { name: queue, deleted: true as const, cancelled: outcome.cancelled };
+      }
       if (outcome.reason === 'not_found') throw queueNotFound(queue);
       throw new ProblemError(
         'queue_not_empty',
@@ -211,7 +214,9 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { queue } = request.params;
       if (!(await getQueue(app.db, queue))) throw queueNotFound(queue);
-      return { cancelled: await cancelQueueJobs(app.db, queue, ['ready', 'scheduled']) };
+      const cancelled = await cancelQueueJobs(app.db, queue, ['ready', 'scheduled']);
+      app.metrics.cancelled(queue, cancelled);
+      return { cancelled };
     },
   );
 
