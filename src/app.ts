@@ -9,11 +9,12 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { validatorCompiler } from './http/validation.js';
+import { buildValidator } from './http/validation.js';
 import { createLogger } from './logger.js';
 import database from './plugins/database.js';
 import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
+import openapi from './plugins/openapi.js';
 import problemHandler from './plugins/problem-handler.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
@@ -64,9 +65,9 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
       disableRequestLogging: (req: { url?: string }) => QUIET_PATHS.has(req.url?.split('?')[0] ?? ''),
     }),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    schemaController: { compilersFactory: { buildValidator } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
   app.decorate('config', config);
   app.decorate('shuttingDown', false);
   app.addHook('preClose', async () => {
@@ -77,6 +78,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   });
 
   await app.register(problemHandler);
+  await app.register(openapi);
   await app.register(database, { url: opts.databaseUrl, config });
   await app.register(metrics);
   await app.register(wake, { url: opts.databaseUrl });

@@ -1,6 +1,5 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from './problem.js';
 
 /**
@@ -23,11 +22,21 @@ function makeAjv(coerce: boolean) {
   return ajv;
 }
 
-const strict = makeAjv(false);
-const lenient = makeAjv(true);
-
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? strict : lenient).compile(schema as object);
+/**
+ * Fastify's validator factory (schemaController.compilersFactory.buildValidator). It receives the
+ * shared schemas added with app.addSchema, so that `$ref: 'Job'` in a route resolves.
+ */
+export function buildValidator(
+  externalSchemas: Record<string, unknown> = {},
+): (route: { schema: unknown; httpPart?: string }) => ValidateFunction {
+  const strict = makeAjv(false);
+  const lenient = makeAjv(true);
+  for (const schema of Object.values(externalSchemas)) {
+    strict.addSchema(schema as object);
+    lenient.addSchema(schema as object);
+  }
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : lenient).compile(schema as object);
+}
 
 /** `/jobs/3/priority` -> `jobs[3].priority` */
 function fieldPath(instancePath: string, child?: string): string {

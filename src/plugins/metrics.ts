@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
+import { problemResponse } from '../http/schemas/responses.js';
 import { Metrics } from '../metrics/metrics.js';
 import { statsForMetrics } from '../queues/queue-store.js';
 
@@ -40,7 +41,13 @@ export default fp(
           operationId: 'getMetrics',
           summary: 'Prometheus metrics',
           description: 'Prometheus text format. docs/metrics.md lists every metric with an example alert.',
-          response: { 200: Type.String({ description: 'Prometheus exposition format' }) },
+          response: {
+            200: {
+              description: 'Prometheus text exposition format.',
+              content: { 'text/plain': { schema: Type.String() } },
+            },
+            503: problemResponse(503),
+          },
         },
       },
       async (request, reply) => {

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { pendingMigrations } from '../db/migrate.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem.js';
-import { ProblemSchema } from '../http/schemas/problem.js';
+import { ok, problemResponse } from '../http/schemas/responses.js';
 
 const READY_CHECK_TIMEOUT_MS = 2000;
 
@@ -24,7 +24,10 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getHealth',
         summary: 'Liveness: the process is up',
         description: 'Answers 200 while the process runs. It does not touch the database.',
-        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+        response: {
+          200: ok(Type.Object({ status: Type.Literal('ok') }), 'The process is up.'),
+          503: problemResponse(503),
+        },
       },
     },
     async () => ({ status: 'ok' as const }),
@@ -41,8 +44,8 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
           'Answers 200 when the database is reachable and every migration this build knows is applied; ' +
           '503 problem+json otherwise, and while the server is shutting down.',
         response: {
-          200: Type.Object({ status: Type.Literal('ready') }),
-          503: ProblemSchema,
+          200: ok(Type.Object({ status: Type.Literal('ready') }), 'Ready to serve.'),
+          503: problemResponse(503),
         },
       },
     },

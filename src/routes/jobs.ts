@@ -11,7 +11,8 @@ import {
   RenewRequest,
   RenewResponse,
 } from '../http/schemas/jobs.js';
-import { errorResponses } from '../http/schemas/responses.js';
+import { ref } from '../http/schemas/ref.js';
+import { errorResponses, ok } from '../http/schemas/responses.js';
 import { ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { toJob } from '../jobs/job-row.js';
@@ -48,7 +49,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Live or finished: state, attempts, error history, result and timestamps. Never the lease token.',
         params: JobParams,
-        response: { 200: Job, ...errorResponses(404) },
+        response: { 200: ok(ref(Job), 'The job, without its lease token.'), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -71,7 +72,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'the lease.',
         params: JobParams,
         body: RenewRequest,
-        response: { 200: RenewResponse, ...errorResponses(400, 404, 409) },
+        response: { 200: ok(RenewResponse, 'The new expiry.'), ...errorResponses(400, 404, 409, 413, 415) },
       },
     },
     async (request) => {
@@ -95,7 +96,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'else gets 409 lease_lost.',
         params: JobParams,
         body: AckRequest,
-        response: { 200: Job, ...errorResponses(400, 404, 409, 413) },
+        response: { 200: ok(ref(Job), 'The completed job.'), ...errorResponses(400, 404, 409, 413, 415) },
       },
     },
     async (request) => {
@@ -124,7 +125,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
           'the others.',
         body: BatchAckRequest,
-        response: { 200: BatchAckResponse, ...errorResponses(400, 413) },
+        response: {
+          200: ok(BatchAckResponse, 'Each ack’s outcome, in request order.'),
+          ...errorResponses(400, 413, 415),
+        },
       },
     },
     async (request) => {
@@ -176,7 +180,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'goes to dead instead. Answers the job with its new state and run_at.',
         params: JobParams,
         body: NackRequest,
-        response: { 200: Job, ...errorResponses(400, 404, 409) },
+        response: {
+          200: ok(ref(Job), 'The job with its new state (scheduled, ready or dead) and run_at.'),
+          ...errorResponses(400, 404, 409, 413, 415),
+        },
       },
     },
     async (request) => {
@@ -208,7 +215,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'lease_lost on its next renew, ack or nack. Cancelling a cancelled job answers 200 again; a completed ' +
           'or dead one is 409 invalid_state.',
         params: JobParams,
-        response: { 200: Job, ...errorResponses(404, 409) },
+        response: { 200: ok(ref(Job), 'The cancelled job.'), ...errorResponses(404, 409) },
       },
     },
     async (request) => {

@@ -10,7 +10,8 @@ import {
   EnqueueRequest,
   QueueParams,
 } from '../http/schemas/jobs.js';
-import { errorResponses } from '../http/schemas/responses.js';
+import { ref } from '../http/schemas/ref.js';
+import { errorResponses, ok } from '../http/schemas/responses.js';
 import { releaseClaims } from '../jobs/claim.js';
 import { type EnqueuedRow, type EnqueueItem, enqueueJobs } from '../jobs/enqueue.js';
 import { claimWithWait } from '../wake/long-poll.js';
@@ -69,11 +70,11 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'With an `idempotency_key` already used on this queue (within its retention), nothing is created and ' +
           'the original job is returned with 200.',
         params: QueueParams,
-        body: EnqueueRequest,
+        body: ref(EnqueueRequest),
         response: {
-          201: EnqueuedJob,
-          200: EnqueuedJob,
-          ...errorResponses(400, 404, 413),
+          201: ok(ref(EnqueuedJob), 'Created: the new job.'),
+          200: ok(ref(EnqueuedJob), 'The idempotency key matched: the original job; nothing was created.'),
+          ...errorResponses(400, 404, 413, 415),
         },
       },
     },
@@ -101,7 +102,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'matched an existing job.',
         params: QueueParams,
         body: BatchEnqueueRequest,
-        response: { 201: BatchEnqueueResponse, ...errorResponses(400, 404, 413) },
+        response: {
+          201: ok(BatchEnqueueResponse, 'The jobs, in request order.'),
+          ...errorResponses(400, 404, 413, 415),
+        },
       },
     },
     async (request, reply) => {
@@ -131,7 +135,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'hands out nothing. The body may be omitted (all defaults).',
         params: QueueParams,
         body: ClaimRequest,
-        response: { 200: ClaimResponse, ...errorResponses(400) },
+        response: {
+          200: ok(ClaimResponse, 'The claimed jobs; an empty list when none was ready within wait_ms.'),
+          ...errorResponses(400, 413, 415),
+        },
       },
       preValidation: async (request) => {
         request.body ??= {};

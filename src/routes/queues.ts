@@ -15,7 +15,8 @@ import {
   RedriveRequest,
   RedriveResponse,
 } from '../http/schemas/queues.js';
-import { errorResponses } from '../http/schemas/responses.js';
+import { ref } from '../http/schemas/ref.js';
+import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../jobs/job-row.js';
 import { BadCursor, decodeCursor, encodeCursor, listJobs } from '../jobs/list.js';
 import { redriveDeadJobs } from '../jobs/redrive.js';
@@ -55,7 +56,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'List queues with their settings and counts',
         description: 'In name order, a page at a time (limit up to 500; pass next_cursor as cursor).',
         querystring: QueueListQuery,
-        response: { 200: QueueList, ...errorResponses(400) },
+        response: { 200: ok(QueueList, 'A page of queues.'), ...errorResponses(400) },
       },
     },
     async (request) => {
@@ -85,7 +86,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getQueue',
         summary: 'A queue: settings and stats',
         params: QueueParams,
-        response: { 200: Queue, ...errorResponses(404) },
+        response: { 200: ok(ref(Queue), 'The queue.'), ...errorResponses(404) },
       },
     },
     async (request) => view(request.params.queue),
@@ -103,7 +104,11 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           'leader never collects it. Changes apply at once on every replica (settings are read per request).',
         params: QueueParams,
         body: QueueConfigRequest,
-        response: { 200: Queue, 201: Queue, ...errorResponses(400) },
+        response: {
+          200: ok(ref(Queue), 'Updated.'),
+          201: ok(ref(Queue), 'Created.'),
+          ...errorResponses(400, 413, 415),
+        },
       },
     },
     async (request, reply) => {
@@ -157,7 +162,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
               'claims get nothing until it is resumed.'
             : 'Claims get jobs again; waiting long-polls are woken.',
           params: QueueParams,
-          response: { 200: Queue, ...errorResponses(404) },
+          response: { 200: ok(ref(Queue), 'The queue.'), ...errorResponses(404) },
         },
       },
       async (request) => {
@@ -181,7 +186,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           '?force=true, which cancels them first. Finished jobs stay readable until their retention ends.',
         params: QueueParams,
         querystring: DeleteQueueQuery,
-        response: { 200: DeleteQueueResponse, ...errorResponses(404, 409) },
+        response: { 200: ok(DeleteQueueResponse, 'Deleted.'), ...errorResponses(400, 404, 409) },
       },
     },
     async (request) => {
@@ -208,7 +213,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Cancel every ready and scheduled job',
         description: 'Claimed jobs are left to their workers. Answers how many jobs were cancelled.',
         params: QueueParams,
-        response: { 200: PurgeResponse, ...errorResponses(404) },
+        response: { 200: ok(PurgeResponse, 'How many jobs were cancelled.'), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -232,7 +237,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           'pages even while jobs are added. Each page is one short index scan; no transaction spans pages.',
         params: QueueParams,
         querystring: JobListQuery,
-        response: { 200: JobList, ...errorResponses(400) },
+        response: { 200: ok(JobList, 'A page of jobs.'), ...errorResponses(400) },
       },
     },
     async (request) => {
@@ -279,7 +284,10 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           'since a time. Works in batches of 1,000, each its own transaction.',
         params: QueueParams,
         body: RedriveRequest,
-        response: { 200: RedriveResponse, ...errorResponses(400, 404) },
+        response: {
+          200: ok(RedriveResponse, 'How many jobs went back to ready.'),
+          ...errorResponses(400, 404, 413, 415),
+        },
       },
     },
     async (request) => {

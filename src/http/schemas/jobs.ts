@@ -14,6 +14,7 @@ import {
   WORKER_ID_MAX,
 } from '../../jobs/limits.js';
 import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
+import { ref } from './ref.js';
 
 const strict = { additionalProperties: false } as const;
 const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
@@ -84,12 +85,16 @@ export const EnqueueRequest = Type.Object(
       }),
     ),
   },
-  { ...strict, examples: [{ payload: { to: 'ada@example.com' }, priority: 5 }] },
+  {
+    ...strict,
+    $id: 'EnqueueRequest',
+    examples: [{ payload: { to: 'ada@example.com' }, priority: 5 }],
+  },
 );
 export type EnqueueRequest = Static<typeof EnqueueRequest>;
 
 export const BatchEnqueueRequest = Type.Object(
-  { jobs: Type.Array(EnqueueRequest, { minItems: 1, maxItems: MAX_BATCH }) },
+  { jobs: Type.Array(ref(EnqueueRequest), { minItems: 1, maxItems: MAX_BATCH }) },
   strict,
 );
 
@@ -112,7 +117,7 @@ const enqueuedFields = {
   created_at: Timestamp('When the job was enqueued.'),
 };
 
-export const EnqueuedJob = Type.Object(enqueuedFields);
+export const EnqueuedJob = Type.Object(enqueuedFields, { $id: 'EnqueuedJob' });
 export const BatchEnqueueResponse = Type.Object({
   jobs: Type.Array(
     Type.Object({
@@ -152,19 +157,22 @@ export const ClaimRequest = Type.Object(
   { ...strict, examples: [{ max_jobs: 10, lease_ms: 60000, wait_ms: 20000, worker_id: 'worker-1' }] },
 );
 
-export const ClaimedJob = Type.Object({
-  id: Type.String(),
-  queue: Type.String(),
-  payload: Json('The payload given at enqueue.'),
-  priority: Type.Integer(),
-  attempt: Type.Integer({ description: '1 on the first claim, 2 on the second, ...' }),
-  max_attempts: Type.Integer(),
-  lease_token: Type.String({ format: 'uuid', description: 'Present it to renew, ack and nack.' }),
-  lease_expires_at: Timestamp('Renew before this or the job returns to the queue.'),
-  run_at: Timestamp('When the job became due.'),
-  created_at: Timestamp('When the job was enqueued.'),
-});
-export const ClaimResponse = Type.Object({ jobs: Type.Array(ClaimedJob) });
+export const ClaimedJob = Type.Object(
+  {
+    id: Type.String(),
+    queue: Type.String(),
+    payload: Json('The payload given at enqueue.'),
+    priority: Type.Integer(),
+    attempt: Type.Integer({ description: '1 on the first claim, 2 on the second, ...' }),
+    max_attempts: Type.Integer(),
+    lease_token: Type.String({ format: 'uuid', description: 'Present it to renew, ack and nack.' }),
+    lease_expires_at: Timestamp('Renew before this or the job returns to the queue.'),
+    run_at: Timestamp('When the job became due.'),
+    created_at: Timestamp('When the job was enqueued.'),
+  },
+  { $id: 'ClaimedJob' },
+);
+export const ClaimResponse = Type.Object({ jobs: Type.Array(ref(ClaimedJob)) });
 
 export const RenewRequest = Type.Object(
   {
@@ -253,15 +261,20 @@ export const JobError = Type.Object({
   worker_id: Type.Optional(Nullable(Type.String())),
 });
 
-export const Job = Type.Object({
-  ...enqueuedFields,
-  payload: Json('The payload given at enqueue.'),
-  claimed_at: Nullable(Timestamp('When the latest claim happened.')),
-  lease_expires_at: Nullable(Timestamp('While claimed: when the lease runs out.')),
-  worker_id: Nullable(Type.String({ description: 'worker_id of the latest claim.' })),
-  finished_at: Nullable(Timestamp('When the job reached completed, dead or cancelled.')),
-  result: Json('What the worker gave at ack (null until then).'),
-  last_error: Nullable(JobError),
-  errors: Type.Array(JobError, { description: 'Failed attempts, oldest first (the last 20).' }),
-  dead_reason: Nullable(Type.Unsafe<(typeof DEAD_REASONS)[number]>(Type.String({ enum: [...DEAD_REASONS] }))),
-});
+export const Job = Type.Object(
+  {
+    ...enqueuedFields,
+    payload: Json('The payload given at enqueue.'),
+    claimed_at: Nullable(Timestamp('When the latest claim happened.')),
+    lease_expires_at: Nullable(Timestamp('While claimed: when the lease runs out.')),
+    worker_id: Nullable(Type.String({ description: 'worker_id of the latest claim.' })),
+    finished_at: Nullable(Timestamp('When the job reached completed, dead or cancelled.')),
+    result: Json('What the worker gave at ack (null until then).'),
+    last_error: Nullable(JobError),
+    errors: Type.Array(JobError, { description: 'Failed attempts, oldest first (the last 20).' }),
+    dead_reason: Nullable(
+      Type.Unsafe<(typeof DEAD_REASONS)[number]>(Type.String({ enum: [...DEAD_REASONS] })),
+    ),
+  },
+  { $id: 'Job' },
+);

@@ -21,5 +21,5 @@ export const ProblemSchema = Type.Object(
       }),
     ),
   },
-  { description: 'RFC 9457 problem details' },
+  { $id: 'Problem', description: 'RFC 9457 problem details' },
 );

@@ -3,6 +3,7 @@ import { LEASE_MS_MAX, LEASE_MS_MIN } from '../../config.js';
 import { MAX_ATTEMPTS_LIMIT, MAX_BATCH } from '../../jobs/limits.js';
 import { JOB_STATES } from '../../jobs/states.js';
 import { Job } from './jobs.js';
+import { ref } from './ref.js';
 
 const strict = { additionalProperties: false } as const;
 const DAY = 24 * 3600 * 1000;
@@ -45,42 +46,47 @@ export const QueueConfigRequest = Type.Object(
   },
 );
 
-export const Queue = Type.Object({
-  name: Type.String(),
-  auto_created: Type.Boolean({
-    description: 'Created by a first enqueue; collected by the leader when idle.',
-  }),
-  paused: Type.Boolean({ description: 'A paused queue accepts enqueues but hands out nothing.' }),
-  lease_ms: Type.Integer(),
-  max_attempts: Type.Integer(),
-  backoff: Type.Object({ base_ms: Type.Integer(), max_ms: Type.Integer(), jitter: Type.Boolean() }),
-  retention: Type.Object({ completed_ms: Type.Integer(), dead_ms: Type.Integer() }),
-  inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
-  created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-  stats: Type.Object(
-    {
-      scheduled: Type.Integer(),
-      ready: Type.Integer(),
-      claimed: Type.Integer(),
-      completed: Type.Integer({ description: 'Within retention.' }),
-      dead: Type.Integer({ description: 'Within retention.' }),
-      cancelled: Type.Integer({ description: 'Within retention.' }),
-      oldest_ready_age_ms: orNull(Type.Integer({ description: 'Age of the oldest ready job when counted.' })),
-      completed_last_minute: Type.Integer(),
-      live_refreshed_at: orNull(Type.String({ format: 'date-time' })),
-      finished_refreshed_at: orNull(Type.String({ format: 'date-time' })),
-    },
-    {
-      description:
-        'Counts maintained by the maintenance leader (not counted per request): live counts every tick, ' +
-        'finished counts every minute, exact as of the refreshed_at times (null before the first count).',
-    },
-  ),
-});
+export const Queue = Type.Object(
+  {
+    name: Type.String(),
+    auto_created: Type.Boolean({
+      description: 'Created by a first enqueue; collected by the leader when idle.',
+    }),
+    paused: Type.Boolean({ description: 'A paused queue accepts enqueues but hands out nothing.' }),
+    lease_ms: Type.Integer(),
+    max_attempts: Type.Integer(),
+    backoff: Type.Object({ base_ms: Type.Integer(), max_ms: Type.Integer(), jitter: Type.Boolean() }),
+    retention: Type.Object({ completed_ms: Type.Integer(), dead_ms: Type.Integer() }),
+    inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+    stats: Type.Object(
+      {
+        scheduled: Type.Integer(),
+        ready: Type.Integer(),
+        claimed: Type.Integer(),
+        completed: Type.Integer({ description: 'Within retention.' }),
+        dead: Type.Integer({ description: 'Within retention.' }),
+        cancelled: Type.Integer({ description: 'Within retention.' }),
+        oldest_ready_age_ms: orNull(
+          Type.Integer({ description: 'Age of the oldest ready job when counted.' }),
+        ),
+        completed_last_minute: Type.Integer(),
+        live_refreshed_at: orNull(Type.String({ format: 'date-time' })),
+        finished_refreshed_at: orNull(Type.String({ format: 'date-time' })),
+      },
+      {
+        description:
+          'Counts maintained by the maintenance leader (not counted per request): live counts every tick, ' +
+          'finished counts every minute, exact as of the refreshed_at times (null before the first count).',
+      },
+    ),
+  },
+  { $id: 'Queue' },
+);
 
 export const QueueList = Type.Object({
-  queues: Type.Array(Queue),
+  queues: Type.Array(ref(Queue)),
   next_cursor: orNull(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })),
 });
 
@@ -113,7 +119,7 @@ export const JobListQuery = Type.Object(
 );
 
 export const JobList = Type.Object({
-  jobs: Type.Array(Job),
+  jobs: Type.Array(ref(Job)),
   next_cursor: orNull(Type.String()),
 });
 

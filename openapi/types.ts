@@ -1,0 +1,7 @@
+import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
+
+/** TypeScript types (openapi-typescript) for a client of the given OpenAPI document. */
+export async function typesFromDocument(document: unknown): Promise<string> {
+  const ast = await openapiTS(document as Parameters<typeof openapiTS>[0]);
+  return `${COMMENT_HEADER}${astToString(ast)}`;
+}

@@ -1,0 +1,53 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { ClaimedJob, EnqueuedJob, EnqueueRequest, Job } from '../http/schemas/jobs.js';
+import { ProblemSchema } from '../http/schemas/problem.js';
+import { Queue } from '../http/schemas/queues.js';
+
+/** Schemas shared by several routes: named components in the document, named types in clients. */
+const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue];
+
+const DESCRIPTION = `Baton is a job queue over plain HTTP with PostgreSQL as its only state.
+
+Producers enqueue JSON jobs; workers claim them under a lease, renew the lease while they work, and
+ack or nack when done. Every claim mints a fresh \`lease_token\`; renew, ack and nack succeed only
+with the job's current token (otherwise 409 \`lease_lost\`). Delivery is at-least-once.
+
+Durations are integers in milliseconds named \`*_ms\`; timestamps are RFC 3339 UTC; ids are strings.
+Every error is RFC 9457 \`application/problem+json\` with a stable \`code\`.`;
+
+/**
+ * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas: GET /openapi.json, and an
+ * interactive page at GET /docs. `npm run openapi` writes it to openapi/openapi.json (a test fails
+ * when that file and the served document differ).
+ */
+export default fp(
+  async function openapi(app: FastifyInstance) {
+    for (const schema of COMPONENTS) app.addSchema(schema);
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'Baton', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT' } },
+        tags: [
+          { name: 'jobs', description: 'Enqueue, claim, read and cancel jobs.' },
+          { name: 'leases', description: 'What the holder of a lease does: renew, ack, nack.' },
+          { name: 'queues', description: 'Configure and operate queues.' },
+          { name: 'health', description: 'Liveness and readiness probes.' },
+          { name: 'operations', description: 'Metrics and the API document.' },
+        ],
+      },
+      refResolver: {
+        // Components are named by their $id (Job, Queue, Problem, ...).
+        buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
+      },
+    });
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { docExpansion: 'list', deepLinking: true },
+    });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  },
+  { name: 'openapi', fastify: '5.x' },
+);

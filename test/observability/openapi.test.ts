@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatonClient } from '../../openapi/client.js';
+import { typesFromDocument } from '../../openapi/types.js';
+import type { BatonApp } from '../../src/app.js';
+import { createTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+
+const database = useTestDatabase();
+const checkedIn = () => JSON.parse(fs.readFileSync('openapi/openapi.json', 'utf8'));
+
+describe('the OpenAPI document', () => {
+  let app: BatonApp;
+  let base: string;
+  beforeAll(async () => {
+    app = await createTestApp(database);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => app.close());
+
+  it('served at /openapi.json is the checked-in openapi/openapi.json (run `npm run openapi` after changing a route)', async () => {
+    const served = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(served).toEqual(checkedIn());
+  });
+
+  it('and the checked-in client types are generated from it', async () => {
+    expect(fs.readFileSync('openapi/schema.d.ts', 'utf8')).toBe(await typesFromDocument(checkedIn()));
+  });
+
+  it('is OpenAPI 3.1 with an operation id, tag, summary and problem responses on every operation', () => {
+    const doc = checkedIn();
+    expect(doc.openapi).toBe('3.1.0');
+    const ids = new Set<string>();
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        expect(op.operationId, where).toEqual(expect.any(String));
+        expect(ids.has(op.operationId), `${where} repeats an operationId`).toBe(false);
+        ids.add(op.operationId);
+        expect(op.tags?.length, where).toBeGreaterThan(0);
+        expect(op.summary, where).toEqual(expect.any(String));
+        expect(op.responses['503']?.content?.['application/problem+json'], where).toBeDefined();
+        for (const [status, response] of Object.entries<any>(op.responses)) {
+          expect(response.description, `${where} ${status}`).not.toBe('Default Response');
+        }
+        if (op.requestBody) {
+          expect(op.responses['400'], `${where} takes a body, so it can answer 400`).toBeDefined();
+        }
+      }
+    }
+    for (const name of ['Job', 'ClaimedJob', 'EnqueuedJob', 'EnqueueRequest', 'Queue', 'Problem']) {
+      expect(doc.components.schemas[name], name).toBeDefined();
+    }
+  });
+
+  it('serves an interactive page at /docs', async () => {
+    const res = await app.inject({ method: 'GET', url: '/docs/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toMatch(/swagger/i);
+  });
+
+  it('drives the full job loop through the generated client', async () => {
+    const baton = createBatonClient({ baseUrl: base });
+    const queue = { params: { path: { queue: 'client-loop' } } };
+
+    const enq = await baton.POST('/v1/queues/{queue}/jobs', { ...queue, body: { payload: { n: 1 }, priority: 2 } });
+    expect(enq.response.status).toBe(201);
+    expect(enq.data?.state).toBe('ready');
+    await baton.POST('/v1/queues/{queue}/jobs/batch', { ...queue, body: { jobs: [{ payload: { n: 2 } }] } });
+
+    const claimed = await baton.POST('/v1/queues/{queue}/claim', { ...queue, body: { max_jobs: 2, lease_ms: 30_000 } });
+    const [first, second] = claimed.data!.jobs;
+    expect(first!.id).toBe(enq.data!.id);
+
+    const renewed = await baton.POST('/v1/jobs/{id}/renew', {
+      params: { path: { id: first!.id } },
+      body: { lease_token: first!.lease_token },
+    });
+    expect(renewed.data?.lease_ms).toBe(30_000);
+
+    const acked = await baton.POST('/v1/jobs/{id}/ack', {
+      params: { path: { id: first!.id } },
+      body: { lease_token: first!.lease_token, result: { ok: true } },
+    });
+    expect(acked.data).toMatchObject({ state: 'completed', result: { ok: true } });
+
+    const nacked = await baton.POST('/v1/jobs/{id}/nack', {
+      params: { path: { id: second!.id } },
+      body: { lease_token: second!.lease_token, error: { message: 'boom' }, dead: true },
+    });
+    expect(nacked.data).toMatchObject({ state: 'dead', dead_reason: 'nacked_dead' });
+
+    const stale = await baton.POST('/v1/jobs/{id}/ack', {
+      params: { path: { id: first!.id } },
+      body: { lease_token: first!.lease_token },
+    });
+    expect(stale.response.status).toBe(409);
+    expect(stale.error).toMatchObject({ code: 'lease_lost' });
+    expect(stale.response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+
+    const got = await baton.GET('/v1/jobs/{id}', { params: { path: { id: second!.id } } });
+    expect(got.data?.last_error?.message).toBe('boom');
+  });
+});
