@@ -413,7 +413,7 @@ export interface components {
              * @description Higher runs first.
              * @default 0
              */
-            priority: number;
+            priority?: number;
             /** @description Run no earlier than this long from now. */
             delay_ms?: number;
             /**

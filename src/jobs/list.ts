@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
 import type { JobState } from './states.js';
@@ -62,7 +62,7 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
   const { queue, state, limit, desc, cursor } = opts;
   const dir = desc ? sql`DESC` : sql`ASC`;
   const after = cursor ? keysetCondition(state, desc, cursor) : sql`true`;
-  let query;
+  let query: RawBuilder<JobRow & { sort_key: unknown[] }>;
   if (state === 'ready') {
     const pdir = desc ? sql`ASC` : sql`DESC`;
     query = sql<JobRow & { sort_key: unknown[] }>`

@@ -65,12 +65,18 @@ describe('the OpenAPI document', () => {
     const baton = createBatonClient({ baseUrl: base });
     const queue = { params: { path: { queue: 'client-loop' } } };
 
-    const enq = await baton.POST('/v1/queues/{queue}/jobs', { ...queue, body: { payload: { n: 1 }, priority: 2 } });
+    const enq = await baton.POST('/v1/queues/{queue}/jobs', {
+      ...queue,
+      body: { payload: { n: 1 }, priority: 2 },
+    });
     expect(enq.response.status).toBe(201);
     expect(enq.data?.state).toBe('ready');
     await baton.POST('/v1/queues/{queue}/jobs/batch', { ...queue, body: { jobs: [{ payload: { n: 2 } }] } });
 
-    const claimed = await baton.POST('/v1/queues/{queue}/claim', { ...queue, body: { max_jobs: 2, lease_ms: 30_000 } });
+    const claimed = await baton.POST('/v1/queues/{queue}/claim', {
+      ...queue,
+      body: { max_jobs: 2, lease_ms: 30_000 },
+    });
     const [first, second] = claimed.data!.jobs;
     expect(first!.id).toBe(enq.data!.id);
 
