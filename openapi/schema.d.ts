@@ -833,6 +833,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jobs": [
+                 *         {
+                 *           "payload": {
+                 *             "n": 1
+                 *           }
+                 *         },
+                 *         {
+                 *           "payload": {
+                 *             "n": 2
+                 *           },
+                 *           "delay_ms": 60000
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     jobs: components["schemas"]["EnqueueRequest"][];
                 };
@@ -1068,6 +1085,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+                 *       "lease_ms": 60000
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -1168,6 +1191,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+                 *       "result": {
+                 *         "sent": true
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -1254,6 +1285,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "acks": [
+                 *         {
+                 *           "id": "42",
+                 *           "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     acks: {
                         /**
@@ -1343,6 +1384,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+                 *       "error": {
+                 *         "message": "SMTP timeout",
+                 *         "details": {
+                 *           "code": 421
+                 *         }
+                 *       },
+                 *       "retry_in_ms": 60000
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid

@@ -95,7 +95,7 @@ export type EnqueueRequest = Static<typeof EnqueueRequest>;
 
 export const BatchEnqueueRequest = Type.Object(
   { jobs: Type.Array(ref(EnqueueRequest), { minItems: 1, maxItems: MAX_BATCH }) },
-  strict,
+  { ...strict, examples: [{ jobs: [{ payload: { n: 1 } }, { payload: { n: 2 }, delay_ms: 60000 }] }] },
 );
 
 const enqueuedFields = {
@@ -185,7 +185,7 @@ export const RenewRequest = Type.Object(
       }),
     ),
   },
-  strict,
+  { ...strict, examples: [{ lease_token: '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001', lease_ms: 60000 }] },
 );
 export const RenewResponse = Type.Object({
   id: Type.String(),
@@ -195,7 +195,7 @@ export const RenewResponse = Type.Object({
 
 export const AckRequest = Type.Object(
   { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
-  strict,
+  { ...strict, examples: [{ lease_token: '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001', result: { sent: true } }] },
 );
 
 export const BatchAckRequest = Type.Object(
@@ -212,7 +212,7 @@ export const BatchAckRequest = Type.Object(
       { minItems: 1, maxItems: MAX_BATCH },
     ),
   },
-  strict,
+  { ...strict, examples: [{ acks: [{ id: '42', lease_token: '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001' }] }] },
 );
 export const AckOutcome = Type.Union([
   Type.Literal('acked'),
@@ -250,7 +250,16 @@ export const NackRequest = Type.Object(
       Type.Boolean({ description: 'Give up now: the job goes to dead whatever its attempts.' }),
     ),
   },
-  strict,
+  {
+    ...strict,
+    examples: [
+      {
+        lease_token: '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001',
+        error: { message: 'SMTP timeout', details: { code: 421 } },
+        retry_in_ms: 60000,
+      },
+    ],
+  },
 );
 
 export const JobError = Type.Object({

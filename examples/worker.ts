@@ -1,0 +1,131 @@
+/**
+ * A complete Baton worker in TypeScript, on the client generated from openapi/openapi.json.
+ *
+ *   BATON_URL=http://127.0.0.1:8080 QUEUE=emails npx tsx examples/worker.ts
+ *
+ * It long-polls for up to CONCURRENCY jobs at a time, runs them side by side, renews each lease
+ * every third of the lease while its job runs, acks on success and nacks on failure. On SIGTERM
+ * (or SIGINT) it stops claiming at once (an unanswered long-poll is abandoned, and the server hands
+ * back anything it claimed for it), lets the jobs in hand finish and report, then exits 0.
+ *
+ * The handler below is a stand-in: replace `handle` with your work. For the demo it understands
+ * payloads like {"sleep_ms": 500}, {"fail": "message"} and {"dead": "message"}.
+ */
+import { type ClaimedJob, createBatonClient } from '../openapi/client.js';
+
+const BATON_URL = process.env.BATON_URL ?? 'http://127.0.0.1:8080';
+const QUEUE = process.env.QUEUE ?? 'default';
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 10);
+const LEASE_MS = Number(process.env.LEASE_MS ?? 30_000);
+const WORKER_ID = process.env.WORKER_ID ?? `ts-worker-${process.pid}`;
+
+const baton = createBatonClient({ baseUrl: BATON_URL });
+const log = (event: string, fields: Record<string, unknown> = {}) =>
+  console.log(JSON.stringify({ at: new Date().toISOString(), worker: WORKER_ID, event, ...fields }));
+
+/** Thrown by a handler to give up on a job for good (nack with dead: true). */
+class PermanentFailure extends Error {}
+
+/** Your work goes here. `signal` aborts when the lease is lost (someone else may now run the job). */
+async function handle(job: ClaimedJob, signal: AbortSignal): Promise<unknown> {
+  const payload = (job.payload ?? {}) as { sleep_ms?: number; fail?: string; dead?: string };
+  if (payload.sleep_ms) {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, payload.sleep_ms);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(new Error('lease lost'));
+      });
+    });
+  }
+  if (payload.dead) throw new PermanentFailure(payload.dead);
+  if (payload.fail) throw new Error(payload.fail);
+  return { handled_by: WORKER_ID };
+}
+
+/** Run one job under its lease: renew on a timer, then ack or nack. */
+async function work(job: ClaimedJob): Promise<void> {
+  const path = { params: { path: { id: job.id } } };
+  const lost = new AbortController();
+  const renewEvery = Math.max(1000, Math.floor(LEASE_MS / 3));
+  const renewer = setInterval(async () => {
+    const { error } = await baton.POST('/v1/jobs/{id}/renew', {
+      ...path,
+      body: { lease_token: job.lease_token },
+    });
+    if (error?.code === 'lease_lost' || error?.code === 'not_found') {
+      log('lease_lost', { id: job.id });
+      lost.abort();
+    }
+  }, renewEvery);
+  try {
+    const result = await handle(job, lost.signal);
+    if (lost.signal.aborted) return;
+    const { error } = await baton.POST('/v1/jobs/{id}/ack', {
+      ...path,
+      body: { lease_token: job.lease_token, result },
+    });
+    log(error ? 'ack_refused' : 'acked', { id: job.id, attempt: job.attempt, code: error?.code });
+  } catch (err) {
+    if (lost.signal.aborted) return;
+    const message = (err as Error).message || String(err);
+    const { data, error } = await baton.POST('/v1/jobs/{id}/nack', {
+      ...path,
+      body: {
+        lease_token: job.lease_token,
+        error: { message, details: { stack: (err as Error).stack?.split('\n').slice(0, 5) } },
+        dead: err instanceof PermanentFailure,
+      },
+    });
+    log(error ? 'nack_refused' : 'nacked', {
+      id: job.id,
+      attempt: job.attempt,
+      state: data?.state,
+      code: error?.code,
+    });
+  } finally {
+    clearInterval(renewer);
+  }
+}
+
+let stopping = false;
+const claiming = new AbortController();
+const inFlight = new Set<Promise<void>>();
+
+function stop(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log('stopping', { signal, in_flight: inFlight.size });
+  claiming.abort();
+}
+process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGINT', () => stop('SIGINT'));
+
+log('started', { baton: BATON_URL, queue: QUEUE, concurrency: CONCURRENCY, lease_ms: LEASE_MS });
+while (!stopping) {
+  const room = CONCURRENCY - inFlight.size;
+  if (room === 0) {
+    await Promise.race(inFlight);
+    continue;
+  }
+  const { data, error } = await baton
+    .POST('/v1/queues/{queue}/claim', {
+      params: { path: { queue: QUEUE } },
+      body: { max_jobs: room, lease_ms: LEASE_MS, wait_ms: 20_000, worker_id: WORKER_ID },
+      signal: claiming.signal,
+    })
+    .catch((err: Error) => ({ data: undefined, error: { code: err.name, detail: err.message } }));
+  if (stopping) break;
+  if (error || !data) {
+    log('claim_failed', { code: error?.code, detail: error?.detail });
+    await new Promise((r) => setTimeout(r, 1000));
+    continue;
+  }
+  for (const job of data.jobs) {
+    log('claimed', { id: job.id, attempt: job.attempt });
+    const running: Promise<void> = work(job).finally(() => inFlight.delete(running));
+    inFlight.add(running);
+  }
+}
+await Promise.all(inFlight);
+log('drained');

@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatonApp } from '../../src/app.js';
+import { createTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api } from '../support/http.js';
+
+const database = useTestDatabase();
+
+interface Running {
+  child: ChildProcess;
+  events: Record<string, unknown>[];
+  exited: Promise<number | null>;
+}
+
+function start(command: string, args: string[], env: Record<string, string>): Running {
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const events: Record<string, unknown>[] = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk) => {
+    buffer += chunk;
+    const lines = buffer.split('\n');
+    buffer = lines.pop()!;
+    for (const line of lines) if (line.trim()) events.push(JSON.parse(line));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, events, exited };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('example workers', () => {
+  let app: BatonApp;
+  let base: string;
+  beforeAll(async () => {
+    app = await createTestApp(database, { BATON_MAINTENANCE: 'true', BATON_TICK_MS: '500' });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => app.close());
+
+  const states = async (ids: string[]) =>
+    Promise.all(ids.map(async (id) => (await api(app).get(id)).body.state as string));
+
+  it('examples/worker.ts works jobs, renews long ones, nacks failures, and drains on SIGTERM', async () => {
+    const q = 'ex-ts';
+    const quick = (
+      await api(app).enqueueBatch(
+        q,
+        Array.from({ length: 20 }, (_, i) => ({ payload: { n: i } })),
+      )
+    ).body.jobs;
+    const failing = (await api(app).enqueue(q, { payload: { dead: 'bad input' } })).body;
+    // Runs 2.5 s under a 1.5 s lease: completes only if the worker renews it.
+    const long = (await api(app).enqueue(q, { payload: { sleep_ms: 2500 } })).body;
+    const worker = start(process.execPath, ['--import', 'tsx', 'examples/worker.ts'], {
+      BATON_URL: base,
+      QUEUE: q,
+      CONCURRENCY: '5',
+      LEASE_MS: '1500',
+    });
+    try {
+      const ids = [...quick.map((j: { id: string }) => j.id), long.id];
+      await until(async () => (await states(ids)).every((s) => s === 'completed'));
+      expect((await api(app).get(failing.id)).body).toMatchObject({
+        state: 'dead',
+        dead_reason: 'nacked_dead',
+      });
+      expect((await api(app).get(long.id)).body.attempts).toBe(1);
+
+      // Drain: SIGTERM while a job is in hand. It finishes and is acked; nothing new is claimed.
+      const inHand = (await api(app).enqueue(q, { payload: { sleep_ms: 1500 } })).body;
+      await until(async () => (await api(app).get(inHand.id)).body.state === 'claimed');
+      worker.child.kill('SIGTERM');
+      const later = (await api(app).enqueue(q, { payload: { n: 'after stop' } })).body;
+      expect(await worker.exited).toBe(0);
+      expect((await api(app).get(inHand.id)).body.state).toBe('completed');
+      expect((await api(app).get(later.id)).body.state).toBe('ready');
+      const events = worker.events.map((e) => e.event);
+      expect(events).toContain('stopping');
+      expect(events.at(-1)).toBe('drained');
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('examples/worker.sh works jobs with curl alone: acks on success, nacks on failure', async () => {
+    const q = 'ex-sh';
+    const good = (await api(app).enqueue(q, { payload: { ok: true, n: 1 } })).body;
+    const bad = (await api(app).enqueue(q, { payload: { ok: false } })).body;
+    const worker = start('bash', ['examples/worker.sh'], {
+      BATON: base,
+      QUEUE: q,
+      WAIT_MS: '1000',
+      HANDLER: `jq -e '.ok' > /dev/null && echo '{"done": true}' || { echo 'not ok' >&2; exit 3; }`,
+    });
+    try {
+      await until(async () => {
+        const [g, b] = await states([good.id, bad.id]);
+        return g === 'completed' && b === 'scheduled';
+      });
+      const done = (await api(app).get(good.id)).body;
+      expect(done.result).toEqual({ done: true });
+      const failed = (await api(app).get(bad.id)).body;
+      expect(failed.last_error).toMatchObject({ message: 'not ok\n', details: { exit_status: 3 } });
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+      expect(worker.events.at(-1)).toMatchObject({ event: 'stopped' });
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  }, 60_000);
+});
