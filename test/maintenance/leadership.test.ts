@@ -7,7 +7,7 @@ import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 const database = useTestDatabase();
-const TICK = 400;
+const TICK = 1000;
 
 async function until(cond: () => boolean | Promise<boolean>, ms: number): Promise<number> {
   const started = Date.now();
