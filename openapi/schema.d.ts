@@ -74,12 +74,16 @@ export interface paths {
         /**
          * List a queue's jobs in one state
          * @description Keyset pagination: pass next_cursor as cursor for the next page. A job appears at most once across pages even while jobs are added. Each page is one short index scan; no transaction spans pages.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
         get: operations["listJobs"];
         put?: never;
         /**
          * Enqueue a job
          * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200.
+         *
+         *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["enqueueJob"];
         delete?: never;
@@ -100,6 +104,8 @@ export interface paths {
         /**
          * Enqueue up to 1,000 jobs in one transaction
          * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job.
+         *
+         *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["enqueueJobs"];
         delete?: never;
@@ -120,6 +126,8 @@ export interface paths {
         /**
          * Claim ready jobs under a lease
          * @description Hands out up to `max_jobs` ready jobs, highest priority first, then oldest `run_at`, each with a fresh `lease_token`. Renew before `lease_expires_at`, then ack or nack. With `wait_ms`, waits up to that long for a job when none is ready (long-poll) and answers an empty list if none comes. A paused queue hands out nothing. The body may be omitted (all defaults).
+         *
+         *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["claimJobs"];
         delete?: never;
@@ -138,6 +146,8 @@ export interface paths {
         /**
          * Read a job in any state
          * @description Live or finished: state, attempts, error history, result and timestamps. Never the lease token.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
         get: operations["getJob"];
         put?: never;
@@ -160,6 +170,8 @@ export interface paths {
         /**
          * Extend your lease
          * @description Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of the lease.
+         *
+         *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["renewLease"];
         delete?: never;
@@ -180,6 +192,8 @@ export interface paths {
         /**
          * Complete a job
          * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost.
+         *
+         *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["ackJob"];
         delete?: never;
@@ -200,6 +214,8 @@ export interface paths {
         /**
          * Complete many jobs at once
          * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others.
+         *
+         *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["ackJobs"];
         delete?: never;
@@ -220,6 +236,8 @@ export interface paths {
         /**
          * Fail this attempt
          * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at.
+         *
+         *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["nackJob"];
         delete?: never;
@@ -240,6 +258,8 @@ export interface paths {
         /**
          * Cancel a job that has not finished
          * @description A scheduled, ready or claimed job becomes cancelled; the worker holding a claimed one gets 409 lease_lost on its next renew, ack or nack. Cancelling a cancelled job answers 200 again; a completed or dead one is 409 invalid_state.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["cancelJob"];
         delete?: never;
@@ -258,6 +278,8 @@ export interface paths {
         /**
          * List queues with their settings and counts
          * @description In name order, a page at a time (limit up to 500; pass next_cursor as cursor).
+         *
+         *     API key scopes: producer or consumer or admin.
          */
         get: operations["listQueues"];
         put?: never;
@@ -275,17 +297,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A queue: settings and stats */
+        /**
+         * A queue: settings and stats
+         * @description API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
         get: operations["getQueue"];
         /**
          * Create or configure a queue
          * @description Creates the queue (201) or updates it (200). A queue configured here is explicitly managed: the leader never collects it. Changes apply at once on every replica (settings are read per request).
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         put: operations["putQueue"];
         post?: never;
         /**
          * Delete a queue
          * @description Refuses with 409 queue_not_empty while the queue has live (scheduled, ready or claimed) jobs, unless ?force=true, which cancels them first. Finished jobs stay readable until their retention ends.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         delete: operations["deleteQueue"];
         options?: never;
@@ -305,6 +334,8 @@ export interface paths {
         /**
          * Pause a queue: hand out nothing
          * @description A paused queue still accepts enqueues and its in-flight leases carry on (renew, ack, nack), but claims get nothing until it is resumed.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["pauseQueue"];
         delete?: never;
@@ -325,6 +356,8 @@ export interface paths {
         /**
          * Resume a paused queue
          * @description Claims get jobs again; waiting long-polls are woken.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["resumeQueue"];
         delete?: never;
@@ -345,6 +378,8 @@ export interface paths {
         /**
          * Cancel every ready and scheduled job
          * @description Claimed jobs are left to their workers. Answers how many jobs were cancelled.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["purgeQueue"];
         delete?: never;
@@ -365,6 +400,8 @@ export interface paths {
         /**
          * Send dead jobs back to ready
          * @description With attempts reset (error history kept). All dead jobs ({"all": true}), a list of ids, or those dead since a time. Works in batches of 1,000, each its own transaction.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
         post: operations["redriveQueue"];
         delete?: never;
@@ -723,6 +760,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
             503: {
                 headers: {
@@ -773,6 +828,24 @@ export interface operations {
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -900,6 +973,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
                 headers: {
@@ -997,6 +1088,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
                 headers: {
@@ -1048,6 +1157,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such job or queue (not_found, queue_not_found). */
@@ -1122,6 +1249,24 @@ export interface operations {
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1222,6 +1367,24 @@ export interface operations {
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1340,6 +1503,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
                 headers: {
@@ -1433,6 +1614,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
                 headers: {
@@ -1504,6 +1703,24 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
                 headers: {
@@ -1566,6 +1783,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
             503: {
                 headers: {
@@ -1599,6 +1834,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such job or queue (not_found, queue_not_found). */
@@ -1691,6 +1944,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
                 headers: {
@@ -1762,6 +2033,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
                 headers: {
@@ -1815,6 +2104,24 @@ export interface operations {
                     "application/json": components["schemas"]["Queue"];
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
                 headers: {
@@ -1857,6 +2164,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such job or queue (not_found, queue_not_found). */
@@ -1903,6 +2228,24 @@ export interface operations {
                     "application/json": {
                         cancelled: number;
                     };
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such job or queue (not_found, queue_not_found). */
@@ -1967,6 +2310,24 @@ export interface operations {
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

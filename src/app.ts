@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { buildValidator } from './http/validation.js';
 import { createLogger } from './logger.js';
+import auth from './plugins/auth.js';
 import database from './plugins/database.js';
 import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
@@ -80,6 +81,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(problemHandler);
   await app.register(openapi);
   await app.register(database, { url: opts.databaseUrl, config });
+  await app.register(auth);
   await app.register(metrics);
   await app.register(wake, { url: opts.databaseUrl });
   await app.register(maintenance);

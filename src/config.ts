@@ -7,6 +7,9 @@
  * table is checked against this list by a test, so the two cannot drift.
  */
 
+import { readFileSync } from 'node:fs';
+import { type ApiKey, parseApiKeys } from './auth/api-keys.js';
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -70,6 +73,32 @@ const postgresUrl: Parser<string> = (raw) => {
   return raw.trim();
 };
 
+const apiKeysJson: Parser<ApiKey[]> = (raw) => parseApiKeys(raw);
+
+const apiKeysFile: Parser<ApiKey[]> = (raw) => {
+  let text: string;
+  try {
+    text = readFileSync(raw.trim(), 'utf8');
+  } catch (err) {
+    throw new Error(`cannot be read: ${(err as Error).message}`);
+  }
+  return parseApiKeys(text);
+};
+
+const OPEN_ENDPOINTS = ['readyz', 'metrics', 'docs'] as const;
+export type OpenEndpoint = (typeof OPEN_ENDPOINTS)[number];
+
+const endpointList: Parser<OpenEndpoint[]> = (raw) => {
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = items.find((i) => !(OPEN_ENDPOINTS as readonly string[]).includes(i) && i !== 'none');
+  if (bad)
+    throw new Error(`must be a comma-separated list of ${OPEN_ENDPOINTS.join(', ')} (or none), got "${bad}"`);
+  return items.filter((i) => i !== 'none') as OpenEndpoint[];
+};
+
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
@@ -104,6 +133,48 @@ export const settings = {
     unit: 'address',
     doc: 'Address to bind. Loopback by default.',
     parse: text,
+  }),
+  apiKeys: setting<ApiKey[]>({
+    env: 'BATON_API_KEYS',
+    default: [],
+    unit: 'JSON',
+    doc: 'API keys as JSON: [{"name", "sha256", "scopes": [producer|consumer|admin], "queues"?: [patterns]}]. See docs/security.md.',
+    parse: apiKeysJson,
+  }),
+  apiKeysFile: setting<ApiKey[]>({
+    env: 'BATON_API_KEYS_FILE',
+    default: [],
+    unit: 'path',
+    doc: 'A file holding the same JSON list of API keys (added to BATON_API_KEYS).',
+    parse: apiKeysFile,
+  }),
+  allowUnauthenticated: setting({
+    env: 'BATON_ALLOW_UNAUTHENTICATED',
+    default: false,
+    unit: 'boolean',
+    doc: 'Allow binding a non-loopback HOST with no API keys (logged as a warning). Off: such a start is refused.',
+    parse: boolean,
+  }),
+  openEndpoints: setting<OpenEndpoint[]>({
+    env: 'BATON_OPEN_ENDPOINTS',
+    default: ['readyz', 'metrics', 'docs'],
+    unit: 'list',
+    doc: 'Which of readyz, metrics and docs answer without a key when keys are configured (none: all need one). /healthz is always open.',
+    parse: endpointList,
+  }),
+  shedEventLoopDelayMs: setting({
+    env: 'BATON_SHED_EVENT_LOOP_DELAY_MS',
+    default: 1000,
+    unit: 'ms',
+    doc: 'Load shedding: answer new requests 503 while the event loop lags more than this (0: never).',
+    parse: integer(0, MINUTE),
+  }),
+  shedPoolWaiting: setting({
+    env: 'BATON_SHED_POOL_WAITING',
+    default: 200,
+    unit: 'requests',
+    doc: 'Load shedding: answer new requests 503 while more than this many queries wait for a pool connection (0: never).',
+    parse: integer(0, 1_000_000),
   }),
   databaseUrl: optional<string>({
     env: 'DATABASE_URL',
@@ -326,6 +397,31 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length === 0 && (out.backoffMaxMs as number) < (out.backoffBaseMs as number)) {
     problems.push(`BATON_BACKOFF_MAX_MS must be at least BATON_BACKOFF_BASE_MS`);
   }
+  const keys = [...((out.apiKeys as ApiKey[]) ?? []), ...((out.apiKeysFile as ApiKey[]) ?? [])];
+  if (problems.length === 0 && new Set(keys.map((k) => k.name)).size !== keys.length) {
+    problems.push('BATON_API_KEYS and BATON_API_KEYS_FILE name the same key twice');
+  }
+  // Safe default: with no keys, only this machine may talk to Baton.
+  if (
+    problems.length === 0 &&
+    keys.length === 0 &&
+    !isLoopback(out.host as string) &&
+    !out.allowUnauthenticated
+  ) {
+    problems.push(
+      `HOST=${out.host} would expose Baton without authentication: configure BATON_API_KEYS or ` +
+        'BATON_API_KEYS_FILE, bind a loopback address, or set BATON_ALLOW_UNAUTHENTICATED=true',
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** Every configured API key (inline and from the file). */
+export function apiKeysOf(config: Pick<Config, 'apiKeys' | 'apiKeysFile'>): ApiKey[] {
+  return [...config.apiKeys, ...config.apiKeysFile];
 }

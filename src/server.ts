@@ -1,5 +1,5 @@
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { apiKeysOf, ConfigError, isLoopback, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -22,6 +22,12 @@ async function main() {
     throw err;
   }
   const log = createLogger(config);
+  if (apiKeysOf(config).length === 0 && !isLoopback(config.host)) {
+    log.warn(
+      { host: config.host },
+      'BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys',
+    );
+  }
 
   let embedded: EmbeddedPostgres | undefined;
   let databaseUrl = config.databaseUrl;

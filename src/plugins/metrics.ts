@@ -39,6 +39,7 @@ export default fp(
         schema: {
           tags: ['operations'],
           operationId: 'getMetrics',
+          security: [{}, { apiKey: [] }],
           summary: 'Prometheus metrics',
           description: 'Prometheus text format. docs/metrics.md lists every metric with an example alert.',
           response: {

@@ -5,6 +5,8 @@ import fp from 'fastify-plugin';
 import { ClaimedJob, EnqueuedJob, EnqueueRequest, Job } from '../http/schemas/jobs.js';
 import { ProblemSchema } from '../http/schemas/problem.js';
 import { Queue } from '../http/schemas/queues.js';
+import { problemResponse } from '../http/schemas/responses.js';
+import type { Access } from './auth.js';
 
 /** Schemas shared by several routes: named components in the document, named types in clients. */
 const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue];
@@ -30,6 +32,17 @@ export default fp(
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Baton', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT' } },
+        components: {
+          securitySchemes: {
+            apiKey: {
+              type: 'http',
+              scheme: 'bearer',
+              description:
+                'An API key: Authorization: Bearer <key>. Required when the server has keys configured ' +
+                '(see docs/security.md); with none, the server only listens on loopback.',
+            },
+          },
+        },
         tags: [
           { name: 'jobs', description: 'Enqueue, claim, read and cancel jobs.' },
           { name: 'leases', description: 'What the holder of a lease does: renew, ack, nack.' },
@@ -37,6 +50,27 @@ export default fp(
           { name: 'health', description: 'Liveness and readiness probes.' },
           { name: 'operations', description: 'Metrics and the API document.' },
         ],
+      },
+      // Every /v1 route documents its scopes, its 401/403 answers and the bearer key it needs.
+      transform: ({ schema, url, route }) => {
+        const access = (route.config as { access?: Access } | undefined)?.access;
+        if (!schema || !access) return { schema, url };
+        const scopes = access.scopes.includes('admin') ? ['admin'] : [...access.scopes, 'admin'];
+        const limits = access.queue ? ' A key limited to queue patterns must allow the queue.' : '';
+        return {
+          url,
+          schema: {
+            ...schema,
+            description:
+              `${schema.description ?? ''}\n\nAPI key scopes: ${scopes.join(' or ')}.${limits}`.trim(),
+            security: [{ apiKey: [] }],
+            response: {
+              ...(schema.response as object),
+              401: problemResponse(401),
+              403: problemResponse(403),
+            },
+          },
+        };
       },
       refResolver: {
         // Components are named by their $id (Job, Queue, Problem, ...).

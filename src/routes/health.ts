@@ -22,6 +22,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['health'],
         operationId: 'getHealth',
+        security: [],
         summary: 'Liveness: the process is up',
         description: 'Answers 200 while the process runs. It does not touch the database.',
         response: {
@@ -39,6 +40,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',
+        security: [{}, { apiKey: [] }],
         summary: 'Readiness: the database answers and its schema is current',
         description:
           'Answers 200 when the database is reachable and every migration this build knows is applied; ' +

@@ -42,6 +42,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/jobs/:id',
     {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'job' } },
       schema: {
         tags: ['jobs'],
         operationId: 'getJob',
@@ -62,6 +63,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/jobs/:id/renew',
     {
+      config: { access: { scopes: ['consumer'], queue: 'job' } },
       schema: {
         tags: ['leases'],
         operationId: 'renewLease',
@@ -87,6 +89,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/jobs/:id/ack',
     {
+      config: { access: { scopes: ['consumer'], queue: 'job' } },
       schema: {
         tags: ['leases'],
         operationId: 'ackJob',
@@ -116,6 +119,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/jobs/ack',
     {
+      config: { access: { scopes: ['consumer'], queue: 'acks' } },
       schema: {
         tags: ['leases'],
         operationId: 'ackJobs',
@@ -170,6 +174,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/jobs/:id/nack',
     {
+      config: { access: { scopes: ['consumer'], queue: 'job' } },
       schema: {
         tags: ['leases'],
         operationId: 'nackJob',
@@ -206,6 +211,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/jobs/:id/cancel',
     {
+      config: { access: { scopes: ['admin'], queue: 'job' } },
       schema: {
         tags: ['jobs'],
         operationId: 'cancelJob',

@@ -60,6 +60,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/queues/:queue/jobs',
     {
+      config: { access: { scopes: ['producer'], queue: 'param' } },
       schema: {
         tags: ['jobs'],
         operationId: 'enqueueJob',
@@ -92,6 +93,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/queues/:queue/jobs/batch',
     {
+      config: { access: { scopes: ['producer'], queue: 'param' } },
       schema: {
         tags: ['jobs'],
         operationId: 'enqueueJobs',
@@ -124,6 +126,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/queues/:queue/claim',
     {
+      config: { access: { scopes: ['consumer'], queue: 'param' } },
       schema: {
         tags: ['jobs'],
         operationId: 'claimJobs',

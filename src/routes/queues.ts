@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { keyAllowsQueue } from '../auth/api-keys.js';
 import { checkRunAt } from '../http/json-input.js';
 import { ProblemError, queueNotFound } from '../http/problem.js';
 import { QueueParams } from '../http/schemas/jobs.js';
@@ -50,6 +51,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/queues',
     {
+      config: { access: { scopes: ['producer', 'consumer'] } },
       schema: {
         tags: ['queues'],
         operationId: 'listQueues',
@@ -71,8 +73,11 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       }
       const rows = await listQueues(app.db, limit, after);
       const last = rows.at(-1);
+      // A key limited to some queues sees only those.
+      const key = request.apiKey;
+      const visible = key ? rows.filter((r) => keyAllowsQueue(key, r.queue.name)) : rows;
       return {
-        queues: rows.map((r) => toQueue(r.queue, r.stats, config)),
+        queues: visible.map((r) => toQueue(r.queue, r.stats, config)),
         next_cursor: rows.length === limit && last ? encodeCursor([last.queue.name]) : null,
       };
     },
@@ -81,6 +86,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/queues/:queue',
     {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'param' } },
       schema: {
         tags: ['queues'],
         operationId: 'getQueue',
@@ -95,6 +101,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/v1/queues/:queue',
     {
+      config: { access: { scopes: ['admin'], queue: 'param' } },
       schema: {
         tags: ['queues'],
         operationId: 'putQueue',
@@ -153,6 +160,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     app.post(
       `/v1/queues/:queue/${action}`,
       {
+        config: { access: { scopes: ['admin'], queue: 'param' } },
         schema: {
           tags: ['queues'],
           operationId: `${action}Queue`,
@@ -177,6 +185,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/v1/queues/:queue',
     {
+      config: { access: { scopes: ['admin'], queue: 'param' } },
       schema: {
         tags: ['queues'],
         operationId: 'deleteQueue',
@@ -207,6 +216,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/queues/:queue/purge',
     {
+      config: { access: { scopes: ['admin'], queue: 'param' } },
       schema: {
         tags: ['queues'],
         operationId: 'purgeQueue',
@@ -228,6 +238,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/queues/:queue/jobs',
     {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'param' } },
       schema: {
         tags: ['queues'],
         operationId: 'listJobs',
@@ -275,6 +286,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/queues/:queue/redrive',
     {
+      config: { access: { scopes: ['admin'], queue: 'param' } },
       schema: {
         tags: ['queues'],
         operationId: 'redriveQueue',

@@ -1,7 +1,9 @@
 import { settings } from '../../src/config.js';
 
 function formatDefault(value: unknown): string {
-  return value === undefined ? '(unset)' : `\`${String(value)}\``;
+  if (value === undefined) return '(unset)';
+  if (Array.isArray(value)) return value.length === 0 ? '(none)' : `\`${value.join(',')}\``;
+  return `\`${String(value)}\``;
 }
 
 /** The README's configuration table, one row per setting in src/config.ts. */

@@ -1,0 +1,305 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BatonApp, buildApp } from '../../src/app.js';
+import { sha256 } from '../../src/auth/api-keys.js';
+import { loadConfig } from '../../src/config.js';
+import { createTestApp, testConfig } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+
+const database = useTestDatabase();
+
+const SECRETS = {
+  producer: 'producer-secret',
+  consumer: 'consumer-secret',
+  admin: 'admin-secret',
+  limited: 'limited-secret',
+} as const;
+type Who = keyof typeof SECRETS | 'none' | 'wrong';
+
+const KEYS = JSON.stringify([
+  { name: 'p', sha256: sha256(SECRETS.producer).toString('hex'), scopes: ['producer'] },
+  { name: 'c', sha256: sha256(SECRETS.consumer).toString('hex'), scopes: ['consumer'] },
+  { name: 'a', sha256: sha256(SECRETS.admin).toString('hex'), scopes: ['admin'] },
+  {
+    name: 'l',
+    sha256: sha256(SECRETS.limited).toString('hex'),
+    scopes: ['producer', 'consumer'],
+    queues: ['allowed.*'],
+  },
+]);
+
+function headers(who: Who): Record<string, string> {
+  if (who === 'none') return {};
+  if (who === 'wrong') return { authorization: 'Bearer not-a-key' };
+  return { authorization: `Bearer ${SECRETS[who]}` };
+}
+
+describe('API keys', () => {
+  let app: BatonApp;
+  const jobs: Record<string, { id: string; lease_token: string }> = {};
+
+  beforeAll(async () => {
+    app = await createTestApp(database, { BATON_API_KEYS: KEYS });
+    // One claimed job in a queue the limited key may use, one in a queue it may not.
+    for (const queue of ['allowed.q', 'other.q']) {
+      await app.inject({
+        method: 'POST',
+        url: `/v1/queues/${queue}/jobs`,
+        headers: headers('admin'),
+        payload: { payload: 1 },
+      });
+      const claim = await app.inject({
+        method: 'POST',
+        url: `/v1/queues/${queue}/claim`,
+        headers: headers('admin'),
+        payload: {},
+      });
+      jobs[queue] = claim.json().jobs[0];
+    }
+  });
+  afterAll(() => app.close());
+
+  type Route = {
+    name: string;
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+    url: (q: string) => string;
+    body?: (q: string) => object;
+    allowed: Who[];
+  };
+  const job = (q: string) => jobs[q]!;
+  const ROUTES: Route[] = [
+    {
+      name: 'enqueue',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/jobs`,
+      body: () => ({ payload: 1 }),
+      allowed: ['producer', 'admin', 'limited'],
+    },
+    {
+      name: 'enqueue batch',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/jobs/batch`,
+      body: () => ({ jobs: [{ payload: 1 }] }),
+      allowed: ['producer', 'admin', 'limited'],
+    },
+    {
+      name: 'claim',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/claim`,
+      body: () => ({ max_jobs: 1 }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'get job',
+      method: 'GET',
+      url: (q) => `/v1/jobs/${job(q).id}`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'renew',
+      method: 'POST',
+      url: (q) => `/v1/jobs/${job(q).id}/renew`,
+      body: (q) => ({ lease_token: job(q).lease_token }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'ack',
+      method: 'POST',
+      url: (q) => `/v1/jobs/${job(q).id}/ack`,
+      body: () => ({ lease_token: '00000000-0000-4000-8000-000000000000' }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'batch ack',
+      method: 'POST',
+      url: () => '/v1/jobs/ack',
+      body: (q) => ({ acks: [{ id: job(q).id, lease_token: '00000000-0000-4000-8000-000000000000' }] }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'nack',
+      method: 'POST',
+      url: (q) => `/v1/jobs/${job(q).id}/nack`,
+      body: () => ({ lease_token: '00000000-0000-4000-8000-000000000000' }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    { name: 'cancel', method: 'POST', url: () => '/v1/jobs/999999999/cancel', allowed: ['admin'] },
+    {
+      name: 'list queues',
+      method: 'GET',
+      url: () => '/v1/queues',
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'get queue',
+      method: 'GET',
+      url: (q) => `/v1/queues/${q}`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'list jobs',
+      method: 'GET',
+      url: (q) => `/v1/queues/${q}/jobs?state=ready`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    { name: 'put queue', method: 'PUT', url: (q) => `/v1/queues/${q}`, body: () => ({}), allowed: ['admin'] },
+    { name: 'pause', method: 'POST', url: (q) => `/v1/queues/${q}/pause`, allowed: ['admin'] },
+    { name: 'resume', method: 'POST', url: (q) => `/v1/queues/${q}/resume`, allowed: ['admin'] },
+    { name: 'purge', method: 'POST', url: (q) => `/v1/queues/${q}/purge`, allowed: ['admin'] },
+    {
+      name: 'redrive',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/redrive`,
+      body: () => ({ all: true }),
+      allowed: ['admin'],
+    },
+    { name: 'delete queue', method: 'DELETE', url: () => '/v1/queues/never-there', allowed: ['admin'] },
+  ];
+  const WHO: Who[] = ['none', 'wrong', 'producer', 'consumer', 'admin', 'limited'];
+
+  for (const route of ROUTES) {
+    for (const who of WHO) {
+      for (const queue of ['allowed.q', 'other.q']) {
+        const expected =
+          who === 'none' || who === 'wrong'
+            ? 401
+            : !route.allowed.includes(who)
+              ? 403
+              : who === 'limited' &&
+                  queue === 'other.q' &&
+                  !['list queues', 'delete queue', 'cancel'].includes(route.name)
+                ? 403
+                : 'allowed';
+        it(`${route.name} with ${who === 'limited' ? `a key limited to allowed.* on ${queue}` : `${who} key`} → ${expected}`, async () => {
+          const res = await app.inject({
+            method: route.method,
+            url: route.url(queue),
+            headers: headers(who),
+            ...(route.body ? { payload: route.body(queue) } : {}),
+          });
+          if (expected === 'allowed') {
+            expect([401, 403], res.body).not.toContain(res.statusCode);
+            expect(res.statusCode).toBeLessThan(500);
+          } else {
+            expect(res.statusCode, res.body).toBe(expected);
+            expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+            expect(res.json().code).toBe(expected === 401 ? 'unauthorized' : 'forbidden');
+            if (expected === 401) expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="baton"/);
+          }
+        });
+      }
+    }
+  }
+
+  it('a key limited to some queues lists only those', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/queues', headers: headers('limited') });
+    const names = res.json().queues.map((q: { name: string }) => q.name);
+    expect(names).toContain('allowed.q');
+    expect(names).not.toContain('other.q');
+  });
+
+  it('/healthz is always open; /readyz, /metrics and /docs are open by default', async () => {
+    for (const url of ['/healthz', '/readyz', '/metrics', '/docs/', '/openapi.json']) {
+      expect((await app.inject({ method: 'GET', url })).statusCode, url).toBe(200);
+    }
+  });
+
+  it('with BATON_OPEN_ENDPOINTS=none, /readyz, /metrics and /docs need a key (any scope)', async () => {
+    const closed = await createTestApp(database, { BATON_API_KEYS: KEYS, BATON_OPEN_ENDPOINTS: 'none' });
+    try {
+      expect((await closed.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      for (const url of ['/readyz', '/metrics', '/docs/', '/openapi.json']) {
+        expect((await closed.inject({ method: 'GET', url })).statusCode, url).toBe(401);
+        expect(
+          (await closed.inject({ method: 'GET', url, headers: headers('producer') })).statusCode,
+          url,
+        ).toBe(200);
+      }
+    } finally {
+      await closed.close();
+    }
+  });
+
+  it('never logs a key or a lease token', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const config = testConfig({ BATON_API_KEYS: KEYS, LOG_LEVEL: 'trace' });
+    const logged = await buildApp({
+      config,
+      databaseUrl: database.url,
+      logger: pino({ level: 'trace' }, sink),
+    });
+    await logged.ready();
+    try {
+      const h = headers('admin');
+      await logged.inject({
+        method: 'POST',
+        url: '/v1/queues/logq/jobs',
+        headers: h,
+        payload: { payload: 1 },
+      });
+      const claimed = (
+        await logged.inject({ method: 'POST', url: '/v1/queues/logq/claim', headers: h, payload: {} })
+      ).json();
+      const token = claimed.jobs[0].lease_token;
+      await logged.inject({
+        method: 'POST',
+        url: `/v1/jobs/${claimed.jobs[0].id}/ack`,
+        headers: h,
+        payload: { lease_token: token },
+      });
+      await logged.inject({
+        method: 'POST',
+        url: '/v1/queues/logq/claim',
+        headers: headers('wrong'),
+        payload: {},
+      });
+      const all = lines.join('');
+      expect(lines.length).toBeGreaterThan(3);
+      expect(all).not.toContain(SECRETS.admin);
+      expect(all).not.toContain('not-a-key');
+      expect(all).not.toContain(token);
+    } finally {
+      await logged.close();
+    }
+  });
+});
+
+describe('safe defaults', () => {
+  it('refuses to bind a non-loopback address with no keys, naming what to do', () => {
+    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(
+      /HOST=0\.0\.0\.0 would expose Baton without authentication/,
+    );
+    expect(loadConfig({ HOST: '0.0.0.0', BATON_ALLOW_UNAUTHENTICATED: 'true' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ HOST: '0.0.0.0', BATON_API_KEYS: KEYS }).apiKeys).toHaveLength(4);
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+  });
+
+  it.each([
+    ['[{"name": "x"}]', /BATON_API_KEYS \[0\]\.sha256 must be the 64 hex digits/],
+    ['{"name": "x"}', /BATON_API_KEYS must be a JSON array/],
+    ['not json', /BATON_API_KEYS is not valid JSON/],
+    [
+      `[{"name": "x", "sha256": "${'a'.repeat(64)}", "scopes": ["root"]}]`,
+      /\[0\]\.scopes must be a non-empty list/,
+    ],
+    [
+      `[{"name": "x", "sha256": "${'a'.repeat(64)}", "scopes": ["admin"], "secret": "s"}]`,
+      /\[0\]\.secret is not a known field/,
+    ],
+  ])('rejects BATON_API_KEYS=%s', (value, message) => {
+    expect(() => loadConfig({ BATON_API_KEYS: value })).toThrow(message);
+  });
+
+  it('rejects an unreadable key file, naming it', () => {
+    expect(() => loadConfig({ BATON_API_KEYS_FILE: '/nonexistent/keys.json' })).toThrow(
+      /BATON_API_KEYS_FILE cannot be read/,
+    );
+  });
+});
