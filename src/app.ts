@@ -13,6 +13,7 @@ import { buildValidator } from './http/validation.js';
 import { createLogger } from './logger.js';
 import auth from './plugins/auth.js';
 import database from './plugins/database.js';
+import loadShedding from './plugins/load-shedding.js';
 import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
@@ -83,6 +84,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(database, { url: opts.databaseUrl, config });
   await app.register(auth);
   await app.register(metrics);
+  await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });
   await app.register(maintenance);
   await app.register(health);

@@ -24,6 +24,9 @@ export function connectionOptions(url: string, settings: PoolSettings, applicati
     statement_timeout: settings.statementTimeoutMs,
     idle_in_transaction_session_timeout: settings.statementTimeoutMs,
     connectionTimeoutMillis: settings.connectTimeoutMs,
+    // statement_timeout is enforced by the server; if the network itself goes silent, this bounds
+    // the wait on our side so a request cannot hang past it.
+    query_timeout: settings.statementTimeoutMs + 2000,
     keepAlive: true,
   } satisfies pg.ClientConfig;
 }

@@ -41,7 +41,8 @@ export function isUnavailableError(err: unknown): boolean {
     message.includes('Connection terminated') ||
     message.includes('Client has encountered a connection error') ||
     message.includes('connection timeout') ||
-    message.includes('Client was closed')
+    message.includes('Client was closed') ||
+    message.includes('Query read timeout')
   );
 }
 

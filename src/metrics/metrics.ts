@@ -37,6 +37,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly requestsShed = new Counter({
+    name: 'baton_requests_shed_total',
+    help: 'Requests answered 503 at once because the server was overloaded, by reason (event_loop, pool).',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly dbPool = new Gauge({
+    name: 'baton_db_pool_connections',
+    help: 'Database pool connections by state (total, idle) and queries waiting for one (waiting).',
+    labelNames: ['state'],
+    registers: [this.registry],
+  });
+
   // --- the job lifecycle, by queue ------------------------------------------------------------
   readonly jobsEnqueued = this.queueCounter(
     'baton_jobs_enqueued_total',

@@ -75,6 +75,9 @@ export default fp(
           // A scrape must still answer during a database outage; queue gauges keep their last values.
           request.log.warn({ err }, 'could not read queue stats for /metrics');
         }
+        m.dbPool.set({ state: 'total' }, app.dbPool.totalCount);
+        m.dbPool.set({ state: 'idle' }, app.dbPool.idleCount);
+        m.dbPool.set({ state: 'waiting' }, app.dbPool.waitingCount);
         reply.type(m.registry.contentType);
         return m.registry.metrics();
       },
