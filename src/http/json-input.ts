@@ -12,7 +12,14 @@ export const MAX_JSON_DEPTH = 64;
  * And with a size limit, a value whose JSON text is larger is a 413 payload_too_large.
  */
 export function jsonText(value: unknown, field: string, maxBytes?: number): string {
-  const text = JSON.stringify(value === undefined ? null : value);
+  let text: string;
+  try {
+    text = JSON.stringify(value === undefined ? null : value);
+  } catch (err) {
+    // Nesting deep enough to exhaust the stack (JSON.parse accepts it; JSON.stringify recurses).
+    if (err instanceof RangeError) throw tooDeep(field);
+    throw err;
+  }
   if (maxBytes !== undefined && text.length > maxBytes / 3) {
     // A JS string's UTF-8 size is at most 3 bytes per code unit; only measure when it could matter.
     const bytes = Buffer.byteLength(text);
@@ -30,6 +37,11 @@ export function jsonText(value: unknown, field: string, maxBytes?: number): stri
     });
   return text;
 }
+
+const tooDeep = (field: string) => {
+  const message = `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
+  return new ProblemError('validation_failed', `${field} ${message}`, { errors: [{ field, message }] });
+};
 
 /** One pass over JSON text produced by JSON.stringify. */
 function scan(text: string): string | undefined {
