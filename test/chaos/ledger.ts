@@ -1,0 +1,122 @@
+/**
+ * What chaos workers write down, one JSON line per event, appended synchronously so a SIGKILLed
+ * worker loses at most the line it was writing. Times named `server_*` are the server's clock
+ * (taken from its answers); `at` is the worker's.
+ */
+export type LedgerEntry =
+  | {
+      t: 'claim';
+      job: string;
+      attempt: number;
+      token: string;
+      server_claimed_at: number;
+      server_expires_at: number;
+      at: number;
+    }
+  | { t: 'start'; job: string; token: string; at: number }
+  | { t: 'end'; job: string; token: string; at: number }
+  | { t: 'renew'; job: string; token: string; status: number; server_expires_at?: number; at: number }
+  | { t: 'ack'; job: string; token: string; status: number; at: number }
+  | { t: 'nack'; job: string; token: string; status: number; server_at?: number; state?: string; at: number }
+  | { t: 'http5xx'; status: number; path: string; at: number };
+
+export interface FinalJob {
+  id: string;
+  state: string;
+  attempts: number;
+  kind: 'normal' | 'poison';
+}
+
+export interface Violations {
+  missing: string[];
+  live: string[];
+  wrongState: string[];
+  doubleAck: string[];
+  staleTokenAck: string[];
+  overlappingLeases: string[];
+  runsBeyondAttempts: string[];
+  serverErrors: number[];
+}
+
+/**
+ * Check the invariants of at-least-once delivery over the whole run:
+ * every job finished as it should; no job acked twice; every accepted ack carried the job's current
+ * token (the token of its latest claim); no two leases on a job overlapped by the server's clock;
+ * handler runs per job never exceed its attempts; no 5xx but 503.
+ */
+export function checkLedger(
+  entries: LedgerEntry[],
+  enqueued: Map<string, 'normal' | 'poison'>,
+  finals: FinalJob[],
+): Violations {
+  const v: Violations = {
+    missing: [],
+    live: [],
+    wrongState: [],
+    doubleAck: [],
+    staleTokenAck: [],
+    overlappingLeases: [],
+    runsBeyondAttempts: [],
+    serverErrors: [],
+  };
+  const byId = new Map(finals.map((f) => [f.id, f]));
+  for (const [id, kind] of enqueued) {
+    const final = byId.get(id);
+    if (!final) v.missing.push(id);
+    else if (['scheduled', 'ready', 'claimed'].includes(final.state)) v.live.push(id);
+    else if (final.state !== (kind === 'poison' ? 'dead' : 'completed'))
+      v.wrongState.push(`${id}:${final.state}`);
+  }
+
+  const perJob = new Map<string, LedgerEntry[]>();
+  for (const e of entries) {
+    if (e.t === 'http5xx') {
+      if (e.status !== 503) v.serverErrors.push(e.status);
+      continue;
+    }
+    const list = perJob.get(e.job) ?? [];
+    list.push(e);
+    perJob.set(e.job, list);
+  }
+
+  for (const [job, list] of perJob) {
+    const claims = list
+      .filter((e): e is Extract<LedgerEntry, { t: 'claim' }> => e.t === 'claim')
+      .sort((a, b) => a.server_claimed_at - b.server_claimed_at);
+    const acks = list.filter((e) => e.t === 'ack' && e.status === 200) as Extract<
+      LedgerEntry,
+      { t: 'ack' }
+    >[];
+    if (acks.length > 1) v.doubleAck.push(job);
+    const latest = claims.at(-1);
+    for (const ack of acks) if (!latest || ack.token !== latest.token) v.staleTokenAck.push(job);
+
+    // Each lease runs from its claim to its last accepted renewal's expiry, or ends early at an
+    // accepted nack. The next claim must come after that.
+    for (let i = 1; i < claims.length; i++) {
+      const prev = claims[i - 1]!;
+      const next = claims[i]!;
+      const ofPrev = list.filter((e) => 'token' in e && e.token === prev.token);
+      const nacked = ofPrev.find((e) => e.t === 'nack' && e.status === 200) as
+        | Extract<LedgerEntry, { t: 'nack' }>
+        | undefined;
+      let end = prev.server_expires_at;
+      for (const e of ofPrev)
+        if (e.t === 'renew' && e.status === 200 && e.server_expires_at)
+          end = Math.max(end, e.server_expires_at);
+      if (nacked?.server_at !== undefined) end = Math.min(end, nacked.server_at);
+      if (next.server_claimed_at < end)
+        v.overlappingLeases.push(`${job}: claim at ${next.server_claimed_at} < previous lease end ${end}`);
+    }
+
+    const runs = list.filter((e) => e.t === 'start').length;
+    const final = byId.get(job);
+    if (final && runs > final.attempts)
+      v.runsBeyondAttempts.push(`${job}: ${runs} runs, ${final.attempts} attempts`);
+  }
+  return v;
+}
+
+export function violationCount(v: Violations): number {
+  return Object.values(v).reduce((n, list) => n + list.length, 0);
+}
