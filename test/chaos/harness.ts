@@ -130,12 +130,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
       });
       while (true) {
         try {
-          const { data, response } = await random
-            .pick(clients)
-            .POST('/v1/queues/{queue}/jobs/batch', {
-              params: { path: { queue: QUEUE } },
-              body: { jobs: batch },
-            });
+          const { data, response } = await random.pick(clients).POST('/v1/queues/{queue}/jobs/batch', {
+            params: { path: { queue: QUEUE } },
+            body: { jobs: batch },
+          });
           if (response.status === 201 && data) {
             data.jobs.forEach((job, i) => enqueued.set(job.id, batch[i]!.payload.kind));
             break;
