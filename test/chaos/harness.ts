@@ -135,7 +135,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
             body: { jobs: batch },
           });
           if (response.status === 201 && data) {
-            data.jobs.forEach((job, i) => enqueued.set(job.id, batch[i]!.payload.kind));
+            data.jobs.forEach((job, i) => {
+              enqueued.set(job.id, batch[i]!.payload.kind);
+            });
             break;
           }
         } catch {

@@ -283,7 +283,7 @@ describe('fuzzing every route', () => {
   ) {
     const q = `/v1/queues/${enc(queue)}`;
     const qs = new URLSearchParams(
-      Object.entries(query).map(([k, v]): [string, string] => [k, v.replace(/\u0000/g, '')]),
+      Object.entries(query).map(([k, v]): [string, string] => [k, v.replaceAll('\u0000', '')]),
     ).toString();
     switch (route) {
       case 'put':
