@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../src/app.js';
-import { createTestApp } from './support/app.js';
+import { createTestApp, listen } from './support/app.js';
 import { useTestDatabase } from './support/database.js';
 
 const run = promisify(execFile);
@@ -16,8 +15,7 @@ describe('README walk-through', () => {
   let base: string;
   beforeAll(async () => {
     app = await createTestApp(database);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    base = await listen(app);
   });
   afterAll(() => app.close());
 

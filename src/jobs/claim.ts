@@ -12,7 +12,9 @@ import type { Db } from '../db/database.js';
  * before the index is touched.
  *
  * The lease length is the request's, else the queue's, else the server default; it is stored on the
- * row so that a renewal without lease_ms extends by the same length.
+ * row so that a renewal without lease_ms extends by the same length. The lease starts at
+ * clock_timestamp(), the moment the row is claimed, not now() (the start of the transaction, which
+ * on a busy server can be a little earlier than the moment a re-armed job became claimable).
  */
 
 export interface ClaimOptions {
@@ -65,8 +67,8 @@ export function claimStatement(opts: ClaimOptions) {
       attempts = j.attempts + 1,
       lease_token = gen_random_uuid(),
       lease_ms = s.lease_ms,
-      lease_expires_at = now() + s.lease_ms * interval '1 millisecond',
-      claimed_at = now(),
+      lease_expires_at = clock_timestamp() + s.lease_ms * interval '1 millisecond',
+      claimed_at = clock_timestamp(),
       worker_id = ${opts.workerId ?? null}
     FROM picked, settings s
     WHERE j.id = picked.id

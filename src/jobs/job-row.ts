@@ -55,8 +55,21 @@ export const historyInsertColumns = sql`
   id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
   dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload`;
 
-/** The API's view of a job. The lease token never appears here. */
-export function toJob(row: JobRow) {
+/** The API's view of a just-enqueued job (no payload echoed back). */
+export function toEnqueuedJob(
+  row: Pick<
+    JobRow,
+    | 'id'
+    | 'queue'
+    | 'state'
+    | 'priority'
+    | 'run_at'
+    | 'attempts'
+    | 'max_attempts'
+    | 'idempotency_key'
+    | 'created_at'
+  >,
+) {
   return {
     id: row.id,
     queue: row.queue,
@@ -67,6 +80,13 @@ export function toJob(row: JobRow) {
     max_attempts: row.max_attempts,
     idempotency_key: row.idempotency_key,
     created_at: row.created_at.toISOString(),
+  };
+}
+
+/** The API's view of a job. The lease token never appears here. */
+export function toJob(row: JobRow) {
+  return {
+    ...toEnqueuedJob(row),
     payload: row.payload,
     claimed_at: row.claimed_at?.toISOString() ?? null,
     lease_expires_at: row.state === 'claimed' ? (row.lease_expires_at?.toISOString() ?? null) : null,

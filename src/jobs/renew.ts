@@ -18,7 +18,7 @@ export async function renewLease(
   const { rows } = await sql<{ queue: string; lease_expires_at: Date; lease_ms: number }>`
     UPDATE baton.jobs SET
       lease_ms = coalesce(${leaseMs ?? null}::integer, lease_ms),
-      lease_expires_at = now() + coalesce(${leaseMs ?? null}::integer, lease_ms) * interval '1 millisecond'
+      lease_expires_at = clock_timestamp() + coalesce(${leaseMs ?? null}::integer, lease_ms) * interval '1 millisecond'
     WHERE id = ${id} AND state = 'claimed' AND lease_token = ${leaseToken}::uuid
     RETURNING queue, lease_expires_at, lease_ms`.execute(db);
   return rows[0];

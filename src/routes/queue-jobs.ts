@@ -13,24 +13,11 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { releaseClaims } from '../jobs/claim.js';
-import { type EnqueuedRow, type EnqueueItem, enqueueJobs } from '../jobs/enqueue.js';
+import { type EnqueueItem, enqueueJobs } from '../jobs/enqueue.js';
+import { toEnqueuedJob } from '../jobs/job-row.js';
 import { claimWithWait } from '../wake/long-poll.js';
 
 /** Routes under /v1/queues/{queue}: enqueue one, enqueue a batch, claim. */
-
-function toEnqueued(row: EnqueuedRow) {
-  return {
-    id: row.id,
-    queue: row.queue,
-    state: row.state,
-    priority: row.priority,
-    run_at: row.run_at.toISOString(),
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    idempotency_key: row.idempotency_key,
-    created_at: row.created_at.toISOString(),
-  };
-}
 
 function toItem(body: EnqueueRequest, field: string, payloadLimit: number): EnqueueItem {
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
@@ -86,7 +73,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { job, created } = result!;
       if (created) app.metrics.enqueued(queue, 1);
       if (created && job.state === 'ready') app.wake.notifier.jobsReady(queue, 1);
-      return reply.code(created ? 201 : 200).send(toEnqueued(job));
+      return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
   );
 
@@ -119,7 +106,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       app.wake.notifier.jobsReady(queue, ready);
       return reply
         .code(201)
-        .send({ jobs: results.map((r) => ({ ...toEnqueued(r.job), created: r.created })) });
+        .send({ jobs: results.map((r) => ({ ...toEnqueuedJob(r.job), created: r.created })) });
     },
   );
 

@@ -238,8 +238,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
   );
   const finals = (
     await reader.query<FinalJob>(`
-      SELECT id::text, state, attempts, payload->>'kind' AS kind FROM baton.jobs
-      UNION ALL SELECT id::text, state, attempts, payload->>'kind' FROM baton.job_history`)
+      SELECT id::text, state, attempts, payload->>'kind' AS kind, errors FROM baton.jobs
+      UNION ALL SELECT id::text, state, attempts, payload->>'kind', errors FROM baton.job_history`)
   ).rows;
   const rearmed = (
     await reader.query(`

@@ -25,6 +25,8 @@ export interface FinalJob {
   state: string;
   attempts: number;
   kind: 'normal' | 'poison';
+  /** The job's error history from the database: one entry per failed attempt, with the server's time. */
+  errors: { attempt: number; at: string; message: string }[];
 }
 
 export interface Violations {
@@ -91,8 +93,14 @@ export function checkLedger(
     const latest = claims.at(-1);
     for (const ack of acks) if (!latest || ack.token !== latest.token) v.staleTokenAck.push(job);
 
-    // Each lease runs from its claim to its last accepted renewal's expiry, or ends early at an
-    // accepted nack. The next claim must come after that.
+    // Each lease runs from its claim to its last accepted renewal's expiry, or ends early when the
+    // worker's nack was accepted. The next claim must come after that. Nacks are read from the job's
+    // error history in the database too, because a worker whose nack committed but whose answer was
+    // lost (the replica died) retries, gets 409, and never learns that the first one took.
+    const final = byId.get(job);
+    const nackedAt = new Map(
+      (final?.errors ?? []).filter((e) => e.message !== 'lease expired').map((e) => [e.attempt, Date.parse(e.at)]),
+    );
     for (let i = 1; i < claims.length; i++) {
       const prev = claims[i - 1]!;
       const next = claims[i]!;
@@ -105,12 +113,13 @@ export function checkLedger(
         if (e.t === 'renew' && e.status === 200 && e.server_expires_at)
           end = Math.max(end, e.server_expires_at);
       if (nacked?.server_at !== undefined) end = Math.min(end, nacked.server_at);
+      const recorded = nackedAt.get(prev.attempt);
+      if (recorded !== undefined) end = Math.min(end, recorded);
       if (next.server_claimed_at < end)
         v.overlappingLeases.push(`${job}: claim at ${next.server_claimed_at} < previous lease end ${end}`);
     }
 
     const runs = list.filter((e) => e.t === 'start').length;
-    const final = byId.get(job);
     if (final && runs > final.attempts)
       v.runsBeyondAttempts.push(`${job}: ${runs} runs, ${final.attempts} attempts`);
   }

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { createTestApp } from '../support/app.js';
+import { createTestApp, listen } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { until } from '../support/until.js';
 
 const database = useTestDatabase();
 
@@ -31,21 +31,12 @@ function start(command: string, args: string[], env: Record<string, string>): Ru
   return { child, events, exited };
 }
 
-async function until(cond: () => boolean | Promise<boolean>, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('example workers', () => {
   let app: BatonApp;
   let base: string;
   beforeAll(async () => {
     app = await createTestApp(database, { BATON_MAINTENANCE: 'true', BATON_TICK_MS: '500' });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    base = await listen(app);
   });
   afterAll(() => app.close());
 

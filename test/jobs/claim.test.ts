@@ -5,6 +5,7 @@ import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
 import { createTestApp, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { until } from '../support/until.js';
 
 const database = useTestDatabase();
 const app = useTestApp(database);
@@ -245,14 +246,6 @@ describe('long-poll across replicas', () => {
     await until(() => other.wake.listener.connected);
   });
   afterAll(() => other.close());
-
-  async function until(cond: () => boolean, ms = 10_000) {
-    const deadline = Date.now() + ms;
-    while (!cond()) {
-      if (Date.now() > deadline) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
 
   it('an enqueue on one replica wakes a waiter on another through NOTIFY', async () => {
     const claim = api(other).claim('x-wake', { wait_ms: 10_000 });

@@ -5,18 +5,10 @@ import { Leadership } from '../../src/maintenance/leadership.js';
 import { createTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { until } from '../support/until.js';
 
 const database = useTestDatabase();
 const TICK = 1000;
-
-async function until(cond: () => boolean | Promise<boolean>, ms: number): Promise<number> {
-  const started = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - started > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return Date.now() - started;
-}
 
 describe('leadership', () => {
   it('one of many contenders leads; the others wait for the lease to expire', async () => {

@@ -1,10 +1,9 @@
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatonClient } from '../../openapi/client.js';
 import { typesFromDocument } from '../../openapi/types.js';
 import type { BatonApp } from '../../src/app.js';
-import { createTestApp } from '../support/app.js';
+import { createTestApp, listen } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 
 const database = useTestDatabase();
@@ -15,8 +14,7 @@ describe('the OpenAPI document', () => {
   let base: string;
   beforeAll(async () => {
     app = await createTestApp(database);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    base = await listen(app);
   });
   afterAll(() => app.close());
 

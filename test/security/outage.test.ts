@@ -5,16 +5,9 @@ import { createTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { until } from '../support/until.js';
 
 const database = useTestDatabase();
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('a database outage', () => {
   let proxy: TcpProxy;

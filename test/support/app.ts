@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import { type BatonApp, buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
@@ -34,4 +35,10 @@ export function useTestApp(database: TestDatabase, env: Record<string, string> =
       return typeof value === 'function' ? value.bind(app) : value;
     },
   });
+}
+
+/** Listen on a free loopback port; returns the base URL. */
+export async function listen(app: BatonApp): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
