@@ -191,7 +191,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a job
-         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost.
+         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */

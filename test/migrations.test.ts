@@ -13,9 +13,13 @@ describe('migrations', () => {
     const empty = await createTestDatabase({ migrated: false });
     const handle = createDatabase(empty.url, settings, quiet);
     try {
-      expect(await pendingMigrations(handle.db)).toEqual(['0001_initial', '0002_queue_stats']);
+      expect(await pendingMigrations(handle.db)).toEqual([
+        '0001_initial',
+        '0002_queue_stats',
+        '0003_idempotent_ack',
+      ]);
       const first = await migrateToLatest(handle.db);
-      expect(first.applied).toEqual(['0001_initial', '0002_queue_stats']);
+      expect(first.applied).toEqual(['0001_initial', '0002_queue_stats', '0003_idempotent_ack']);
       const second = await migrateToLatest(handle.db);
       expect(second.applied).toEqual([]);
       expect(await pendingMigrations(handle.db)).toEqual([]);
@@ -36,7 +40,7 @@ describe('migrations', () => {
     try {
       const results = await Promise.all(handles.map((h) => migrateToLatest(h.db)));
       // Exactly one runner applied the migration; the others found nothing to do.
-      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 2]);
+      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 3]);
       expect(await pendingMigrations(handles[0]!.db)).toEqual([]);
     } finally {
       await Promise.all(handles.map((h) => h.close()));

@@ -72,6 +72,7 @@ export interface JobHistoryTable {
   errors: Generated<Json>;
   result: Json | null;
   payload: Json;
+  ack_token: string | null;
 }
 
 export interface IdempotencyKeysTable {

@@ -10,7 +10,8 @@ import { finishedJobColumns, historyInsertColumns, type JobRow } from './job-row
  * that token. A stale worker (its lease expired and the job went to someone else) matches nothing.
  * If the leader is re-arming the row at this very moment, the DELETE waits for that to commit,
  * re-checks the row, and matches nothing either. A batch of acks is the same statement over many
- * rows; each item's outcome is reported separately.
+ * rows; each item's outcome is reported separately. Repeating an ack of the same lease (after a lost
+ * answer) is recognised by alreadyAcked() and answered as a success, so acks are safe to retry.
  */
 
 export interface AckItem {
@@ -34,10 +35,28 @@ export async function ackJobs(db: Db, acks: AckItem[]): Promise<Map<string, JobR
       WHERE j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
       RETURNING j.*, i.result
     )
-    INSERT INTO baton.job_history AS h (${historyInsertColumns})
+    INSERT INTO baton.job_history AS h (${historyInsertColumns}, ack_token)
     SELECT id, queue, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-           NULL, created_at, claimed_at, now(), last_error, errors, result, payload
+           NULL, created_at, claimed_at, now(), last_error, errors, result, payload, lease_token
     FROM done
     RETURNING ${finishedJobColumns}`.execute(db);
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * Acks that already happened: jobs completed under exactly these lease tokens. A client whose ack
+ * committed but whose answer was lost retries with the same token; that is the same ack, not a
+ * second one, and it is answered as a success.
+ */
+export async function alreadyAcked(
+  db: Db,
+  acks: Pick<AckItem, 'id' | 'leaseToken'>[],
+): Promise<Map<string, JobRow>> {
+  if (acks.length === 0) return new Map();
+  const { rows } = await sql<JobRow>`
+    SELECT ${finishedJobColumns} FROM baton.job_history h
+    JOIN unnest(${acks.map((a) => a.id)}::bigint[], ${acks.map((a) => a.leaseToken)}::uuid[]) AS a(id, token)
+      ON h.id = a.id AND h.ack_token = a.token
+    WHERE h.state = 'completed'`.execute(db);
   return new Map(rows.map((r) => [r.id, r]));
 }

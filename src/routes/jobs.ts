@@ -13,7 +13,7 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { ackJobs } from '../jobs/ack.js';
+import { ackJobs, alreadyAcked } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { toJob } from '../jobs/job-row.js';
 import { nackJob } from '../jobs/nack.js';
@@ -96,7 +96,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Complete a job',
         description:
           'Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone ' +
-          'else gets 409 lease_lost.',
+          'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.',
         params: JobParams,
         body: AckRequest,
         response: { 200: ok(ref(Job), 'The completed job.'), ...errorResponses(400, 404, 409, 413, 415) },
@@ -108,11 +108,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         request.body.result === undefined
           ? undefined
           : jsonText(request.body.result, 'result', config.payloadLimitBytes);
-      const done = await ackJobs(app.db, [{ id, leaseToken: request.body.lease_token, resultJson }]);
-      const row = done.get(id);
-      if (!row) throw await leaseFailure(id, 'ack');
-      app.metrics.acked([row]);
-      return toJob(row);
+      const item = { id, leaseToken: request.body.lease_token, resultJson };
+      const row = (await ackJobs(app.db, [item])).get(id);
+      if (row) {
+        app.metrics.acked([row]);
+        return toJob(row);
+      }
+      const repeated = (await alreadyAcked(app.db, [item])).get(id);
+      if (repeated) return toJob(repeated);
+      throw await leaseFailure(id, 'ack');
     },
   );
 
@@ -156,6 +160,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       });
       const done = await ackJobs(app.db, items);
       app.metrics.acked([...done.values()]);
+      const repeated = await alreadyAcked(
+        app.db,
+        items.filter((i) => !done.has(i.id)),
+      );
+      for (const [id, row] of repeated) done.set(id, row);
       const missing = items.filter((i) => !done.has(i.id)).map((i) => i.id);
       const queues = await queuesOfJobs(app.db, missing);
       for (const queue of queues.values()) app.metrics.leaseLost(queue, 'ack');

@@ -89,7 +89,8 @@ export function checkLedger(
       LedgerEntry,
       { t: 'ack' }
     >[];
-    if (acks.length > 1) v.doubleAck.push(job);
+    // A repeated ack of the same lease (a retry after a lost answer) is the same ack.
+    if (new Set(acks.map((a) => a.token)).size > 1) v.doubleAck.push(job);
     const latest = claims.at(-1);
     for (const ack of acks) if (!latest || ack.token !== latest.token) v.staleTokenAck.push(job);
 
@@ -99,7 +100,9 @@ export function checkLedger(
     // lost (the replica died) retries, gets 409, and never learns that the first one took.
     const final = byId.get(job);
     const nackedAt = new Map(
-      (final?.errors ?? []).filter((e) => e.message !== 'lease expired').map((e) => [e.attempt, Date.parse(e.at)]),
+      (final?.errors ?? [])
+        .filter((e) => e.message !== 'lease expired')
+        .map((e) => [e.attempt, Date.parse(e.at)]),
     );
     for (let i = 1; i < claims.length; i++) {
       const prev = claims[i - 1]!;

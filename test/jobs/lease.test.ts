@@ -105,14 +105,30 @@ describe('ack', () => {
     expect(got.body).toMatchObject({ state: 'completed', result: { sent: true }, payload: { n: 1 } });
   });
 
-  it('a second ack, or one with a wrong token, is 409 lease_lost; an unknown job is 404', async () => {
+  it('one with a wrong token is 409 lease_lost; an unknown job is 404', async () => {
     const job = await enqueueAndClaim(app, 'a-twice');
-    expect((await api(app).ack(job.id, { lease_token: UNKNOWN_TOKEN })).status).toBe(409);
+    const wrong = await api(app).ack(job.id, { lease_token: UNKNOWN_TOKEN });
+    expect(wrong.status).toBe(409);
+    expect(wrong.body.code).toBe('lease_lost');
     expect((await api(app).ack(job.id, { lease_token: job.lease_token })).status).toBe(200);
-    const again = await api(app).ack(job.id, { lease_token: job.lease_token });
-    expect(again.status).toBe(409);
-    expect(again.body.code).toBe('lease_lost');
+    expect((await api(app).ack(job.id, { lease_token: UNKNOWN_TOKEN })).status).toBe(409);
     expect((await api(app).ack('123456789', { lease_token: job.lease_token })).status).toBe(404);
+  });
+
+  it('is safe to retry: repeating an ack of the same lease answers 200 with the same job', async () => {
+    const job = await enqueueAndClaim(app, 'a-retry');
+    const first = await api(app).ack(job.id, { lease_token: job.lease_token, result: 'r' });
+    const again = await api(app).ack(job.id, { lease_token: job.lease_token, result: 'other' });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    const batch = await api(app).ackBatch([{ id: job.id, lease_token: job.lease_token }]);
+    expect(batch.body.results).toEqual([{ id: job.id, outcome: 'acked' }]);
+    // A token of an earlier attempt of the same job is still refused.
+    const redone = await enqueueAndClaim(app, 'a-retry-2');
+    await api(app).nack(redone.id, { lease_token: redone.lease_token, retry_in_ms: 0 });
+    const [second] = (await api(app).claim('a-retry-2')).body.jobs;
+    await api(app).ack(second.id, { lease_token: second.lease_token });
+    expect((await api(app).ack(redone.id, { lease_token: redone.lease_token })).status).toBe(409);
   });
 
   it('of a job that is not claimed is 409', async () => {

@@ -26,7 +26,7 @@ describe('/metrics', () => {
     const jobs = (await api(app).claim(q, { max_jobs: 4 })).body.jobs;
     await api(app).renew(jobs[0].id, { lease_token: jobs[0].lease_token });
     await api(app).ack(jobs[0].id, { lease_token: jobs[0].lease_token });
-    await api(app).ack(jobs[0].id, { lease_token: jobs[0].lease_token }); // 409: lease lost
+    await api(app).ack(jobs[0].id, { lease_token: '00000000-0000-4000-8000-000000000000' }); // 409: lease lost
     await api(app).nack(jobs[1].id, { lease_token: jobs[1].lease_token, retry_in_ms: 60_000 });
     await api(app).nack(jobs[2].id, { lease_token: jobs[2].lease_token, dead: true });
     await api(app).cancel(jobs[3].id);

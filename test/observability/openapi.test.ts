@@ -96,9 +96,10 @@ describe('the OpenAPI document', () => {
     });
     expect(nacked.data).toMatchObject({ state: 'dead', dead_reason: 'nacked_dead' });
 
+    // The nacked job's lease is gone: acking it now is refused.
     const stale = await baton.POST('/v1/jobs/{id}/ack', {
-      params: { path: { id: first!.id } },
-      body: { lease_token: first!.lease_token },
+      params: { path: { id: second!.id } },
+      body: { lease_token: second!.lease_token },
     });
     expect(stale.response.status).toBe(409);
     expect(stale.error).toMatchObject({ code: 'lease_lost' });
