@@ -182,6 +182,12 @@ export const settings = {
     doc: 'PostgreSQL connection string. Unset: start an embedded PostgreSQL (see BATON_PGDATA).',
     parse: postgresUrl,
   }),
+  listenDatabaseUrl: optional<string>({
+    env: 'BATON_LISTEN_DATABASE_URL',
+    unit: 'URL',
+    doc: 'Where the LISTEN connection goes, when DATABASE_URL is a transaction pooler that cannot hold it. Default: DATABASE_URL.',
+    parse: postgresUrl,
+  }),
   poolSize: setting({
     env: 'BATON_DB_POOL_SIZE',
     default: 20,
