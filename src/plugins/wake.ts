@@ -22,8 +22,10 @@ export default fp<{ url: string }>(
     const replicaId = newReplicaId();
     const waitList = new WaitList();
     const notifier = new Notifier(app.db, waitList, replicaId, app.log);
+    // Behind a transaction pooler, LISTEN needs a direct connection (BATON_LISTEN_DATABASE_URL).
+    const listenUrl = app.config.listenDatabaseUrl ?? opts.url;
     const listener = new Listener(
-      connectionOptions(opts.url, app.config, 'baton-listen'),
+      connectionOptions(listenUrl, app.config, 'baton-listen'),
       waitList,
       replicaId,
       app.log,
