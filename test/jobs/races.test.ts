@@ -1,0 +1,98 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { rearmExpiredLeases } from '../../src/maintenance/rearm.js';
+import { useTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api } from '../support/http.js';
+
+const database = useTestDatabase();
+const app = useTestApp(database);
+
+describe('racing writes on one lease', () => {
+  it('ack, nack, renew, cancel and re-arm all at once: one winner per job, every job in exactly one place', async () => {
+    const q = 'race-all';
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 60 }, (_, i) => ({ payload: i })),
+    );
+    const jobs = (await api(app).claim(q, { max_jobs: 60, lease_ms: 1000 })).body.jobs as {
+      id: string;
+      lease_token: string;
+    }[];
+    // Half the leases have already run out, so the re-arm races too.
+    await sql`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 ms'
+              WHERE id = ANY(${jobs.filter((_, i) => i % 2).map((j) => j.id)}::bigint[])`.execute(
+      database.db,
+    );
+
+    const outcomes = await Promise.all(
+      jobs.map(async (job) => {
+        const body = { lease_token: job.lease_token };
+        const [ack, nack, renew, cancel] = await Promise.all([
+          api(app).ack(job.id, body),
+          api(app).nack(job.id, { ...body, retry_in_ms: 60_000 }),
+          api(app).renew(job.id, body),
+          api(app).cancel(job.id),
+          rearmExpiredLeases(database.db, 100),
+        ]);
+        return { id: job.id, ack: ack.status, nack: nack.status, renew: renew.status, cancel: cancel.status };
+      }),
+    );
+
+    const live = await sql<{ id: string; state: string }>`
+      SELECT id::text, state FROM baton.jobs WHERE queue = ${q}`.execute(database.db);
+    const finished = await sql<{ id: string; state: string }>`
+      SELECT id::text, state FROM baton.job_history WHERE queue = ${q}`.execute(database.db);
+    const where = new Map<string, string[]>();
+    for (const r of [...live.rows, ...finished.rows]) where.set(r.id, [...(where.get(r.id) ?? []), r.state]);
+    for (const o of outcomes) {
+      const states = where.get(o.id) ?? [];
+      // Exactly one row, in one table.
+      expect(states, o.id).toHaveLength(1);
+      const state = states[0]!;
+      for (const status of [o.ack, o.nack, o.renew, o.cancel]) expect([200, 409]).toContain(status);
+      // Ack and nack both need the live lease: at most one of them can have won.
+      expect(o.ack === 200 && o.nack === 200, JSON.stringify(o)).toBe(false);
+      if (o.ack === 200) expect(state).toBe('completed');
+      if (state === 'completed') expect(o.ack).toBe(200);
+      if (state === 'cancelled') expect(o.cancel).toBe(200);
+      if (o.cancel === 200) expect(state).toBe('cancelled');
+      if (state === 'scheduled') expect(o.nack).toBe(200);
+    }
+  });
+
+  it('a burst of claims and acks from many clients completes each job once', async () => {
+    const q = 'race-burst';
+    const acked: string[] = [];
+    const producer = (async () => {
+      for (let b = 0; b < 20; b++)
+        await api(app).enqueueBatch(
+          q,
+          Array.from({ length: 50 }, (_, i) => ({ payload: b * 50 + i })),
+        );
+    })();
+    let producing = true;
+    void producer.then(() => {
+      producing = false;
+    });
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (true) {
+          const jobs = (await api(app).claim(q, { max_jobs: 7, wait_ms: producing ? 200 : 0 })).body.jobs;
+          if (jobs.length === 0 && !producing) return;
+          const res = await api(app).ackBatch(
+            jobs.map((j: { id: string; lease_token: string }) => ({ id: j.id, lease_token: j.lease_token })),
+          );
+          for (const r of res.body.results) if (r.outcome === 'acked') acked.push(r.id);
+        }
+      }),
+    );
+    expect(acked).toHaveLength(1000);
+    expect(new Set(acked).size).toBe(1000);
+    const done = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM baton.job_history WHERE queue = ${q} AND state = 'completed'`.execute(
+      database.db,
+    );
+    expect(done.rows[0]!.n).toBe(1000);
+  });
+});
