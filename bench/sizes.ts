@@ -1,0 +1,93 @@
+/**
+ * How big each scenario is. `--quick` is a smoke run (about two minutes on this two-core machine);
+ * the full run produces the numbers in docs/benchmarks.md.
+ */
+
+export interface Sizes {
+  rounds: number;
+  /** Scenario 1: jobs per run; HTTP workers and producers. */
+  batchedJobs: number;
+  batchedWorkers: number;
+  batchedProducers: number;
+  /** pgbench clients for the raw-SQL ceiling. */
+  ceilingClients: number;
+  /** Scenario 2: jobs per run; workers (one job per request) and producers (one job per request). */
+  singleJobs: number;
+  singleWorkers: number;
+  singleProducers: number;
+  /** Scenario 3: jobs per run for single-job requests, batches of 100 and of 1,000. */
+  enqueueSingleJobs: number;
+  enqueueConcurrency: number;
+  enqueueBatch100Jobs: number;
+  enqueueBatch1000Jobs: number;
+  enqueueBatchConcurrency: number;
+  /** Scenario 4: backlog sizes, claims measured per backlog and round, jobs per claim. */
+  inFlightBacklog: number;
+  scheduledBacklog: number;
+  historyBacklog: number;
+  claimSamples: number;
+  claimSize: number;
+  claimRounds: number;
+  /** Scenario 5: claimed jobs being renewed, renewal burst length, concurrent renewers. */
+  renewJobs: number;
+  renewBurstMs: number;
+  renewers: number;
+  /** Scenario 6: wake-ups measured per path and round. */
+  wakeSamples: number;
+  /** Issue 4: finished jobs pruned per run. */
+  pruneRows: number;
+}
+
+export const QUICK: Sizes = {
+  rounds: 2,
+  batchedJobs: 10_000,
+  batchedWorkers: 8,
+  batchedProducers: 2,
+  ceilingClients: 8,
+  singleJobs: 2_000,
+  singleWorkers: 16,
+  singleProducers: 4,
+  enqueueSingleJobs: 2_000,
+  enqueueConcurrency: 16,
+  enqueueBatch100Jobs: 10_000,
+  enqueueBatch1000Jobs: 20_000,
+  enqueueBatchConcurrency: 2,
+  inFlightBacklog: 100_000,
+  scheduledBacklog: 100_000,
+  historyBacklog: 200_000,
+  claimSamples: 200,
+  claimSize: 10,
+  claimRounds: 2,
+  renewJobs: 500,
+  renewBurstMs: 2_000,
+  renewers: 8,
+  wakeSamples: 40,
+  pruneRows: 20_000,
+};
+
+export const FULL: Sizes = {
+  rounds: 5,
+  batchedJobs: 100_000,
+  batchedWorkers: 8,
+  batchedProducers: 2,
+  ceilingClients: 8,
+  singleJobs: 10_000,
+  singleWorkers: 16,
+  singleProducers: 4,
+  enqueueSingleJobs: 10_000,
+  enqueueConcurrency: 16,
+  enqueueBatch100Jobs: 50_000,
+  enqueueBatch1000Jobs: 100_000,
+  enqueueBatchConcurrency: 2,
+  inFlightBacklog: 100_000,
+  scheduledBacklog: 100_000,
+  historyBacklog: 1_000_000,
+  claimSamples: 1_000,
+  claimSize: 10,
+  claimRounds: 3,
+  renewJobs: 1_000,
+  renewBurstMs: 10_000,
+  renewers: 8,
+  wakeSamples: 200,
+  pruneRows: 100_000,
+};
