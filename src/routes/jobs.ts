@@ -12,7 +12,7 @@ import {
   RenewResponse,
 } from '../http/schemas/jobs.js';
 import { errorResponses } from '../http/schemas/responses.js';
-import { ackJobs } from '../jobs/ack.js';
+import { ackJobIds, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { toJob } from '../jobs/job-row.js';
 import { nackJob } from '../jobs/nack.js';
@@ -142,7 +142,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
               : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
         };
       });
-      const done = await ackJobs(app.db, items);
+      const done = await ackJobIds(app.db, items);
       const missing = items.filter((i) => !done.has(i.id)).map((i) => i.id);
       const exists = await existingJobIds(app.db, missing);
       const results = items.map((i) => ({
