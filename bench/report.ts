@@ -31,6 +31,8 @@ export interface ScenarioResult {
   setup: string[];
   metrics: Metric[];
   checks: Check[];
+  /** Extra Markdown (e.g. a table of EXPLAIN figures), printed after the metrics. */
+  notes?: string[];
   /** Anything else worth keeping (plans, CPU splits, raw samples). */
   details?: Record<string, unknown>;
 }
@@ -77,6 +79,7 @@ export function markdown(result: ScenarioResult): string {
     for (const row of rows(metric)) out.push(`| ${row.join(' | ')} |`);
     out.push('');
   }
+  if (result.notes) out.push(...result.notes, '');
   if (result.checks.length > 0) {
     out.push('| target | met | measured |', '| --- | --- | --- |');
     for (const c of result.checks) out.push(`| ${c.target} | ${c.met ? 'yes' : '**no**'} | ${c.detail} |`);
@@ -95,6 +98,7 @@ export function plain(result: ScenarioResult): string {
     out.push(line(HEAD));
     for (const row of table) out.push(line(row));
   }
+  if (result.notes) out.push(...result.notes.map((n) => `  ${n.replaceAll('\n', '\n  ')}`));
   for (const c of result.checks) out.push(`  [${c.met ? 'MET ' : 'MISS'}] ${c.target}: ${c.detail}`);
   return out.join('\n');
 }

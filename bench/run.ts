@@ -8,7 +8,13 @@ import { BenchContext } from './context.js';
 import { DATABASES, recreateDatabase, serverVersion } from './databases.js';
 import { formatSummary, newestProfile, type ProfileSummary, summariseProfile } from './profile-summary.js';
 import { markdown, plain, type ScenarioResult } from './report.js';
+import { claimCost } from './scenarios/claim-cost.js';
+import { enqueueOnly } from './scenarios/enqueue.js';
 import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
+import { hotRenewals } from './scenarios/hot-renewals.js';
+import { onePerRequest } from './scenarios/one-per-request.js';
+import { pruneCost } from './scenarios/prune-cost.js';
+import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
 
 /**
@@ -24,6 +30,12 @@ type ScenarioRun = (ctx: BenchContext) => Promise<ScenarioResult | ScenarioResul
 
 const SCENARIOS: Record<string, ScenarioRun> = {
   batched: fullCycleBatched,
+  single: onePerRequest,
+  enqueue: enqueueOnly,
+  'claim-cost': claimCost,
+  hot: hotRenewals,
+  wake: wakeLatency,
+  prune: pruneCost,
 };
 
 const { values } = parseArgs({

@@ -16,7 +16,8 @@ import { processCpuMs } from '../process-usage.js';
  * One pgbench "transaction" is the two statements, each in its own implicit transaction as Baton
  * runs them: the claim (wrapped in a CTE so that pgbench's \gset can carry the ids and tokens of
  * the claimed rows to the next statement as one JSON value) and the batch ack with that JSON as its
- * bind parameter. `-M extended` sends parameters the way node-postgres does (unnamed statements).
+ * bind parameter. `-M prepared` parses each statement once per connection, as Baton does with
+ * named prepared statements (src/db/prepared-statements.ts).
  */
 
 export const RAW_SQL = 'raw SQL (pgbench)';
@@ -95,7 +96,7 @@ export async function runPgbench(opts: {
   const args = [
     '-n',
     '-M',
-    'extended',
+    'prepared',
     '-c',
     String(opts.clients),
     '-j',

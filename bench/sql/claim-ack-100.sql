@@ -44,7 +44,4 @@ WITH input AS (
     SELECT id, queue, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
            NULL, created_at, claimed_at, now(), last_error, errors, result, payload
     FROM done
-    RETURNING 
-  h.id, h.queue, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
-  h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
-  h.result, h.last_error, h.errors, h.dead_reason, h.payload;
+    RETURNING h.id;
