@@ -7,6 +7,7 @@ import { PG_BOSS, PG_BOSS_BATCHED } from '../peers/pg-boss.js';
 import { prefillCeiling, RAW_SQL, runPgbench, writeClaimAckScript } from '../peers/raw-sql.js';
 import { RssSampler } from '../process-usage.js';
 import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
+import { warmUp } from '../sizes.js';
 
 /**
  * Scenario 1 (full cycle, batched) and scenario 7 (resource use, measured on the same runs).
@@ -16,7 +17,7 @@ import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.j
  * same N with their throughput configuration; pgbench runs Baton's own claim 100 + batch-ack
  * statements (the ceiling).
  * Full cycle: producers enqueue N in batches of 100 while the workers claim and ack (long-polling
- * when they get ahead); jobs/s from the first enqueue to the last ack.
+ * when they get ahead); jobs/s from the first enqueue to the last ack, after a warm-up (warmUp).
  */
 
 const BATCH = 100;
@@ -36,8 +37,17 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<R
   const { batchedJobs: n, batchedWorkers: workers, batchedProducers: producers } = ctx.sizes;
   const queue = `batched-${kind}-${round}`;
   await admin.query('TRUNCATE baton.job_history');
-  if (kind === 'processing') await enqueue(client, queue, n, BATCH, producers);
-  await admin.query('VACUUM ANALYZE');
+  if (kind === 'processing') {
+    await enqueue(client, queue, n, BATCH, producers);
+    await admin.query('VACUUM ANALYZE');
+  } else {
+    const warm = warmUp(n);
+    await Promise.all([
+      enqueue(client, queue, warm, BATCH, producers),
+      work(client, queue, { workers, claimSize: BATCH, total: warm, waitMs: 200 }),
+    ]);
+    await admin.query('ANALYZE');
+  }
   const meter = new CpuMeter(admin, DATABASES.baton, () => server.cpuMs());
   const rss = new RssSampler(() => server.pid);
   await meter.start();
@@ -59,17 +69,22 @@ async function graphileRun(ctx: BenchContext, kind: Kind): Promise<Run> {
   const peer = await ctx.graphile();
   const { batchedJobs: n, batchedProducers: producers } = ctx.sizes;
   if ((await peer.remaining()) !== 0) throw new Error('graphile-worker: jobs left over from a previous run');
-  if (kind === 'processing') await peer.enqueue(n, BATCH, producers);
-  await peer.admin.query('VACUUM ANALYZE');
+  const warm = kind === 'cycle' ? warmUp(n) : 0;
+  if (kind === 'processing') {
+    await peer.enqueue(n, BATCH, producers);
+    await peer.admin.query('VACUUM ANALYZE');
+  } else {
+    await peer.startWorkers(GRAPHILE_TUNED);
+    await peer.enqueue(warm, BATCH, producers);
+    await peer.waitForCompletion(warm, 300_000);
+    await peer.admin.query('ANALYZE');
+  }
   const meter = new CpuMeter(peer.admin, peer.database);
   await meter.start();
-  let t0 = performance.now();
-  await peer.startWorkers(GRAPHILE_TUNED);
-  if (kind === 'cycle') {
-    t0 = performance.now();
-    await peer.enqueue(n, BATCH, producers);
-  }
-  const end = await peer.waitForCompletion(n, 300_000);
+  const t0 = performance.now();
+  if (kind === 'processing') await peer.startWorkers(GRAPHILE_TUNED);
+  else await peer.enqueue(n, BATCH, producers);
+  const end = await peer.waitForCompletion(warm + n, 300_000);
   const cpu = await meter.stop();
   await peer.stopWorkers();
   return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };
@@ -80,17 +95,22 @@ async function pgBossRun(ctx: BenchContext, kind: Kind): Promise<Run> {
   const { batchedJobs: n, batchedProducers: producers } = ctx.sizes;
   await peer.newQueue();
   try {
-    if (kind === 'processing') await peer.enqueue(n, BATCH, producers);
-    await peer.admin.query('VACUUM ANALYZE');
+    const warm = kind === 'cycle' ? warmUp(n) : 0;
+    if (kind === 'processing') {
+      await peer.enqueue(n, BATCH, producers);
+      await peer.admin.query('VACUUM ANALYZE');
+    } else {
+      await peer.startWorkers(PG_BOSS_BATCHED);
+      await peer.enqueue(warm, BATCH, producers);
+      await peer.waitForCompletion(warm, 300_000);
+      await peer.admin.query('ANALYZE');
+    }
     const meter = new CpuMeter(peer.admin, peer.database);
     await meter.start();
-    let t0 = performance.now();
-    await peer.startWorkers(PG_BOSS_BATCHED);
-    if (kind === 'cycle') {
-      t0 = performance.now();
-      await peer.enqueue(n, BATCH, producers);
-    }
-    const end = await peer.waitForCompletion(n, 300_000);
+    const t0 = performance.now();
+    if (kind === 'processing') await peer.startWorkers(PG_BOSS_BATCHED);
+    else await peer.enqueue(n, BATCH, producers);
+    const end = await peer.waitForCompletion(warm + n, 300_000);
     const cpu = await meter.stop();
     await peer.stopWorkers();
     return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };

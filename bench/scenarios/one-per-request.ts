@@ -3,11 +3,12 @@ import { enqueue, work } from '../load/baton-load.js';
 import { GRAPHILE, GRAPHILE_SINGLE_16 } from '../peers/graphile-worker.js';
 import { PG_BOSS, PG_BOSS_SINGLE_16 } from '../peers/pg-boss.js';
 import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
+import { warmUp } from '../sizes.js';
 
 /**
  * Scenario 2: full cycle, one job per request. Producers enqueue one job per request while workers
  * each loop claim 1 → ack 1 (long-polling when the queue is empty); jobs/s from the first enqueue to
- * the last ack. Peers: graphile-worker at concurrency 16 fetching and completing one job at a
+ * the last ack, after the same warm-up and ANALYZE as scenario 1's full cycle. Peers: graphile-worker at concurrency 16 fetching and completing one job at a
  * time (no local queue, no batched completion), pg-boss with batchSize 1 and 16 local workers.
  */
 
@@ -16,7 +17,12 @@ async function batonRun(ctx: BenchContext, round: number): Promise<number> {
   const { singleJobs: n, singleWorkers: workers, singleProducers: producers } = ctx.sizes;
   const queue = `single-${round}`;
   await admin.query('TRUNCATE baton.job_history');
-  await admin.query('VACUUM ANALYZE');
+  const warm = warmUp(n);
+  await Promise.all([
+    enqueue(client, queue, warm, 1, producers),
+    work(client, queue, { workers, claimSize: 1, total: warm, waitMs: 200 }),
+  ]);
+  await admin.query('ANALYZE');
   const t0 = performance.now();
   const producing = enqueue(client, queue, n, 1, producers);
   const lastAck = await work(client, queue, { workers, claimSize: 1, total: n, waitMs: 200 });
@@ -27,11 +33,14 @@ async function batonRun(ctx: BenchContext, round: number): Promise<number> {
 async function graphileRun(ctx: BenchContext): Promise<number> {
   const peer = await ctx.graphile();
   const { singleJobs: n, singleProducers: producers } = ctx.sizes;
-  await peer.admin.query('VACUUM ANALYZE');
+  const warm = warmUp(n);
   await peer.startWorkers(GRAPHILE_SINGLE_16);
+  await peer.enqueue(warm, 1, producers);
+  await peer.waitForCompletion(warm, 300_000);
+  await peer.admin.query('ANALYZE');
   const t0 = performance.now();
   await peer.enqueue(n, 1, producers);
-  const end = await peer.waitForCompletion(n, 300_000);
+  const end = await peer.waitForCompletion(warm + n, 300_000);
   await peer.stopWorkers();
   return n / ((end - t0) / 1000);
 }
@@ -41,11 +50,14 @@ async function pgBossRun(ctx: BenchContext): Promise<number> {
   const { singleJobs: n, singleProducers: producers } = ctx.sizes;
   await peer.newQueue();
   try {
-    await peer.admin.query('VACUUM ANALYZE');
+    const warm = warmUp(n);
     await peer.startWorkers(PG_BOSS_SINGLE_16);
+    await peer.enqueue(warm, 1, producers);
+    await peer.waitForCompletion(warm, 300_000);
+    await peer.admin.query('ANALYZE');
     const t0 = performance.now();
     await peer.enqueue(n, 1, producers);
-    const end = await peer.waitForCompletion(n, 300_000);
+    const end = await peer.waitForCompletion(warm + n, 300_000);
     await peer.stopWorkers();
     return n / ((end - t0) / 1000);
   } finally {
