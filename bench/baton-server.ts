@@ -18,6 +18,8 @@ export interface BatonServerOptions {
   env?: Record<string, string>;
   /** Write a V8 CPU profile into this directory when the server exits. */
   cpuProfileDir?: string;
+  /** Extra Node options (e.g. --perf-basic-prof-only-functions). */
+  nodeOptions?: string[];
 }
 
 export class BatonServer {
@@ -35,9 +37,11 @@ export class BatonServer {
 
   async start(): Promise<void> {
     if (!existsSync(SERVER_JS)) throw new Error(`${SERVER_JS} is missing: run npm run build first`);
-    const args = this.opts.cpuProfileDir
-      ? ['--cpu-prof', `--cpu-prof-dir=${this.opts.cpuProfileDir}`, SERVER_JS]
-      : [SERVER_JS];
+    const args = [
+      ...(this.opts.nodeOptions ?? []),
+      ...(this.opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${this.opts.cpuProfileDir}`] : []),
+      SERVER_JS,
+    ];
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: {
