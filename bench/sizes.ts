@@ -26,7 +26,10 @@ export interface Sizes {
   scheduledBacklog: number;
   historyBacklog: number;
   claimSamples: number;
+  /** The naive design's claims take up to 100× longer with a backlog, so it gets fewer per burst. */
+  naiveClaimSamples: number;
   claimSize: number;
+  /** Rounds of the latency scenarios (4, 5, 6) and of the prune measurement. */
   claimRounds: number;
   /** Scenario 5: claimed jobs being renewed, renewal burst length, concurrent renewers. */
   renewJobs: number;
@@ -56,6 +59,7 @@ export const QUICK: Sizes = {
   scheduledBacklog: 50_000,
   historyBacklog: 100_000,
   claimSamples: 150,
+  naiveClaimSamples: 50,
   claimSize: 10,
   claimRounds: 2,
   renewJobs: 500,
@@ -71,10 +75,10 @@ export const FULL: Sizes = {
   batchedWorkers: 8,
   batchedProducers: 2,
   ceilingClients: 4,
-  singleJobs: 10_000,
+  singleJobs: 5_000,
   singleWorkers: 16,
   singleProducers: 4,
-  enqueueSingleJobs: 10_000,
+  enqueueSingleJobs: 5_000,
   enqueueConcurrency: 16,
   enqueueBatch100Jobs: 50_000,
   enqueueBatch1000Jobs: 100_000,
@@ -83,6 +87,7 @@ export const FULL: Sizes = {
   scheduledBacklog: 100_000,
   historyBacklog: 1_000_000,
   claimSamples: 1_000,
+  naiveClaimSamples: 200,
   claimSize: 10,
   claimRounds: 3,
   renewJobs: 1_000,

@@ -123,7 +123,7 @@ export async function wakeLatency(ctx: BenchContext): Promise<ScenarioResult> {
     // Warm both servers' paths (first requests compile code and open connections).
     await batonSamples(claimerA, client, 5, client);
     await batonSamples(claimerB, client, 5, client);
-    for (let round = 0; round < ctx.sizes.rounds; round++) {
+    for (let round = 0; round < ctx.sizes.claimRounds; round++) {
       for (const path of ctx.order(round, [BATON, GRAPHILE, PG_BOSS])) {
         if (path === BATON) {
           raw['Baton, same replica']!.push(await batonSamples(claimerA, client, samples, client));
@@ -168,7 +168,7 @@ export async function wakeLatency(ctx: BenchContext): Promise<ScenarioResult> {
     id: 'wake',
     title: 'Scenario 6: wake latency',
     setup: [
-      `${samples} wake-ups per path and round, ${ctx.sizes.rounds} rounds; one long-polling claim at a time (max_jobs 1, wait_ms 5,000), then one POST /v1/queues/{q}/jobs.`,
+      `${samples} wake-ups per path and round, ${ctx.sizes.claimRounds} rounds; one long-polling claim at a time (max_jobs 1, wait_ms 5,000), then one POST /v1/queues/{q}/jobs.`,
       'Latency: from the enqueue 201 reaching the client to the claim response reaching the client (same clock). Across replicas the claim waits on a second server process (BATON_MAINTENANCE=false) and the wake-up goes through NOTIFY (coalescing window 2 ms).',
       'Peers (in-process, for reference): addJob()/send() resolving → handler start; graphile-worker concurrency 1, pg-boss batchSize 1 with useListenNotify.',
     ],
