@@ -99,8 +99,11 @@ export const FULL: Sizes = {
 
 /**
  * Jobs sent through a full-cycle run's producers and workers before the timed part, followed by
- * ANALYZE: a system in steady state has statistics that describe its tables, and a fresh queue
- * whose statistics say "empty" can send a planner down a sequential scan (pg-boss's fetch did:
- * 1.3k jobs/s cold, 10k+ once analysed).
+ * VACUUM ANALYZE of the system's database, so that every system starts its timed run from the same
+ * kind of steady state: statistics that describe its tables (a fresh queue whose statistics say
+ * "empty" sent pg-boss's fetch down a sequential scan: 1.3k jobs/s cold, 10k+ once analysed) and no
+ * dead rows left by an earlier scenario (graphile-worker's jobs table, on default autovacuum
+ * settings, still held 460k dead rows from scenario 1 when scenario 2 started; Baton's tables carry
+ * their own aggressive autovacuum settings).
  */
 export const warmUp = (n: number) => Math.max(100, Math.round(n / 10 / 100) * 100);

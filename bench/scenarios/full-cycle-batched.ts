@@ -46,7 +46,7 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<R
       enqueue(client, queue, warm, BATCH, producers),
       work(client, queue, { workers, claimSize: BATCH, total: warm, waitMs: 200 }),
     ]);
-    await admin.query('ANALYZE');
+    await admin.query('VACUUM ANALYZE');
   }
   const meter = new CpuMeter(admin, DATABASES.baton, () => server.cpuMs());
   const rss = new RssSampler(() => server.pid);
@@ -77,7 +77,7 @@ async function graphileRun(ctx: BenchContext, kind: Kind): Promise<Run> {
     await peer.startWorkers(GRAPHILE_TUNED);
     await peer.enqueue(warm, BATCH, producers);
     await peer.waitForCompletion(warm, 300_000);
-    await peer.admin.query('ANALYZE');
+    await peer.admin.query('VACUUM ANALYZE');
   }
   const meter = new CpuMeter(peer.admin, peer.database);
   await meter.start();
@@ -103,7 +103,7 @@ async function pgBossRun(ctx: BenchContext, kind: Kind): Promise<Run> {
       await peer.startWorkers(PG_BOSS_BATCHED);
       await peer.enqueue(warm, BATCH, producers);
       await peer.waitForCompletion(warm, 300_000);
-      await peer.admin.query('ANALYZE');
+      await peer.admin.query('VACUUM ANALYZE');
     }
     const meter = new CpuMeter(peer.admin, peer.database);
     await meter.start();

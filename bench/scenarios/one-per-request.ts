@@ -22,7 +22,7 @@ async function batonRun(ctx: BenchContext, round: number): Promise<number> {
     enqueue(client, queue, warm, 1, producers),
     work(client, queue, { workers, claimSize: 1, total: warm, waitMs: 200 }),
   ]);
-  await admin.query('ANALYZE');
+  await admin.query('VACUUM ANALYZE');
   const t0 = performance.now();
   const producing = enqueue(client, queue, n, 1, producers);
   const lastAck = await work(client, queue, { workers, claimSize: 1, total: n, waitMs: 200 });
@@ -37,7 +37,7 @@ async function graphileRun(ctx: BenchContext): Promise<number> {
   await peer.startWorkers(GRAPHILE_SINGLE_16);
   await peer.enqueue(warm, 1, producers);
   await peer.waitForCompletion(warm, 300_000);
-  await peer.admin.query('ANALYZE');
+  await peer.admin.query('VACUUM ANALYZE');
   const t0 = performance.now();
   await peer.enqueue(n, 1, producers);
   const end = await peer.waitForCompletion(warm + n, 300_000);
@@ -54,7 +54,7 @@ async function pgBossRun(ctx: BenchContext): Promise<number> {
     await peer.startWorkers(PG_BOSS_SINGLE_16);
     await peer.enqueue(warm, 1, producers);
     await peer.waitForCompletion(warm, 300_000);
-    await peer.admin.query('ANALYZE');
+    await peer.admin.query('VACUUM ANALYZE');
     const t0 = performance.now();
     await peer.enqueue(n, 1, producers);
     const end = await peer.waitForCompletion(warm + n, 300_000);
