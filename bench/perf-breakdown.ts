@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { BatonServer, ROOT } from './baton-server.js';
 import { adminPool, DATABASES, databaseUrl } from './databases.js';
@@ -235,7 +235,17 @@ async function main() {
   } finally {
     client.close();
     await admin.end();
+    const pid = server.pid;
     await server.stop();
+    // --perf-basic-prof writes a JIT symbol map (and V8 a code log in the working directory); they
+    // are only needed while reporting.
+    if (pid) {
+      rmSync(`/tmp/perf-${pid}.map`, { force: true });
+      for (const f of readdirSync(ROOT)) {
+        if (f.startsWith('isolate-') && f.endsWith(`-${pid}-v8.log`))
+          rmSync(resolve(ROOT, f), { force: true });
+      }
+    }
   }
   writeFileSync(resolve(dir, 'perf-breakdown.json'), `${JSON.stringify(results, null, 2)}\n`);
 }
