@@ -195,6 +195,13 @@ export const settings = {
     doc: 'Maximum connections in the database pool (the LISTEN connection comes on top).',
     parse: integer(2, 1000),
   }),
+  preparedStatements: setting({
+    env: 'BATON_DB_PREPARED_STATEMENTS',
+    default: true,
+    unit: 'boolean',
+    doc: 'Send statements as named prepared statements (parsed once per connection). Off behind a pooler that cannot keep them (PgBouncer transaction mode before 1.21).',
+    parse: boolean,
+  }),
   statementTimeoutMs: setting({
     env: 'BATON_STATEMENT_TIMEOUT_MS',
     default: 30 * SECOND,

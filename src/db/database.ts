@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { StatementNames, usePreparedStatements } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -11,7 +12,8 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-type PoolSettings = Pick<Config, 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'>;
+type PoolSettings = Pick<Config, 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'> &
+  Partial<Pick<Config, 'preparedStatements'>>;
 
 /**
  * Session settings for every connection Baton opens. A stuck statement or a transaction left open
@@ -47,8 +49,11 @@ export function createDatabase(
   // A client borrowed by Kysely has no pool listener while it runs a query, and node-postgres emits
   // 'error' on a connection lost mid-query as well as rejecting the query. Without a listener of our
   // own that event would crash the process; the query's rejection already reaches the caller.
+  // Statements with parameters go out as named prepared statements (see prepared-statements.ts).
+  const names = new StatementNames();
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    if (settings.preparedStatements !== false) usePreparedStatements(client, names);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let closed: Promise<void> | undefined;

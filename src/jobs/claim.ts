@@ -59,7 +59,7 @@ export function claimStatement(opts: ClaimOptions) {
       SELECT j.id FROM baton.jobs j
       WHERE j.queue = ${opts.queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
       ORDER BY j.priority DESC, j.run_at, j.id
-      LIMIT ${opts.maxJobs}
+      LIMIT ${sql.lit(batchLimit(opts.maxJobs))}
       FOR UPDATE SKIP LOCKED
     )
     UPDATE baton.jobs j SET
@@ -74,6 +74,19 @@ export function claimStatement(opts: ClaimOptions) {
     WHERE j.id = picked.id
     RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
               j.lease_expires_at, j.claimed_at, j.run_at, j.created_at`;
+}
+
+/**
+ * The LIMIT goes into the text as a literal, not a parameter. With a parameter, PostgreSQL's plan
+ * cache prices a generic plan for an unknown row count, finds it dearer than a custom plan and so
+ * re-plans the claim on every execution (pg_prepared_statements.generic_plans stayed 0); with the
+ * literal it settles on the generic plan like every other hot statement. Clients use few distinct
+ * batch sizes, so this adds few statement texts.
+ */
+function batchLimit(maxJobs: number): number {
+  if (!Number.isSafeInteger(maxJobs) || maxJobs < 1)
+    throw new Error(`maxJobs must be a positive integer, got ${maxJobs}`);
+  return maxJobs;
 }
 
 export function compareIds(a: string, b: string): number {

@@ -13,7 +13,7 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { ackJobs, alreadyAcked } from '../jobs/ack.js';
+import { type AckedJob, ackJobs, ackJobsBrief, alreadyAcked } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { toJob } from '../jobs/job-row.js';
 import { nackJob } from '../jobs/nack.js';
@@ -158,7 +158,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
               : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
         };
       });
-      const done = await ackJobs(app.db, items);
+      const done: Map<string, AckedJob> = await ackJobsBrief(app.db, items);
       app.metrics.acked([...done.values()]);
       const repeated = await alreadyAcked(
         app.db,

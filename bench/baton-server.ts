@@ -1,0 +1,101 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { processCpuMs, processRssBytes } from './process-usage.js';
+
+/**
+ * A Baton server in its own process (so it never shares an event loop with the load generator),
+ * started from the compiled build (`dist/`, as in production) on the same Node binary as the bench.
+ */
+
+export const ROOT = resolve(import.meta.dirname, '..');
+const SERVER_JS = resolve(ROOT, 'dist/src/server.js');
+
+export interface BatonServerOptions {
+  databaseUrl: string;
+  port: number;
+  /** Extra environment (BATON_* settings). */
+  env?: Record<string, string>;
+  /** Write a V8 CPU profile into this directory when the server exits. */
+  cpuProfileDir?: string;
+  /** Extra Node options (e.g. --perf-basic-prof-only-functions). */
+  nodeOptions?: string[];
+}
+
+export class BatonServer {
+  private child: ChildProcess | undefined;
+  private output = '';
+  readonly url: string;
+
+  constructor(private readonly opts: BatonServerOptions) {
+    this.url = `http://127.0.0.1:${opts.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(): Promise<void> {
+    if (!existsSync(SERVER_JS)) throw new Error(`${SERVER_JS} is missing: run npm run build first`);
+    const args = [
+      ...(this.opts.nodeOptions ?? []),
+      ...(this.opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${this.opts.cpuProfileDir}`] : []),
+      SERVER_JS,
+    ];
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: this.opts.databaseUrl,
+        PORT: String(this.opts.port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        ...this.opts.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-8000);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) =>
+        reject(new Error(`Baton server exited with code ${code} during start-up:\n${this.output}`)),
+      ),
+    );
+    exited.catch(() => {});
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const ready = await fetch(`${this.url}/readyz`)
+        .then((r) => r.ok)
+        .catch(() => false);
+      if (ready) return;
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 50))]);
+    }
+    await this.stop();
+    throw new Error(`Baton server on port ${this.opts.port} was not ready within 30 s:\n${this.output}`);
+  }
+
+  /** CPU time (user + system) the server has used so far, in ms. */
+  cpuMs(): number {
+    return (this.pid && processCpuMs(this.pid)) || 0;
+  }
+
+  rssBytes(): number {
+    return (this.pid && processRssBytes(this.pid)) || 0;
+  }
+
+  /** SIGTERM and wait for exit (the CPU profile, if any, is written on exit). */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    await gone;
+    clearTimeout(timer);
+    this.child = undefined;
+  }
+}

@@ -1,0 +1,72 @@
+import {
+  type CompiledQuery,
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+} from 'kysely';
+import { ackJobsBrief } from '../src/jobs/ack.js';
+import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
+import { renewLease } from '../src/jobs/renew.js';
+
+/**
+ * The exact SQL Baton sends, taken from its own query modules at run time (never copied by hand), so
+ * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs. A Kysely instance
+ * over a driver that executes nothing records each compiled statement.
+ */
+
+function recorder() {
+  const seen: CompiledQuery[] = [];
+  const db = new Kysely<any>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (d) => new PostgresIntrospector(d),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+    log: (event) => {
+      seen.push(event.query);
+    },
+  });
+  return { db, seen };
+}
+
+export function claimSql(opts: ClaimOptions): CompiledQuery {
+  const { db } = recorder();
+  return claimStatement(opts).compile(db);
+}
+
+/** The batch ack statement (src/jobs/ack.ts, ackJobsBrief: what POST /v1/jobs/ack runs) for these items. */
+export async function ackSql(items: { id: string; leaseToken: string }[]): Promise<CompiledQuery> {
+  const { db, seen } = recorder();
+  await ackJobsBrief(db, items);
+  if (seen.length !== 1) throw new Error(`expected ackJobs to run one statement, saw ${seen.length}`);
+  return seen[0]!;
+}
+
+export async function renewSql(id: string, leaseToken: string): Promise<CompiledQuery> {
+  const { db, seen } = recorder();
+  await renewLease(db, id, leaseToken);
+  return seen[0]!;
+}
+
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  return `'${String(value).replaceAll("'", "''")}'`;
+}
+
+/**
+ * Replace `$n` placeholders with SQL literals, or with pgbench variables (`:name`) for the
+ * positions listed in `variables`. pgbench sends `:name` as a bind parameter in extended mode, as
+ * node-postgres does for Baton.
+ */
+export function inlineParameters(query: CompiledQuery, variables: Record<number, string> = {}): string {
+  return query.sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n);
+    const variable = variables[index];
+    return variable !== undefined ? `:${variable}` : literal(query.parameters[index - 1]);
+  });
+}

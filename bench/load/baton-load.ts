@@ -1,0 +1,88 @@
+import type { HttpClient } from './http-client.js';
+
+/**
+ * Producers and workers that drive a Baton server over HTTP, as clients in any language would:
+ * JSON requests, one keep-alive connection per concurrent caller. Every call checks its status, so a
+ * run that "finishes fast" because requests failed is an error, not a result.
+ */
+
+export const payloadOf = (i: number) => ({ i });
+
+function expect(status: number, want: number, what: string, body: unknown): void {
+  if (status !== want) throw new Error(`${what}: HTTP ${status} ${JSON.stringify(body).slice(0, 300)}`);
+}
+
+/** Enqueue `total` jobs, `batchSize` per request (1: the single-job route), `concurrency` callers. */
+export async function enqueue(
+  client: HttpClient,
+  queue: string,
+  total: number,
+  batchSize: number,
+  concurrency: number,
+): Promise<void> {
+  let next = 0;
+  const q = encodeURIComponent(queue);
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const start = next;
+        const n = Math.min(batchSize, total - start);
+        next += n;
+        if (batchSize === 1) {
+          const r = await client.post(`/v1/queues/${q}/jobs`, { payload: payloadOf(start) });
+          expect(r.status, 201, 'enqueue', r.body);
+        } else {
+          const jobs = Array.from({ length: n }, (_, k) => ({ payload: payloadOf(start + k) }));
+          const r = await client.post(`/v1/queues/${q}/jobs/batch`, { jobs });
+          expect(r.status, 201, 'batch enqueue', r.body);
+        }
+      }
+    }),
+  );
+}
+
+export interface WorkerOptions {
+  workers: number;
+  /** Jobs per claim; 1 acks each job on its own route, more acks the batch in one request. */
+  claimSize: number;
+  /** Stop once this many jobs are acked. */
+  total: number;
+  /** Long-poll wait of each claim (keeps idle workers from spinning while producers catch up). */
+  waitMs: number;
+}
+
+/** Claim → ack loops. Resolves with the time (performance.now()) of the last ack's response. */
+export async function work(client: HttpClient, queue: string, opts: WorkerOptions): Promise<number> {
+  const q = encodeURIComponent(queue);
+  let acked = 0;
+  let lastAck = 0;
+  await Promise.all(
+    Array.from({ length: opts.workers }, async () => {
+      while (acked < opts.total) {
+        const claim = await client.post(`/v1/queues/${q}/claim`, {
+          max_jobs: opts.claimSize,
+          lease_ms: 60_000,
+          wait_ms: opts.waitMs,
+        });
+        expect(claim.status, 200, 'claim', claim.body);
+        const jobs: { id: string; lease_token: string }[] = claim.body.jobs;
+        if (jobs.length === 0) continue;
+        if (opts.claimSize === 1) {
+          const job = jobs[0]!;
+          const r = await client.post(`/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token });
+          expect(r.status, 200, 'ack', r.body);
+          acked++;
+        } else {
+          const r = await client.post('/v1/jobs/ack', {
+            acks: jobs.map((j) => ({ id: j.id, lease_token: j.lease_token })),
+          });
+          expect(r.status, 200, 'batch ack', r.body);
+          if (r.body.failed > 0) throw new Error(`batch ack: ${r.body.failed} acks failed`);
+          acked += r.body.acked;
+        }
+        lastAck = performance.now();
+      }
+    }),
+  );
+  return lastAck;
+}

@@ -1,0 +1,131 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from './baton-server.js';
+import { BenchContext } from './context.js';
+import { DATABASES, recreateDatabase, serverVersion } from './databases.js';
+import { formatSummary, newestProfile, type ProfileSummary, summariseProfile } from './profile-summary.js';
+import { markdown, plain, type ScenarioResult } from './report.js';
+import { claimCost } from './scenarios/claim-cost.js';
+import { enqueueOnly } from './scenarios/enqueue.js';
+import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
+import { hotRenewals } from './scenarios/hot-renewals.js';
+import { onePerRequest } from './scenarios/one-per-request.js';
+import { pruneCost } from './scenarios/prune-cost.js';
+import { wakeLatency } from './scenarios/wake-latency.js';
+import { FULL, QUICK, type Sizes } from './sizes.js';
+
+/**
+ * `npm run bench` (full) or `npm run bench -- --quick` (a smoke run of about two minutes).
+ * Options: `--only batched,single,...` to run some scenarios, `--rounds N`, `--no-build`,
+ * `--systems baton,graphile,pg-boss,raw` to measure only some systems, and
+ * `--profile` to record a V8 CPU profile of the Baton server (bench/results/profiles/) and summarise it.
+ * Builds the server (dist/), re-creates the bench databases, runs the scenarios, prints tables and
+ * writes bench/results/latest.json and latest.md.
+ */
+
+type ScenarioRun = (ctx: BenchContext) => Promise<ScenarioResult | ScenarioResult[]>;
+
+const SCENARIOS: Record<string, ScenarioRun> = {
+  batched: fullCycleBatched,
+  single: onePerRequest,
+  enqueue: enqueueOnly,
+  'claim-cost': claimCost,
+  hot: hotRenewals,
+  wake: wakeLatency,
+  prune: pruneCost,
+};
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    rounds: { type: 'string' },
+    'no-build': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    systems: { type: 'string' },
+  },
+});
+
+function build(): void {
+  const tsc = resolve(ROOT, 'node_modules/typescript/bin/tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('build failed (tsc -p tsconfig.build.json)');
+}
+
+async function main() {
+  const base: Sizes = values.quick ? QUICK : FULL;
+  const sizes: Sizes = values.rounds ? { ...base, rounds: Number(values.rounds) } : base;
+  const selected = values.only ? values.only.split(',').map((s) => s.trim()) : Object.keys(SCENARIOS);
+  for (const name of selected) {
+    if (!SCENARIOS[name])
+      throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+  }
+  const started = Date.now();
+  const log = (m: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${m}`);
+
+  if (!values['no-build']) {
+    log('building the server (tsc -p tsconfig.build.json)');
+    build();
+  }
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    postgres: await serverVersion(),
+    loadAverageAtStart: loadavg(),
+  };
+  log(`machine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}`);
+  log(`postgres: ${machine.postgres}`);
+  for (const db of Object.values(DATABASES)) await recreateDatabase(db);
+
+  const dir = resolve(ROOT, 'bench/results');
+  const profileDir = values.profile ? resolve(dir, 'profiles') : undefined;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const ctx = new BenchContext(sizes, Boolean(values.quick), log, profileDir);
+  if (values.systems) ctx.systems = values.systems.split(',').map((s) => s.trim());
+  const results: ScenarioResult[] = [];
+  let profile: ProfileSummary | undefined;
+  try {
+    for (const name of selected) {
+      log(`scenario ${name}`);
+      const out = await SCENARIOS[name]!(ctx);
+      for (const result of Array.isArray(out) ? out : [out]) {
+        results.push(result);
+        console.log(plain(result));
+      }
+    }
+  } finally {
+    await ctx.close();
+  }
+  if (profileDir) {
+    const file = newestProfile(profileDir);
+    if (file) {
+      profile = summariseProfile(file);
+      console.log(formatSummary(profile));
+    }
+  }
+
+  mkdirSync(dir, { recursive: true });
+  const record = {
+    date: new Date().toISOString(),
+    mode: values.quick ? 'quick' : 'full',
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+    machine: { ...machine, loadAverageAtEnd: loadavg() },
+    sizes,
+    results,
+    ...(profile ? { serverProfile: profile } : {}),
+  };
+  writeFileSync(resolve(dir, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
+  writeFileSync(resolve(dir, 'latest.md'), `${results.map(markdown).join('\n')}\n`);
+  log(`done in ${record.durationSeconds} s; wrote bench/results/latest.json and latest.md`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

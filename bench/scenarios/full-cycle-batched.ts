@@ -1,0 +1,256 @@
+import type { BenchContext } from '../context.js';
+import { CpuMeter, type CpuUsage } from '../cpu-split.js';
+import { DATABASES } from '../databases.js';
+import { enqueue, work } from '../load/baton-load.js';
+import { GRAPHILE, GRAPHILE_TUNED } from '../peers/graphile-worker.js';
+import { PG_BOSS, PG_BOSS_BATCHED } from '../peers/pg-boss.js';
+import { prefillCeiling, RAW_SQL, runPgbench, writeClaimAckScript } from '../peers/raw-sql.js';
+import { RssSampler } from '../process-usage.js';
+import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
+import { warmUp } from '../sizes.js';
+
+/**
+ * Scenario 1 (full cycle, batched) and scenario 7 (resource use, measured on the same runs).
+ *
+ * Processing: N jobs already enqueued (batches of 100, untimed), then W HTTP workers each loop
+ * claim 100 → batch ack; jobs/s from the first claim to the last ack's response. Peers drain the
+ * same N with their throughput configuration; pgbench runs Baton's own claim 100 + batch-ack
+ * statements (the ceiling).
+ * Full cycle: producers enqueue N in batches of 100 while the workers claim and ack (long-polling
+ * when they get ahead); jobs/s from the first enqueue to the last ack, after a warm-up (warmUp).
+ */
+
+const BATCH = 100;
+type Kind = 'processing' | 'cycle';
+
+interface Run {
+  jobsPerSecond: number;
+  jobs: number;
+  cpu: CpuUsage;
+  /** CPU of a client process other than this one (pgbench), ms. */
+  externalClientCpuMs?: number;
+  peakRssMb?: number;
+}
+
+async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<Run> {
+  const { server, client, admin } = await ctx.baton();
+  const { batchedJobs: n, batchedWorkers: workers, batchedProducers: producers } = ctx.sizes;
+  const queue = `batched-${kind}-${round}`;
+  await admin.query('TRUNCATE baton.job_history');
+  if (kind === 'processing') {
+    await enqueue(client, queue, n, BATCH, producers);
+    await admin.query('VACUUM ANALYZE');
+  } else {
+    const warm = warmUp(n);
+    await Promise.all([
+      enqueue(client, queue, warm, BATCH, producers),
+      work(client, queue, { workers, claimSize: BATCH, total: warm, waitMs: 200 }),
+    ]);
+    await admin.query('VACUUM ANALYZE');
+  }
+  const meter = new CpuMeter(admin, DATABASES.baton, () => server.cpuMs());
+  const rss = new RssSampler(() => server.pid);
+  await meter.start();
+  rss.start();
+  const t0 = performance.now();
+  const producing = kind === 'cycle' ? enqueue(client, queue, n, BATCH, producers) : Promise.resolve();
+  const lastAck = await work(client, queue, {
+    workers,
+    claimSize: BATCH,
+    total: n,
+    waitMs: kind === 'cycle' ? 200 : 50,
+  });
+  await producing;
+  const cpu = await meter.stop();
+  return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb: rss.stop() / 2 ** 20 };
+}
+
+async function graphileRun(ctx: BenchContext, kind: Kind): Promise<Run> {
+  const peer = await ctx.graphile();
+  const { batchedJobs: n, batchedProducers: producers } = ctx.sizes;
+  if ((await peer.remaining()) !== 0) throw new Error('graphile-worker: jobs left over from a previous run');
+  const warm = kind === 'cycle' ? warmUp(n) : 0;
+  if (kind === 'processing') {
+    await peer.enqueue(n, BATCH, producers);
+    await peer.admin.query('VACUUM ANALYZE');
+  } else {
+    await peer.startWorkers(GRAPHILE_TUNED);
+    await peer.enqueue(warm, BATCH, producers);
+    await peer.waitForCompletion(warm, 300_000);
+    await peer.admin.query('VACUUM ANALYZE');
+  }
+  const meter = new CpuMeter(peer.admin, peer.database);
+  await meter.start();
+  const t0 = performance.now();
+  if (kind === 'processing') await peer.startWorkers(GRAPHILE_TUNED);
+  else await peer.enqueue(n, BATCH, producers);
+  const end = await peer.waitForCompletion(warm + n, 300_000);
+  const cpu = await meter.stop();
+  await peer.stopWorkers();
+  return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };
+}
+
+async function pgBossRun(ctx: BenchContext, kind: Kind): Promise<Run> {
+  const peer = await ctx.pgBoss();
+  const { batchedJobs: n, batchedProducers: producers } = ctx.sizes;
+  await peer.newQueue();
+  try {
+    const warm = kind === 'cycle' ? warmUp(n) : 0;
+    if (kind === 'processing') {
+      await peer.enqueue(n, BATCH, producers);
+      await peer.admin.query('VACUUM ANALYZE');
+    } else {
+      await peer.startWorkers(PG_BOSS_BATCHED);
+      await peer.enqueue(warm, BATCH, producers);
+      await peer.waitForCompletion(warm, 300_000);
+      await peer.admin.query('VACUUM ANALYZE');
+    }
+    const meter = new CpuMeter(peer.admin, peer.database);
+    await meter.start();
+    const t0 = performance.now();
+    if (kind === 'processing') await peer.startWorkers(PG_BOSS_BATCHED);
+    else await peer.enqueue(n, BATCH, producers);
+    const end = await peer.waitForCompletion(warm + n, 300_000);
+    const cpu = await meter.stop();
+    await peer.stopWorkers();
+    return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };
+  } finally {
+    await peer.dropQueue();
+  }
+}
+
+async function ceilingRun(ctx: BenchContext, script: string): Promise<Run> {
+  const { admin } = await ctx.baton();
+  const clients = ctx.sizes.ceilingClients;
+  const transactions = Math.max(1, Math.floor(ctx.sizes.batchedJobs / BATCH / clients));
+  const jobs = transactions * clients * BATCH;
+  await prefillCeiling(admin, jobs);
+  await admin.query('VACUUM ANALYZE');
+  const meter = new CpuMeter(admin, DATABASES.baton, () => 0, 20);
+  await meter.start();
+  const result = await runPgbench({
+    script,
+    database: DATABASES.baton,
+    clients,
+    threads: 2,
+    transactions,
+    batch: BATCH,
+  });
+  const cpu = await meter.stop();
+  const left = await admin.query<{ n: string }>('SELECT count(*) AS n FROM baton.jobs');
+  if (Number(left.rows[0]!.n) !== 0) throw new Error(`pgbench left ${left.rows[0]!.n} jobs unclaimed`);
+  ceilingCommand = result.command;
+  return { jobsPerSecond: result.jobsPerSecond, jobs, cpu, externalClientCpuMs: result.clientCpuMs };
+}
+
+let ceilingCommand = '';
+
+function perThousand(runs: Run[], pick: (r: Run) => number): number[] {
+  return runs.map((r) => (pick(r) / r.jobs) * 1000);
+}
+
+export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResult[]> {
+  const { rounds } = ctx.sizes;
+  const script = await writeClaimAckScript(BATCH);
+  const runs: Record<Kind, Record<string, Run[]>> = {
+    processing: { [BATON]: [], [GRAPHILE]: [], [PG_BOSS]: [], [RAW_SQL]: [] },
+    cycle: { [BATON]: [], [GRAPHILE]: [], [PG_BOSS]: [] },
+  };
+  for (let round = 0; round < rounds; round++) {
+    for (const system of ctx.order(round, [BATON, GRAPHILE, PG_BOSS, RAW_SQL])) {
+      for (const kind of ['processing', 'cycle'] as Kind[]) {
+        let run: Run;
+        if (system === BATON) run = await batonRun(ctx, round, kind);
+        else if (system === GRAPHILE) run = await graphileRun(ctx, kind);
+        else if (system === PG_BOSS) run = await pgBossRun(ctx, kind);
+        else if (kind === 'processing') run = await ceilingRun(ctx, script);
+        else continue;
+        runs[kind][system]!.push(run);
+        ctx.log(`  batched ${kind} round ${round + 1}: ${system} ${Math.round(run.jobsPerSecond)} jobs/s`);
+      }
+    }
+  }
+
+  const throughput = (kind: Kind, title: string): Metric => ({
+    id: `batched.${kind}`,
+    title,
+    unit: 'jobs/s',
+    better: 'higher',
+    series: Object.fromEntries(
+      Object.entries(runs[kind]).map(([s, r]) => [s, r.map((x) => x.jobsPerSecond)]),
+    ),
+  });
+  const processing = throughput('processing', 'Processing a backlog: claim 100 → batch ack');
+  const cycle = throughput('cycle', 'Full cycle: enqueue 100/request while claiming 100 and batch-acking');
+
+  const s = ctx.sizes;
+  const batched: ScenarioResult = {
+    id: 'batched',
+    title: 'Scenario 1: full cycle, batched',
+    setup: [
+      `${s.batchedJobs.toLocaleString('en-US')} jobs per run, ${s.rounds} rounds, systems interleaved (order reversed every other round).`,
+      `Baton: ${s.batchedWorkers} HTTP workers (claim max_jobs 100 → POST /v1/jobs/ack with 100 acks), ${s.batchedProducers} producers (POST .../jobs/batch, 100 jobs); server pool ${20} connections.`,
+      `graphile-worker: concurrentJobs ${GRAPHILE_TUNED.concurrency}, localQueue.size ${GRAPHILE_TUNED.localQueueSize}, completeJobBatchDelay ${GRAPHILE_TUNED.completeJobBatchDelay}, maxPoolSize ${GRAPHILE_TUNED.maxPoolSize}; producers addJobs(100) × ${s.batchedProducers}.`,
+      `pg-boss: work() batchSize ${PG_BOSS_BATCHED.batchSize}, localConcurrency ${PG_BOSS_BATCHED.localConcurrency}, burstWhenBatchFull, useListenNotify + queue notify, polling 0.5 s; producers insert(100) × ${s.batchedProducers}.`,
+      `Raw SQL: \`${ceilingCommand.replace(/postgres:\/\/\S+/, '<baton_bench>')}\` with bench/sql/claim-ack-100.sql (Baton's claim of 100 and batch ack, generated from src/jobs at run time).`,
+    ],
+    metrics: [processing, cycle],
+    checks: [
+      ratioCheck(processing, GRAPHILE, 1, 'processing ≥ 1× graphile-worker (tuned)'),
+      ratioCheck(processing, PG_BOSS, 1.5, 'processing ≥ 1.5× pg-boss (batched)'),
+      ratioCheck(processing, RAW_SQL, 0.7, 'processing ≥ 70% of the raw-SQL ceiling (claim 100 + ack 100)'),
+      ratioCheck(cycle, GRAPHILE, 1, 'full cycle ≥ 1× graphile-worker'),
+    ],
+    details: {
+      runs: Object.fromEntries(
+        Object.entries(runs).map(([k, v]) => [
+          k,
+          Object.fromEntries(
+            Object.entries(v).map(([sys, rs]) => [sys, rs.map(({ cpu, ...r }) => ({ ...r, cpu }))]),
+          ),
+        ]),
+      ),
+    },
+  };
+
+  const cpuMetric = (kind: Kind, id: string, title: string, pick: (r: Run) => number, only?: string[]) => ({
+    id: `resources.${kind}.${id}`,
+    title: `${title} (${kind === 'processing' ? 'processing' : 'full cycle'})`,
+    unit: 'CPU ms per 1,000 jobs',
+    better: 'lower' as const,
+    series: Object.fromEntries(
+      Object.entries(runs[kind])
+        .filter(([sys]) => !only || only.includes(sys))
+        .map(([sys, r]) => [sys, perThousand(r, pick)]),
+    ),
+  });
+  const resources: ScenarioResult = {
+    id: 'resources',
+    title: 'Scenario 7: resource use per 1,000 jobs (on the scenario 1 runs)',
+    setup: [
+      "CPU from /proc: the Baton server process; the client side (Baton: the HTTP load generator in the bench process; peers: their library in the bench process; raw SQL: the pgbench process); PostgreSQL: the backends connected to that system's database (sampled every 100 ms, so backends that connect or leave mid-run count).",
+      'Total = server + client + PostgreSQL backends. PostgreSQL background work (WAL writer, autovacuum) and other users of the machine are not in it.',
+      'Server RSS: largest resident set of the Baton server process during the run (sampled every 100 ms).',
+    ],
+    metrics: (['processing', 'cycle'] as Kind[]).flatMap((kind) => [
+      cpuMetric(
+        kind,
+        'total',
+        'Total CPU',
+        (r) => r.cpu.server + (r.externalClientCpuMs ?? r.cpu.bench) + r.cpu.postgres,
+      ),
+      cpuMetric(kind, 'server', 'Baton server CPU', (r) => r.cpu.server, [BATON]),
+      cpuMetric(kind, 'client', 'Client-side CPU', (r) => r.externalClientCpuMs ?? r.cpu.bench),
+      cpuMetric(kind, 'postgres', 'PostgreSQL backend CPU', (r) => r.cpu.postgres),
+      {
+        id: `resources.${kind}.rss`,
+        title: `Baton server peak RSS (${kind === 'processing' ? 'processing' : 'full cycle'})`,
+        unit: 'MiB',
+        better: 'lower' as const,
+        series: { [BATON]: runs[kind][BATON]!.map((r) => r.peakRssMb ?? Number.NaN) },
+      },
+    ]),
+    checks: [],
+  };
+  return [batched, resources];
+}
