@@ -17,13 +17,13 @@ WITH claimed AS (WITH settings AS (
       attempts = j.attempts + 1,
       lease_token = gen_random_uuid(),
       lease_ms = s.lease_ms,
-      lease_expires_at = now() + s.lease_ms * interval '1 millisecond',
-      claimed_at = now(),
+      lease_expires_at = clock_timestamp() + s.lease_ms * interval '1 millisecond',
+      claimed_at = clock_timestamp(),
       worker_id = NULL
     FROM picked, settings s
     WHERE j.id = picked.id
     RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
-              j.lease_expires_at, j.run_at, j.created_at)
+              j.lease_expires_at, j.claimed_at, j.run_at, j.created_at)
 SELECT coalesce(json_agg(json_build_object('id', id::text, 'token', lease_token)), '[]')::text AS acks,
        coalesce(json_agg(NULL::json), '[]')::text AS results
 FROM claimed
@@ -40,8 +40,8 @@ WITH input AS (
     )
     INSERT INTO baton.job_history AS h (
   id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-  dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload)
+  dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token)
     SELECT id, queue, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-           NULL, created_at, claimed_at, now(), last_error, errors, result, payload
+           NULL, created_at, claimed_at, now(), last_error, errors, result, payload, lease_token
     FROM done
-    RETURNING h.id;
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at;
