@@ -41,7 +41,7 @@ export function claimSql(opts: ClaimOptions): CompiledQuery {
 export async function ackSql(items: { id: string; leaseToken: string }[]): Promise<CompiledQuery> {
   const { db, seen } = recorder();
   await ackJobsBrief(db, items);
-  if (seen.length !== 1) throw new Error(`expected ackJobs to run one statement, saw ${seen.length}`);
+  if (seen.length !== 1) throw new Error(`expected the batch ack to run one statement, saw ${seen.length}`);
   return seen[0]!;
 }
 

@@ -3,26 +3,35 @@
 -- Claim up to 100 jobs of queue 'ceiling', then ack them in one batch.
 WITH claimed AS (WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
-             coalesce(60000::integer, max(lease_ms), 30000::integer) AS lease_ms
+             coalesce(max(lease_ms), 30000::integer) AS lease_ms
       FROM baton.queues WHERE name = 'ceiling'
     ), picked AS (
-      SELECT j.id FROM baton.jobs j
+      SELECT j.id, j.priority, j.run_at FROM baton.jobs j
       WHERE j.queue = 'ceiling' AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT 100
       FOR UPDATE SKIP LOCKED
+    ), slots AS (
+      SELECT s.ord AS slot, (s.item->>'n')::integer AS n, (s.item->>'lease_ms')::integer AS lease_ms,
+             s.item->>'worker_id' AS worker_id, sum((s.item->>'n')::integer) OVER (ORDER BY s.ord) AS upto
+      FROM json_array_elements('[{"n":100,"lease_ms":60000,"worker_id":null}]'::json) WITH ORDINALITY AS s(item, ord)
+    ), assigned AS (
+      SELECT p.id, sl.slot, coalesce(sl.lease_ms, st.lease_ms) AS lease_ms, sl.worker_id
+      FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn FROM picked) p
+      JOIN slots sl ON p.rn > sl.upto - sl.n AND p.rn <= sl.upto
+      CROSS JOIN settings st
     )
     UPDATE baton.jobs j SET
       state = 'claimed',
       attempts = j.attempts + 1,
       lease_token = gen_random_uuid(),
-      lease_ms = s.lease_ms,
-      lease_expires_at = clock_timestamp() + s.lease_ms * interval '1 millisecond',
+      lease_ms = a.lease_ms,
+      lease_expires_at = clock_timestamp() + a.lease_ms * interval '1 millisecond',
       claimed_at = clock_timestamp(),
-      worker_id = NULL
-    FROM picked, settings s
-    WHERE j.id = picked.id
-    RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
+      worker_id = a.worker_id
+    FROM assigned a
+    WHERE j.id = a.id
+    RETURNING a.slot, j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
               j.lease_expires_at, j.claimed_at, j.run_at, j.created_at)
 SELECT coalesce(json_agg(json_build_object('id', id::text, 'token', lease_token)), '[]')::text AS acks,
        coalesce(json_agg(NULL::json), '[]')::text AS results

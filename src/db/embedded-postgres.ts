@@ -184,7 +184,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const passwordFile = path.join(home, `${path.basename(dataDir)}.password`);
   const logFile = path.join(home, `${path.basename(dataDir)}.log`);
   const spawnAs = who ? { uid: who.uid, gid: who.gid } : {};
-  const env = { ...process.env, LC_ALL: 'C', LANG: 'C' };
+  // A minimal environment: the binaries find each other by their own path and need only a locale.
+  const env = { LC_ALL: 'C', LANG: 'C' };
 
   await fs.mkdir(home, { recursive: true, mode: 0o755 });
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {

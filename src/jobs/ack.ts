@@ -21,9 +21,18 @@ export interface AckItem {
   resultJson?: string;
 }
 
-export async function ackJobs(db: Db, acks: AckItem[]): Promise<Map<string, JobRow>> {
-  const { rows } = await ackStatement<JobRow>(acks, finishedJobColumns).execute(db);
-  return new Map(rows.map((r) => [r.id, r]));
+/**
+ * Ack each item; answers, item by item, the completed job or undefined when the lease was not
+ * this item's. Rows are matched on id and token, so two items naming the same job with different
+ * tokens (two workers, one stale) cannot both be answered with the one that won.
+ */
+export async function ackEach(db: Db, acks: AckItem[]): Promise<(JobRow | undefined)[]> {
+  const { rows } = await ackStatement<JobRow & { ack_token: string }>(
+    acks,
+    sql`${finishedJobColumns}, h.ack_token`,
+  ).execute(db);
+  const byLease = new Map(rows.map(({ ack_token, ...row }) => [`${row.id}:${ack_token}`, row as JobRow]));
+  return acks.map((a) => byLease.get(`${a.id}:${a.leaseToken}`));
 }
 
 export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;

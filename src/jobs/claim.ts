@@ -41,38 +41,77 @@ export interface ClaimedRow {
 }
 
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
-  const { rows } = await claimStatement(opts).execute(db);
-  // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
-  return rows.sort(
-    (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id),
-  );
+  return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!;
 }
 
-/** The claim statement itself (exported so a test can EXPLAIN it). */
+/** One claimant's part of a group claim. */
+export type ClaimSlot = Pick<ClaimOptions, 'maxJobs' | 'leaseMs' | 'workerId'>;
+
+/**
+ * One statement claiming for several claimants of the same queue at once (see ClaimGroups): the
+ * picked rows are numbered in claim order and dealt out in the claimants' order, each getting up to
+ * its maxJobs, its own lease length and worker id, and a token per job. Answers each claimant's jobs.
+ */
+export async function claimForGroup(
+  db: Db,
+  queue: string,
+  defaultLeaseMs: number,
+  slots: ClaimSlot[],
+): Promise<ClaimedRow[][]> {
+  const { rows } = await claimGroupStatement(queue, defaultLeaseMs, slots).execute(db);
+  const out: ClaimedRow[][] = slots.map(() => []);
+  for (const { slot, ...row } of rows) out[Number(slot) - 1]!.push(row);
+  // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
+  for (const list of out) {
+    list.sort(
+      (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id),
+    );
+  }
+  return out;
+}
+
+/** The claim statement for one claimant (exported so tests and benchmarks can EXPLAIN it). */
 export function claimStatement(opts: ClaimOptions) {
-  return sql<ClaimedRow>`
+  return claimGroupStatement(opts.queue, opts.defaultLeaseMs, [opts]);
+}
+
+function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: ClaimSlot[]) {
+  const total = slots.reduce((n, s) => n + batchLimit(s.maxJobs), 0);
+  const slotJson = JSON.stringify(
+    slots.map((s) => ({ n: s.maxJobs, lease_ms: s.leaseMs ?? null, worker_id: s.workerId ?? null })),
+  );
+  return sql<ClaimedRow & { slot: string }>`
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
-             coalesce(${opts.leaseMs ?? null}::integer, max(lease_ms), ${opts.defaultLeaseMs}::integer) AS lease_ms
-      FROM baton.queues WHERE name = ${opts.queue}
+             coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms
+      FROM baton.queues WHERE name = ${queue}
     ), picked AS (
-      SELECT j.id FROM baton.jobs j
-      WHERE j.queue = ${opts.queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
+      SELECT j.id, j.priority, j.run_at FROM baton.jobs j
+      WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
       ORDER BY j.priority DESC, j.run_at, j.id
-      LIMIT ${sql.lit(batchLimit(opts.maxJobs))}
+      LIMIT ${sql.lit(total)}
       FOR UPDATE SKIP LOCKED
+    ), slots AS (
+      SELECT s.ord AS slot, (s.item->>'n')::integer AS n, (s.item->>'lease_ms')::integer AS lease_ms,
+             s.item->>'worker_id' AS worker_id, sum((s.item->>'n')::integer) OVER (ORDER BY s.ord) AS upto
+      FROM json_array_elements(${slotJson}::json) WITH ORDINALITY AS s(item, ord)
+    ), assigned AS (
+      SELECT p.id, sl.slot, coalesce(sl.lease_ms, st.lease_ms) AS lease_ms, sl.worker_id
+      FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn FROM picked) p
+      JOIN slots sl ON p.rn > sl.upto - sl.n AND p.rn <= sl.upto
+      CROSS JOIN settings st
     )
     UPDATE baton.jobs j SET
       state = 'claimed',
       attempts = j.attempts + 1,
       lease_token = gen_random_uuid(),
-      lease_ms = s.lease_ms,
-      lease_expires_at = clock_timestamp() + s.lease_ms * interval '1 millisecond',
+      lease_ms = a.lease_ms,
+      lease_expires_at = clock_timestamp() + a.lease_ms * interval '1 millisecond',
       claimed_at = clock_timestamp(),
-      worker_id = ${opts.workerId ?? null}
-    FROM picked, settings s
-    WHERE j.id = picked.id
-    RETURNING j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
+      worker_id = a.worker_id
+    FROM assigned a
+    WHERE j.id = a.id
+    RETURNING a.slot, j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
               j.lease_expires_at, j.claimed_at, j.run_at, j.created_at`;
 }
 

@@ -13,9 +13,12 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { type AckedJob, ackJobs, ackJobsBrief, alreadyAcked } from '../jobs/ack.js';
+import { type AckedJob, type AckItem, ackEach, ackJobsBrief, alreadyAcked } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
+import { GroupCommit } from '../jobs/group-commit.js';
+import type { JobRow } from '../jobs/job-row.js';
 import { toJob } from '../jobs/job-row.js';
+import { MAX_BATCH } from '../jobs/limits.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob, queuesOfJobs } from '../jobs/read.js';
 import { renewLease } from '../jobs/renew.js';
@@ -24,6 +27,12 @@ import { renewLease } from '../jobs/renew.js';
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
+  // Concurrent single acks share one statement and one commit (src/jobs/group-commit.ts).
+  const acks = new GroupCommit<AckItem, JobRow | undefined>(
+    (items) => ackEach(app.db, items),
+    () => 1,
+    MAX_BATCH,
+  );
 
   /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
   const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<ProblemError> => {
@@ -109,7 +118,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           ? undefined
           : jsonText(request.body.result, 'result', config.payloadLimitBytes);
       const item = { id, leaseToken: request.body.lease_token, resultJson };
-      const row = (await ackJobs(app.db, [item])).get(id);
+      const row = await acks.submit(item);
       if (row) {
         app.metrics.acked([row]);
         return toJob(row);

@@ -13,6 +13,7 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { releaseClaims } from '../jobs/claim.js';
+import { ClaimGroups } from '../jobs/claim-groups.js';
 import { type EnqueueItem, enqueueJobs } from '../jobs/enqueue.js';
 import { toEnqueuedJob } from '../jobs/job-row.js';
 import { claimWithWait } from '../wake/long-poll.js';
@@ -38,6 +39,8 @@ function toItem(body: EnqueueRequest, field: string, payloadLimit: number): Enqu
 
 const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
+  // Concurrent claims on a queue share one statement (src/jobs/claim-groups.ts).
+  const claims = new ClaimGroups(app.db, config.defaultLeaseMs);
   const enqueueOptions = {
     autoCreate: config.autoCreateQueues,
     defaultMaxAttempts: config.defaultMaxAttempts,
@@ -145,11 +148,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       };
       reply.raw.once('close', onClose);
       try {
-        const rows = await claimWithWait(app.db, app.wake.waitList, {
+        const rows = await claimWithWait(claims, app.wake.waitList, {
           queue,
           maxJobs: body.max_jobs ?? 1,
           leaseMs: body.lease_ms,
-          defaultLeaseMs: config.defaultLeaseMs,
           workerId: body.worker_id,
           waitMs: app.shuttingDown ? 0 : (body.wait_ms ?? 0),
           pollIntervalMs: config.pollIntervalMs,

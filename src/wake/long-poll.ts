@@ -1,8 +1,8 @@
-import type { Db } from '../db/database.js';
-import { type ClaimedRow, type ClaimOptions, claimJobs } from '../jobs/claim.js';
+import type { ClaimedRow, ClaimOptions } from '../jobs/claim.js';
+import type { ClaimGroups } from '../jobs/claim-groups.js';
 import type { WaitList } from './wait-list.js';
 
-export interface LongPollOptions extends ClaimOptions {
+export interface LongPollOptions extends Omit<ClaimOptions, 'defaultLeaseMs'> {
   waitMs: number;
   pollIntervalMs: number;
   /** Aborted when the client goes away. */
@@ -16,7 +16,7 @@ export interface LongPollOptions extends ClaimOptions {
  * of truth, notifications only make it fast.
  */
 export async function claimWithWait(
-  db: Db,
+  claims: ClaimGroups,
   waitList: WaitList,
   opts: LongPollOptions,
 ): Promise<ClaimedRow[]> {
@@ -25,7 +25,7 @@ export async function claimWithWait(
     const handle = opts.waitMs > 0 ? waitList.register(opts.queue) : undefined;
     let jobs: ClaimedRow[];
     try {
-      jobs = await claimJobs(db, opts);
+      jobs = await claims.claim(opts);
     } catch (err) {
       handle?.cancel();
       throw err;

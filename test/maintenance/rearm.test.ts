@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { ackJobs } from '../../src/jobs/ack.js';
+import { ackEach } from '../../src/jobs/ack.js';
 import { renewLease } from '../../src/jobs/renew.js';
 import { oldestExpiredLeaseSeconds, RearmDuty, rearmExpiredLeases } from '../../src/maintenance/rearm.js';
 import { Metrics } from '../../src/metrics/metrics.js';
@@ -57,8 +57,8 @@ describe('re-arm', () => {
     const job = await enqueueAndClaim(app, 'ra-acking');
     await expire([job.id]);
     await database.db.transaction().execute(async (trx) => {
-      const done = await ackJobs(trx, [{ id: job.id, leaseToken: job.lease_token }]);
-      expect(done.size).toBe(1);
+      const [done] = await ackEach(trx, [{ id: job.id, leaseToken: job.lease_token }]);
+      expect(done?.state).toBe('completed');
       expect((await rearmExpiredLeases(database.db, 100)).total).toBe(0);
     });
     expect((await rearmExpiredLeases(database.db, 100)).total).toBe(0);

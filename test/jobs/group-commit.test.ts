@@ -1,0 +1,122 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { ackEach } from '../../src/jobs/ack.js';
+import { claimForGroup } from '../../src/jobs/claim.js';
+import { GroupCommit } from '../../src/jobs/group-commit.js';
+import { useTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api } from '../support/http.js';
+
+const database = useTestDatabase();
+const app = useTestApp(database);
+
+describe('group commit', () => {
+  it('runs a lone request at once, and groups the requests that arrive while one runs', async () => {
+    const groups: number[][] = [];
+    const commit = new GroupCommit<number, number>(
+      async (items) => {
+        groups.push(items);
+        await new Promise((r) => setTimeout(r, 20));
+        return items.map((n) => n * 10);
+      },
+      (n) => n,
+      10,
+    );
+    const answers = await Promise.all([1, 2, 3, 4, 5].map((n) => commit.submit(n)));
+    expect(answers).toEqual([10, 20, 30, 40, 50]);
+    // The first ran alone; the others waited for it and went together, capacity permitting.
+    expect(groups).toEqual([[1], [2, 3, 4], [5]]);
+  });
+
+  it('fails every request of a failed group, and carries on with the next', async () => {
+    let calls = 0;
+    const commit = new GroupCommit<number, number>(async (items) => {
+      calls++;
+      await new Promise((r) => setTimeout(r, 10));
+      if (calls === 2) throw new Error('boom');
+      return items;
+    });
+    const results = await Promise.allSettled([1, 2, 3].map((n) => commit.submit(n)));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(await commit.submit(4)).toBe(4);
+  });
+});
+
+describe('a group claim', () => {
+  it('deals the picked jobs out in claim order, each claimant its share, lease and worker id', async () => {
+    const q = 'gc-claim';
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 10 }, (_, i) => ({ payload: i, priority: i })),
+    );
+    const [a, b, c] = await claimForGroup(database.db, q, 30_000, [
+      { maxJobs: 2, workerId: 'a', leaseMs: 5000 },
+      { maxJobs: 3, workerId: 'b' },
+      { maxJobs: 100, workerId: 'c', leaseMs: 60_000 },
+    ]);
+    expect(a!.map((j) => j.priority)).toEqual([9, 8]);
+    expect(b!.map((j) => j.priority)).toEqual([7, 6, 5]);
+    expect(c!.map((j) => j.priority)).toEqual([4, 3, 2, 1, 0]);
+    const rows = await sql<{ worker_id: string; lease_ms: number; n: number }>`
+      SELECT worker_id, lease_ms, count(*)::int AS n FROM baton.jobs WHERE queue = ${q}
+      GROUP BY worker_id, lease_ms ORDER BY worker_id`.execute(database.db);
+    expect(rows.rows).toEqual([
+      { worker_id: 'a', lease_ms: 5000, n: 2 },
+      { worker_id: 'b', lease_ms: 30_000, n: 3 },
+      { worker_id: 'c', lease_ms: 60_000, n: 5 },
+    ]);
+    const tokens = [...a!, ...b!, ...c!].map((j) => j.lease_token);
+    expect(new Set(tokens).size).toBe(10);
+  });
+
+  it('concurrent claimers through the route still get each job exactly once', async () => {
+    const q = 'gc-route';
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 600 }, (_, i) => ({ payload: i })),
+    );
+    const got = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => api(app).claim(q, { max_jobs: 1 + (i % 25) })),
+    );
+    const ids = got.flatMap((r) => r.body.jobs.map((j: { id: string }) => j.id));
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const [i, r] of got.entries()) expect(r.body.jobs.length).toBeLessThanOrEqual(1 + (i % 25));
+  });
+});
+
+describe('a group ack', () => {
+  it('answers each item by its own lease: a stale token on the same job is not answered with the winner', async () => {
+    const q = 'gc-ack';
+    await api(app).enqueue(q, { payload: 1 });
+    const [job] = (await api(app).claim(q)).body.jobs;
+    const answers = await ackEach(database.db, [
+      { id: job.id, leaseToken: '00000000-0000-4000-8000-000000000000' },
+      { id: job.id, leaseToken: job.lease_token },
+    ]);
+    expect(answers[0]).toBeUndefined();
+    expect(answers[1]?.state).toBe('completed');
+  });
+
+  it('concurrent single acks through the route each get their own answer', async () => {
+    const q = 'gc-acks';
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 50 }, (_, i) => ({ payload: i })),
+    );
+    const jobs = (await api(app).claim(q, { max_jobs: 50 })).body.jobs as {
+      id: string;
+      lease_token: string;
+    }[];
+    const answers = await Promise.all(
+      jobs.flatMap((j, i) => [
+        api(app).ack(j.id, { lease_token: j.lease_token, result: i }),
+        api(app).ack(j.id, { lease_token: '00000000-0000-4000-8000-000000000000' }),
+      ]),
+    );
+    for (let i = 0; i < jobs.length; i++) {
+      expect(answers[2 * i]!.status).toBe(200);
+      expect(answers[2 * i]!.body).toMatchObject({ id: jobs[i]!.id, state: 'completed', result: i });
+      expect(answers[2 * i + 1]!.status).toBe(409);
+    }
+  });
+});
