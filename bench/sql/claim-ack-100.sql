@@ -14,7 +14,7 @@ WITH claimed AS (WITH settings AS (
     ), slots AS (
       SELECT s.ord AS slot, (s.item->>'n')::integer AS n, (s.item->>'lease_ms')::integer AS lease_ms,
              s.item->>'worker_id' AS worker_id, sum((s.item->>'n')::integer) OVER (ORDER BY s.ord) AS upto
-      FROM json_array_elements('[{"n":100,"lease_ms":60000,"worker_id":null}]'::json) WITH ORDINALITY AS s(item, ord)
+      FROM json_array_elements('[{"n":100,"lease_ms":60000}]'::json) WITH ORDINALITY AS s(item, ord)
     ), assigned AS (
       SELECT p.id, sl.slot, coalesce(sl.lease_ms, st.lease_ms) AS lease_ms, sl.worker_id
       FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn FROM picked) p
