@@ -78,7 +78,9 @@ export function claimStatement(opts: ClaimOptions) {
 function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: ClaimSlot[]) {
   const total = slots.reduce((n, s) => n + batchLimit(s.maxJobs), 0);
   // Absent settings are left out (not null): ->> reads them as NULL either way.
-  const slotJson = JSON.stringify(slots.map((s) => ({ n: s.maxJobs, lease_ms: s.leaseMs, worker_id: s.workerId })));
+  const slotJson = JSON.stringify(
+    slots.map((s) => ({ n: s.maxJobs, lease_ms: s.leaseMs, worker_id: s.workerId })),
+  );
   return sql<ClaimedRow & { slot: string }>`
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,

@@ -56,3 +56,27 @@ export class GroupCommit<In, Out> {
     this.running--;
   }
 }
+
+/**
+ * A GroupCommit per key (a queue name): requests group only with requests for the same key. A key's
+ * group is created on first use and dropped when no request for it is pending or running.
+ */
+export class KeyedGroupCommit<In, Out> {
+  private readonly groups = new Map<string, { commit: GroupCommit<In, Out>; users: number }>();
+
+  constructor(private readonly make: (key: string) => GroupCommit<In, Out>) {}
+
+  async submit(key: string, item: In): Promise<Out> {
+    let group = this.groups.get(key);
+    if (!group) {
+      group = { commit: this.make(key), users: 0 };
+      this.groups.set(key, group);
+    }
+    group.users++;
+    try {
+      return await group.commit.submit(item);
+    } finally {
+      if (--group.users === 0) this.groups.delete(key);
+    }
+  }
+}

@@ -13,9 +13,9 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { releaseClaims } from '../jobs/claim.js';
-import { ClaimGroups } from '../jobs/claim-groups.js';
-import { type EnqueueItem, enqueueJobs } from '../jobs/enqueue.js';
+import type { EnqueueItem } from '../jobs/enqueue.js';
 import { toEnqueuedJob } from '../jobs/job-row.js';
+import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import { claimWithWait } from '../wake/long-poll.js';
 
 /** Routes under /v1/queues/{queue}: enqueue one, enqueue a batch, claim. */
@@ -39,13 +39,14 @@ function toItem(body: EnqueueRequest, field: string, payloadLimit: number): Enqu
 
 const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  // Concurrent claims on a queue share one statement (src/jobs/claim-groups.ts).
+  // Concurrent claims (and enqueues) on a queue share one statement (src/jobs/statement-groups.ts).
   const claims = new ClaimGroups(app.db, config.defaultLeaseMs);
   const enqueueOptions = {
     autoCreate: config.autoCreateQueues,
     defaultMaxAttempts: config.defaultMaxAttempts,
     idempotencyRetentionMs: config.idempotencyRetentionMs,
   };
+  const enqueues = new EnqueueGroups(app.db, enqueueOptions);
 
   app.post(
     '/v1/queues/:queue/jobs',
@@ -72,7 +73,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { queue } = request.params;
       const item = toItem(request.body, '', config.payloadLimitBytes);
-      const [result] = await enqueueJobs(app.db, queue, [item], enqueueOptions);
+      const [result] = await enqueues.enqueue(queue, [item]);
       const { job, created } = result!;
       if (created) app.metrics.enqueued(queue, 1);
       if (created && job.state === 'ready') app.wake.notifier.jobsReady(queue, 1);
@@ -103,7 +104,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { queue } = request.params;
       const items = request.body.jobs.map((job, i) => toItem(job, `jobs[${i}].`, config.payloadLimitBytes));
-      const results = await enqueueJobs(app.db, queue, items, enqueueOptions);
+      const results = await enqueues.enqueue(queue, items);
       app.metrics.enqueued(queue, results.filter((r) => r.created).length);
       const ready = results.filter((r) => r.created && r.job.state === 'ready').length;
       app.wake.notifier.jobsReady(queue, ready);

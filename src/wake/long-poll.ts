@@ -1,5 +1,5 @@
 import type { ClaimedRow, ClaimOptions } from '../jobs/claim.js';
-import type { ClaimGroups } from '../jobs/claim-groups.js';
+import type { ClaimGroups } from '../jobs/statement-groups.js';
 import type { WaitList } from './wait-list.js';
 
 export interface LongPollOptions extends Omit<ClaimOptions, 'defaultLeaseMs'> {

@@ -120,3 +120,37 @@ describe('a group ack', () => {
     }
   });
 });
+
+describe('grouped enqueues', () => {
+  it('concurrent enqueues through the route each get their own jobs, in order, and keys still dedupe', async () => {
+    const q = 'gc-enqueue';
+    const answers = await Promise.all([
+      ...Array.from({ length: 30 }, (_, i) => api(app).enqueue(q, { payload: { single: i } })),
+      ...Array.from({ length: 5 }, (_, b) =>
+        api(app).enqueueBatch(
+          q,
+          Array.from({ length: 7 }, (_, i) => ({ payload: { batch: b, i } })),
+        ),
+      ),
+      api(app).enqueue(q, { payload: 'k', idempotency_key: 'same' }),
+      api(app).enqueue(q, { payload: 'k', idempotency_key: 'same' }),
+    ]);
+    for (let i = 0; i < 30; i++) {
+      expect(answers[i]!.status).toBe(201);
+      expect((await api(app).get(answers[i]!.body.id)).body.payload).toEqual({ single: i });
+    }
+    for (let b = 0; b < 5; b++) {
+      const jobs = answers[30 + b]!.body.jobs;
+      expect(jobs).toHaveLength(7);
+      for (let i = 0; i < 7; i++)
+        expect((await api(app).get(jobs[i].id)).body.payload).toEqual({ batch: b, i });
+    }
+    const [k1, k2] = [answers[35]!, answers[36]!];
+    expect(k1.body.id).toBe(k2.body.id);
+    expect([k1.status, k2.status].sort()).toEqual([200, 201]);
+    const rows = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${q}`.execute(database.db);
+    expect(rows.rows[0]!.n).toBe(30 + 35 + 1);
+  });
+});

@@ -14,7 +14,8 @@ describe('load shedding', () => {
     try {
       // Take both pool connections, then queue two requests behind them.
       held.push(await app.dbPool.connect(), await app.dbPool.connect());
-      const queued = [api(app).enqueue('shed', { payload: 1 }), api(app).enqueue('shed', { payload: 2 })];
+      // Two queues, so the two requests do not share one grouped statement.
+      const queued = [api(app).enqueue('shed-a', { payload: 1 }), api(app).enqueue('shed-b', { payload: 2 })];
       for (let i = 0; i < 100 && app.dbPool.waitingCount < 2; i++)
         await new Promise((r) => setTimeout(r, 10));
       expect(app.dbPool.waitingCount).toBe(2);
@@ -44,13 +45,13 @@ describe('load shedding', () => {
     try {
       expect((await api(app).enqueue('lag', { payload: 1 })).status).toBe(201);
       await new Promise((r) => setTimeout(r, 100)); // let the lag monitor take its first reading
-      const until = Date.now() + 400;
+      const until = Date.now() + 600;
       while (Date.now() < until) {
         // Block the event loop, as a CPU-bound burst would.
       }
       // The stall is seen at the monitor's next samples: shortly after it, new requests are shed...
       let shed: Awaited<ReturnType<ReturnType<typeof api>['enqueue']>> | undefined;
-      for (let i = 0; i < 20 && !shed; i++) {
+      for (let i = 0; i < 40 && !shed; i++) {
         const res = await api(app).enqueue('lag', { payload: 2 });
         if (res.status === 503) shed = res;
         else await new Promise((r) => setTimeout(r, 50));
