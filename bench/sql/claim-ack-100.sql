@@ -53,4 +53,4 @@ WITH input AS (
     SELECT id, queue, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
            NULL, created_at, claimed_at, now(), last_error, errors, result, payload, lease_token
     FROM done
-    RETURNING h.id, h.queue, h.claimed_at, h.finished_at;
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;

@@ -43,11 +43,18 @@ export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at
  * saves PostgreSQL the output conversion and the server the parsing of rows it would throw away.
  */
 export async function ackJobsBrief(db: Db, acks: AckItem[]): Promise<Map<string, AckedJob>> {
-  const { rows } = await ackStatement<AckedJob>(
+  const answers = await ackBriefEach(db, acks);
+  return new Map(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
+}
+
+/** ackJobsBrief, answered item by item (matched on id and token, like ackEach). */
+export async function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undefined)[]> {
+  const { rows } = await ackStatement<AckedJob & { ack_token: string }>(
     acks,
-    sql`h.id, h.queue, h.claimed_at, h.finished_at`,
+    sql`h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token`,
   ).execute(db);
-  return new Map(rows.map((r) => [r.id, r]));
+  const byLease = new Map(rows.map(({ ack_token, ...row }) => [`${row.id}:${ack_token}`, row as AckedJob]));
+  return acks.map((a) => byLease.get(`${a.id}:${a.leaseToken}`));
 }
 
 function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>) {

@@ -13,7 +13,7 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { type AckedJob, type AckItem, ackEach, ackJobsBrief, alreadyAcked } from '../jobs/ack.js';
+import { type AckedJob, type AckItem, ackBriefEach, ackEach, alreadyAcked } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { GroupCommit } from '../jobs/group-commit.js';
 import type { JobRow } from '../jobs/job-row.js';
@@ -31,6 +31,19 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const acks = new GroupCommit<AckItem, JobRow | undefined>(
     (items) => ackEach(app.db, items),
     () => 1,
+    MAX_BATCH,
+  );
+  // Concurrent batch acks likewise, up to MAX_BATCH acks per statement.
+  const batchAcks = new GroupCommit<AckItem[], (AckedJob | undefined)[]>(
+    async (requests) => {
+      const answers = await ackBriefEach(app.db, requests.flat());
+      let at = 0;
+      return requests.map((items) => {
+        at += items.length;
+        return answers.slice(at - items.length, at);
+      });
+    },
+    (items) => items.length,
     MAX_BATCH,
   );
 
@@ -167,7 +180,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
               : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
         };
       });
-      const done: Map<string, AckedJob> = await ackJobsBrief(app.db, items);
+      const answers = await batchAcks.submit(items);
+      const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
       app.metrics.acked([...done.values()]);
       const repeated = await alreadyAcked(
         app.db,
