@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { queueNotFound } from '../http/problem.js';
 import { createAutoQueue } from '../queues/queue-store.js';
-import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+import { type EnqueuedRow, finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
 
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
@@ -33,19 +33,6 @@ export interface EnqueueOptions {
   defaultMaxAttempts: number;
   idempotencyRetentionMs: number;
 }
-
-export type EnqueuedRow = Pick<
-  JobRow,
-  | 'id'
-  | 'queue'
-  | 'state'
-  | 'priority'
-  | 'run_at'
-  | 'attempts'
-  | 'max_attempts'
-  | 'idempotency_key'
-  | 'created_at'
->;
 
 export interface EnqueueResult {
   job: EnqueuedRow;

@@ -55,21 +55,22 @@ export const historyInsertColumns = sql`
   id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
   dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload`;
 
+/** What an enqueue reads back of each job it created. */
+export type EnqueuedRow = Pick<
+  JobRow,
+  | 'id'
+  | 'queue'
+  | 'state'
+  | 'priority'
+  | 'run_at'
+  | 'attempts'
+  | 'max_attempts'
+  | 'idempotency_key'
+  | 'created_at'
+>;
+
 /** The API's view of a just-enqueued job (no payload echoed back). */
-export function toEnqueuedJob(
-  row: Pick<
-    JobRow,
-    | 'id'
-    | 'queue'
-    | 'state'
-    | 'priority'
-    | 'run_at'
-    | 'attempts'
-    | 'max_attempts'
-    | 'idempotency_key'
-    | 'created_at'
-  >,
-) {
+export function toEnqueuedJob(row: EnqueuedRow) {
   return {
     id: row.id,
     queue: row.queue,

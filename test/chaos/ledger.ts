@@ -40,6 +40,19 @@ export interface Violations {
   serverErrors: number[];
 }
 
+export function noViolations(): Violations {
+  return {
+    missing: [],
+    live: [],
+    wrongState: [],
+    doubleAck: [],
+    staleTokenAck: [],
+    overlappingLeases: [],
+    runsBeyondAttempts: [],
+    serverErrors: [],
+  };
+}
+
 /**
  * Check the invariants of at-least-once delivery over the whole run:
  * every job finished as it should; no job acked twice; every accepted ack carried the job's current
@@ -51,16 +64,7 @@ export function checkLedger(
   enqueued: Map<string, 'normal' | 'poison'>,
   finals: FinalJob[],
 ): Violations {
-  const v: Violations = {
-    missing: [],
-    live: [],
-    wrongState: [],
-    doubleAck: [],
-    staleTokenAck: [],
-    overlappingLeases: [],
-    runsBeyondAttempts: [],
-    serverErrors: [],
-  };
+  const v = noViolations();
   const byId = new Map(finals.map((f) => [f.id, f]));
   for (const [id, kind] of enqueued) {
     const final = byId.get(id);
