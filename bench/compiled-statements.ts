@@ -6,7 +6,7 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
 } from 'kysely';
-import { ackJobsBrief } from '../src/jobs/ack.js';
+import { ackBriefEach } from '../src/jobs/ack.js';
 import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
 import { renewLease } from '../src/jobs/renew.js';
 
@@ -37,10 +37,10 @@ export function claimSql(opts: ClaimOptions): CompiledQuery {
   return claimStatement(opts).compile(db);
 }
 
-/** The batch ack statement (src/jobs/ack.ts, ackJobsBrief: what POST /v1/jobs/ack runs) for these items. */
+/** The batch ack statement (src/jobs/ack.ts, ackBriefEach: what POST /v1/jobs/ack runs) for these items. */
 export async function ackSql(items: { id: string; leaseToken: string }[]): Promise<CompiledQuery> {
   const { db, seen } = recorder();
-  await ackJobsBrief(db, items);
+  await ackBriefEach(db, items);
   if (seen.length !== 1) throw new Error(`expected the batch ack to run one statement, saw ${seen.length}`);
   return seen[0]!;
 }

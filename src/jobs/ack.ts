@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { finishedJobColumns, historyInsertColumns, type JobRow } from './job-row.js';
+import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
 
 /**
  * Ack: the worker holding the current lease says the job is done. The job leaves the live table and
@@ -21,41 +21,42 @@ export interface AckItem {
   resultJson?: string;
 }
 
+export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;
+
 /**
  * Ack each item; answers, item by item, the completed job or undefined when the lease was not
  * this item's. Rows are matched on id and token, so two items naming the same job with different
  * tokens (two workers, one stale) cannot both be answered with the one that won.
  */
-export async function ackEach(db: Db, acks: AckItem[]): Promise<(JobRow | undefined)[]> {
-  const { rows } = await ackStatement<JobRow & { ack_token: string }>(
-    acks,
-    sql`${finishedJobColumns}, h.ack_token`,
-  ).execute(db);
-  const byLease = new Map(rows.map(({ ack_token, ...row }) => [`${row.id}:${ack_token}`, row as JobRow]));
-  return acks.map((a) => byLease.get(`${a.id}:${a.leaseToken}`));
+export function ackEach(db: Db, acks: AckItem[]): Promise<(JobRow | undefined)[]> {
+  return ackByLease<JobRow>(db, acks, finishedJobColumns);
 }
 
-export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;
-
 /**
- * The same ack, answering only what the batch route needs (which ids were acked, and for the
+ * The same ack, answering only what the batch route needs (which items were acked, and for the
  * metrics their queue and times). Not reading back every finished row (payload, result, errors)
  * saves PostgreSQL the output conversion and the server the parsing of rows it would throw away.
  */
-export async function ackJobsBrief(db: Db, acks: AckItem[]): Promise<Map<string, AckedJob>> {
-  const answers = await ackBriefEach(db, acks);
-  return new Map(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
+export function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undefined)[]> {
+  return ackByLease<AckedJob>(db, acks, sql`h.id, h.queue, h.claimed_at, h.finished_at`);
 }
 
-/** ackJobsBrief, answered item by item (matched on id and token, like ackEach). */
-export async function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undefined)[]> {
-  const { rows } = await ackStatement<AckedJob & { ack_token: string }>(
-    acks,
-    sql`h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token`,
-  ).execute(db);
-  const byLease = new Map(rows.map(({ ack_token, ...row }) => [`${row.id}:${ack_token}`, row as AckedJob]));
+async function ackByLease<R extends { id: string }>(
+  db: Db,
+  acks: AckItem[],
+  columns: RawBuilder<unknown>,
+): Promise<(R | undefined)[]> {
+  const { rows } = await ackStatement<R & { ack_token: string }>(acks, sql`${columns}, h.ack_token`).execute(
+    db,
+  );
+  const byLease = new Map(
+    rows.map(({ ack_token, ...row }) => [`${row.id}:${ack_token}`, row as unknown as R]),
+  );
   return acks.map((a) => byLease.get(`${a.id}:${a.leaseToken}`));
 }
+
+/** Completed: with the worker's result, and the lease token that completed it (for retried acks). */
+const completed = finishedRow('completed', { result: sql`result`, ackToken: sql`lease_token` });
 
 function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>) {
   const input = JSON.stringify(acks.map((a) => ({ id: a.id, token: a.leaseToken })));
@@ -71,10 +72,8 @@ function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>) {
       WHERE j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
       RETURNING j.*, i.result
     )
-    INSERT INTO baton.job_history AS h (${historyInsertColumns}, ack_token)
-    SELECT id, queue, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-           NULL, created_at, claimed_at, now(), last_error, errors, result, payload, lease_token
-    FROM done
+    INSERT INTO baton.job_history AS h (${completed.columns})
+    SELECT ${completed.values} FROM done
     RETURNING ${returning}`;
 }
 

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { finishedJobColumns, historyInsertColumns, type JobRow } from './job-row.js';
+import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
+
+const cancelled = finishedRow('cancelled');
 
 /**
  * Cancel: a scheduled, ready or claimed job moves to job_history as `cancelled`. A claimed job's
@@ -12,10 +14,8 @@ import { finishedJobColumns, historyInsertColumns, type JobRow } from './job-row
 export async function cancelJob(db: Db, id: string): Promise<JobRow | undefined> {
   const { rows } = await sql<JobRow>`
     WITH gone AS (DELETE FROM baton.jobs WHERE id = ${id} RETURNING *)
-    INSERT INTO baton.job_history AS h (${historyInsertColumns})
-    SELECT id, queue, 'cancelled', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-           NULL, created_at, claimed_at, now(), last_error, errors, NULL, payload
-    FROM gone
+    INSERT INTO baton.job_history AS h (${cancelled.columns})
+    SELECT ${cancelled.values} FROM gone
     RETURNING ${finishedJobColumns}`.execute(db);
   return rows[0];
 }

@@ -3,7 +3,8 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { queueNotFound } from '../http/problem.js';
 import { createAutoQueue } from '../queues/queue-store.js';
-import { type EnqueuedRow, finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+import type { EnqueuedRow } from './job-row.js';
+import { getJobs } from './read.js';
 
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
@@ -175,15 +176,17 @@ async function insertWithKeys(
   const existingKeys = keys.filter((k) => !newIds.has(k));
   const existing = new Map<string, EnqueuedRow>();
   if (existingKeys.length > 0) {
-    const found = await sql<JobRow & { key: string }>`
-      SELECT k.key, found.* FROM baton.idempotency_keys k
-      CROSS JOIN LATERAL (
-        SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = k.job_id
-        UNION ALL
-        SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = k.job_id
-      ) found
-      WHERE k.queue = ${queue} AND k.key = ANY(${existingKeys}::text[])`.execute(trx);
-    for (const row of found.rows) existing.set(row.key, row);
+    const held = await sql<{ key: string; job_id: string }>`
+      SELECT key, job_id FROM baton.idempotency_keys
+      WHERE queue = ${queue} AND key = ANY(${existingKeys}::text[])`.execute(trx);
+    const jobs = await getJobs(
+      trx,
+      held.rows.map((k) => k.job_id),
+    );
+    for (const k of held.rows) {
+      const job = jobs.get(k.job_id);
+      if (job) existing.set(k.key, job);
+    }
   }
 
   const byIndex = new Map(toInsert.map((t, i) => [t.index, inserted[i]!]));

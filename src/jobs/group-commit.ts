@@ -10,30 +10,47 @@
  */
 export class GroupCommit<In, Out> {
   private pending: { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
-  private running = 0;
+  private running = false;
 
   /**
    * @param run executes one statement for a group and answers each item, in order
    * @param weight how much of a group an item uses (claims: the jobs it asks for)
    * @param capacity the most a group may hold (one item may exceed it alone)
-   * @param parallel how many groups may run at once (requests wait only when all are busy)
    */
   constructor(
     private readonly run: (items: In[]) => Promise<Out[]>,
     private readonly weight: (item: In) => number = () => 1,
     private readonly capacity = 1000,
-    private readonly parallel = 1,
   ) {}
+
+  /**
+   * A group commit whose requests are lists (a batch enqueue, a batch ack): the lists of a group run
+   * as one flat list, and each request gets back the answers to its own items.
+   */
+  static ofLists<In, Out>(run: (items: In[]) => Promise<Out[]>, capacity: number): GroupCommit<In[], Out[]> {
+    return new GroupCommit<In[], Out[]>(
+      async (lists) => {
+        const answers = await run(lists.flat());
+        let end = 0;
+        return lists.map((list) => {
+          end += list.length;
+          return answers.slice(end - list.length, end);
+        });
+      },
+      (list) => list.length,
+      capacity,
+    );
+  }
 
   submit(item: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (this.running < this.parallel) void this.drain();
+      if (!this.running) void this.drain();
     });
   }
 
   private async drain(): Promise<void> {
-    this.running++;
+    this.running = true;
     while (this.pending.length > 0) {
       let used = 0;
       let take = 0;
@@ -53,7 +70,7 @@ export class GroupCommit<In, Out> {
         for (const g of group) g.reject(err);
       }
     }
-    this.running--;
+    this.running = false;
   }
 }
 

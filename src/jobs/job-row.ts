@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
-import type { DeadReason, JobState } from './states.js';
+import { type RawBuilder, sql } from 'kysely';
+import type { DeadReason, FinishedState, JobState } from './states.js';
 
 /**
  * One job as the lifecycle queries return it, live or finished. Columns that only one of the two
@@ -47,13 +47,30 @@ export const finishedJobColumns = sql`
   h.result, h.last_error, h.errors, h.dead_reason, h.payload`;
 
 /**
- * Columns written when a job moves from baton.jobs to baton.job_history. Every statement that
- * finishes a job (ack, nack to dead, cancel, re-arm to dead) inserts this column list from a
- * `DELETE ... RETURNING` of the live row, so a finished job keeps everything it had.
+ * How a job moves from baton.jobs to baton.job_history. Every statement that finishes a job (ack,
+ * nack to dead, cancel, purge, re-arm to dead) inserts `finishedRow(...)` selected from a
+ * `DELETE ... RETURNING *` of the live row, so a finished job keeps everything it had and each
+ * statement says only what is new: the state and, where it has them, the dead reason, the error
+ * history, the result and the completing lease token.
  */
-export const historyInsertColumns = sql`
-  id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-  dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload`;
+export function finishedRow(
+  state: FinishedState,
+  values: {
+    deadReason?: RawBuilder<unknown>;
+    lastError?: RawBuilder<unknown>;
+    errors?: RawBuilder<unknown>;
+    result?: RawBuilder<unknown>;
+    ackToken?: RawBuilder<unknown>;
+  } = {},
+) {
+  return {
+    columns: sql`id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token`,
+    values: sql`id, queue, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
+      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}`,
+  };
+}
 
 /** What an enqueue reads back of each job it created. */
 export type EnqueuedRow = Pick<

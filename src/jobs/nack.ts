@@ -4,7 +4,7 @@ import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.
 import { retryDelayMs } from './backoff.js';
 import {
   finishedJobColumns,
-  historyInsertColumns,
+  finishedRow,
   type JobErrorEntry,
   type JobRow,
   liveJobColumns,
@@ -80,12 +80,15 @@ export async function nackJob(
         : undefined;
 
     if (deadReason) {
+      const row = finishedRow('dead', {
+        deadReason: sql`${deadReason}`,
+        lastError: sql`${lastError}::jsonb`,
+        errors: sql`${errors}::jsonb`,
+      });
       const dead = await sql<JobRow>`
         WITH gone AS (DELETE FROM baton.jobs WHERE id = ${input.id} RETURNING *)
-        INSERT INTO baton.job_history AS h (${historyInsertColumns})
-        SELECT id, queue, 'dead', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-               ${deadReason}, created_at, claimed_at, now(), ${lastError}::jsonb, ${errors}::jsonb, NULL, payload
-        FROM gone
+        INSERT INTO baton.job_history AS h (${row.columns})
+        SELECT ${row.values} FROM gone
         RETURNING ${finishedJobColumns}`.execute(trx);
       return { job: dead.rows[0]!, readyNow: false };
     }

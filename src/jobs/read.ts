@@ -1,14 +1,21 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
 import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
 
 /** Read one job, live or finished. */
 export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
+  return (await getJobs(db, [id])).get(id);
+}
+
+/** Read jobs by id, live or finished; those that do not exist are absent from the map. */
+export async function getJobs(db: Kysely<Database>, ids: string[]): Promise<Map<string, JobRow>> {
+  if (ids.length === 0) return new Map();
   const { rows } = await sql<JobRow>`
-    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ${id}
+    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[])
     UNION ALL
-    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ${id}`.execute(db);
-  return rows[0];
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[])`.execute(db);
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /**

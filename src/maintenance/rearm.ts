@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { historyInsertColumns } from '../jobs/job-row.js';
+import { finishedRow } from '../jobs/job-row.js';
 import { ERRORS_KEPT } from '../jobs/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
@@ -29,6 +29,13 @@ export interface RearmResult {
   total: number;
 }
 
+/** A job dead on an expired lease: the reason, and the expiry as its last error. */
+const buried = finishedRow('dead', {
+  deadReason: sql`'lease_expired'`,
+  lastError: sql`entry`,
+  errors: sql`kept || entry`,
+});
+
 export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<RearmResult> {
   const { rows } = await sql<{ outcome: 'ready' | 'dead'; queue: string; n: number }>`
     WITH expired AS (
@@ -55,10 +62,8 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
       WHERE j.id = en.id AND NOT en.retry
       RETURNING j.*, en.entry, en.kept
     ), buried AS (
-      INSERT INTO baton.job_history (${historyInsertColumns})
-      SELECT id, queue, 'dead', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-             'lease_expired', created_at, claimed_at, now(), entry, kept || entry, NULL, payload
-      FROM gone
+      INSERT INTO baton.job_history (${buried.columns})
+      SELECT ${buried.values} FROM gone
       RETURNING queue
     )
     SELECT 'ready' AS outcome, queue, count(*)::int AS n FROM back GROUP BY queue

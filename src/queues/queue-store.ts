@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database, QueueStatsTable, QueuesTable } from '../db/schema.js';
-import { historyInsertColumns, type JobRow } from '../jobs/job-row.js';
+import { finishedRow, type JobRow } from '../jobs/job-row.js';
 
 /**
  * SQL for baton.queues and baton.queue_stats. (The enqueue and claim statements read a queue row
@@ -96,6 +96,8 @@ export async function setPaused(db: Db, name: string, paused: boolean): Promise<
   return Number(result.numUpdatedRows) > 0;
 }
 
+const cancelled = finishedRow('cancelled');
+
 /** How many live jobs of a queue to cancel per transaction. */
 const CANCEL_BATCH = 1000;
 
@@ -117,10 +119,8 @@ export async function cancelQueueJobs(
       ), gone AS (
         DELETE FROM baton.jobs j USING picked WHERE j.id = picked.id RETURNING j.*
       )
-      INSERT INTO baton.job_history AS h (${historyInsertColumns})
-      SELECT id, queue, 'cancelled', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-             NULL, created_at, claimed_at, now(), last_error, errors, NULL, payload
-      FROM gone
+      INSERT INTO baton.job_history AS h (${cancelled.columns})
+      SELECT ${cancelled.values} FROM gone
       RETURNING h.id`.execute(db);
     total += rows.length;
     if (rows.length < CANCEL_BATCH) {

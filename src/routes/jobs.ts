@@ -13,39 +13,20 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { type AckedJob, type AckItem, ackBriefEach, ackEach, alreadyAcked } from '../jobs/ack.js';
+import { type AckedJob, alreadyAcked } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
-import { GroupCommit } from '../jobs/group-commit.js';
-import type { JobRow } from '../jobs/job-row.js';
 import { toJob } from '../jobs/job-row.js';
-import { MAX_BATCH } from '../jobs/limits.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob, queuesOfJobs } from '../jobs/read.js';
 import { renewLease } from '../jobs/renew.js';
+import { AckGroups } from '../jobs/statement-groups.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  // Concurrent single acks share one statement and one commit (src/jobs/group-commit.ts).
-  const acks = new GroupCommit<AckItem, JobRow | undefined>(
-    (items) => ackEach(app.db, items),
-    () => 1,
-    MAX_BATCH,
-  );
-  // Concurrent batch acks likewise, up to MAX_BATCH acks per statement.
-  const batchAcks = new GroupCommit<AckItem[], (AckedJob | undefined)[]>(
-    async (requests) => {
-      const answers = await ackBriefEach(app.db, requests.flat());
-      let at = 0;
-      return requests.map((items) => {
-        at += items.length;
-        return answers.slice(at - items.length, at);
-      });
-    },
-    (items) => items.length,
-    MAX_BATCH,
-  );
+  // Concurrent acks share one statement and one commit (src/jobs/statement-groups.ts).
+  const acks = new AckGroups(app.db);
 
   /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
   const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<ProblemError> => {
@@ -131,7 +112,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           ? undefined
           : jsonText(request.body.result, 'result', config.payloadLimitBytes);
       const item = { id, leaseToken: request.body.lease_token, resultJson };
-      const row = await acks.submit(item);
+      const row = await acks.ack(item);
       if (row) {
         app.metrics.acked([row]);
         return toJob(row);
@@ -180,7 +161,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
               : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
         };
       });
-      const answers = await batchAcks.submit(items);
+      const answers = await acks.ackBatch(items);
       const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
       app.metrics.acked([...done.values()]);
       const repeated = await alreadyAcked(
