@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatonApp } from '../src/app.js';
-import { createTestApp, listen } from './support/app.js';
+import { describe, expect, it } from 'vitest';
+import { useListeningApp } from './support/app.js';
 import { useTestDatabase } from './support/database.js';
 
 const run = promisify(execFile);
@@ -11,20 +10,15 @@ const database = useTestDatabase();
 
 /** The README's curl walk-through, run as written against a real listening server. */
 describe('README walk-through', () => {
-  let app: BatonApp;
-  let base: string;
-  beforeAll(async () => {
-    app = await createTestApp(database);
-    base = await listen(app);
-  });
-  afterAll(() => app.close());
+  const server = useListeningApp(database);
+  const _app = server.app;
 
   async function runBlock(name: string) {
     const readme = fs.readFileSync('README.md', 'utf8');
     const block = readme.split(`<!-- ${name}:start -->`)[1]!.split(`<!-- ${name}:end -->`)[0]!;
     const script = block.replace(/^\s*```sh\n/, '').replace(/```\s*$/, '');
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
-      env: { ...process.env, BATON: base },
+      env: { ...process.env, BATON: server.url },
     });
     return stdout
       .trim()

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatonApp } from '../../src/app.js';
-import { createTestApp, listen } from '../support/app.js';
+import { describe, expect, it } from 'vitest';
+import { useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { until } from '../support/until.js';
@@ -32,13 +31,8 @@ function start(command: string, args: string[], env: Record<string, string>): Ru
 }
 
 describe('example workers', () => {
-  let app: BatonApp;
-  let base: string;
-  beforeAll(async () => {
-    app = await createTestApp(database, { BATON_MAINTENANCE: 'true', BATON_TICK_MS: '500' });
-    base = await listen(app);
-  });
-  afterAll(() => app.close());
+  const server = useListeningApp(database, { BATON_MAINTENANCE: 'true', BATON_TICK_MS: '500' });
+  const app = server.app;
 
   const states = async (ids: string[]) =>
     Promise.all(ids.map(async (id) => (await api(app).get(id)).body.state as string));
@@ -55,7 +49,7 @@ describe('example workers', () => {
     // Runs 2.5 s under a 1.5 s lease: completes only if the worker renews it.
     const long = (await api(app).enqueue(q, { payload: { sleep_ms: 2500 } })).body;
     const worker = start(process.execPath, ['--import', 'tsx', 'examples/worker.ts'], {
-      BATON_URL: base,
+      BATON_URL: server.url,
       QUEUE: q,
       CONCURRENCY: '5',
       LEASE_MS: '1500',
@@ -93,7 +87,7 @@ describe('example workers', () => {
     const good = (await api(app).enqueue(q, { payload: { ok: true, n: 1 } })).body;
     const bad = (await api(app).enqueue(q, { payload: { ok: false } })).body;
     const worker = start('bash', ['examples/worker.sh'], {
-      BATON: base,
+      BATON: server.url,
       QUEUE: q,
       WAIT_MS: '1000',
       HANDLER: `jq -e '.ok' > /dev/null && echo '{"done": true}' || { echo 'not ok' >&2; exit 3; }`,

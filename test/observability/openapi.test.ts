@@ -1,22 +1,16 @@
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createBatonClient } from '../../openapi/client.js';
 import { typesFromDocument } from '../../openapi/types.js';
-import type { BatonApp } from '../../src/app.js';
-import { createTestApp, listen } from '../support/app.js';
+import { useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 
 const database = useTestDatabase();
 const checkedIn = () => JSON.parse(fs.readFileSync('openapi/openapi.json', 'utf8'));
 
 describe('the OpenAPI document', () => {
-  let app: BatonApp;
-  let base: string;
-  beforeAll(async () => {
-    app = await createTestApp(database);
-    base = await listen(app);
-  });
-  afterAll(() => app.close());
+  const server = useListeningApp(database);
+  const app = server.app;
 
   it('served at /openapi.json is the checked-in openapi/openapi.json (run `npm run openapi` after changing a route)', async () => {
     const served = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
@@ -60,7 +54,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('drives the full job loop through the generated client', async () => {
-    const baton = createBatonClient({ baseUrl: base });
+    const baton = createBatonClient({ baseUrl: server.url });
     const queue = { params: { path: { queue: 'client-loop' } } };
 
     const enq = await baton.POST('/v1/queues/{queue}/jobs', {

@@ -42,3 +42,19 @@ export async function listen(app: BatonApp): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
+
+/** A useTestApp() app that also listens on a loopback port, for real HTTP clients; `url` is its base URL. */
+export function useListeningApp(database: TestDatabase, env: Record<string, string> = {}) {
+  const app = useTestApp(database, env);
+  let url: string | undefined;
+  beforeAll(async () => {
+    url = await listen(app);
+  });
+  return {
+    app,
+    get url(): string {
+      if (!url) throw new Error('server used before beforeAll ran');
+      return url;
+    },
+  };
+}
