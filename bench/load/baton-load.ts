@@ -1,4 +1,5 @@
 import type { HttpClient } from './http-client.js';
+import { produceInBatches } from './produce.js';
 
 /**
  * Producers and workers that drive a Baton server over HTTP, as clients in any language would:
@@ -20,25 +21,17 @@ export async function enqueue(
   batchSize: number,
   concurrency: number,
 ): Promise<void> {
-  let next = 0;
   const q = encodeURIComponent(queue);
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const start = next;
-        const n = Math.min(batchSize, total - start);
-        next += n;
-        if (batchSize === 1) {
-          const r = await client.post(`/v1/queues/${q}/jobs`, { payload: payloadOf(start) });
-          expect(r.status, 201, 'enqueue', r.body);
-        } else {
-          const jobs = Array.from({ length: n }, (_, k) => ({ payload: payloadOf(start + k) }));
-          const r = await client.post(`/v1/queues/${q}/jobs/batch`, { jobs });
-          expect(r.status, 201, 'batch enqueue', r.body);
-        }
-      }
-    }),
-  );
+  await produceInBatches(total, batchSize, concurrency, async (start, n) => {
+    if (batchSize === 1) {
+      const r = await client.post(`/v1/queues/${q}/jobs`, { payload: payloadOf(start) });
+      expect(r.status, 201, 'enqueue', r.body);
+    } else {
+      const jobs = Array.from({ length: n }, (_, k) => ({ payload: payloadOf(start + k) }));
+      const r = await client.post(`/v1/queues/${q}/jobs/batch`, { jobs });
+      expect(r.status, 201, 'batch enqueue', r.body);
+    }
+  });
 }
 
 export interface WorkerOptions {

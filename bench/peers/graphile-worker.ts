@@ -9,6 +9,8 @@ import {
 } from 'graphile-worker';
 import type pg from 'pg';
 import { adminPool, DATABASES, databaseUrl, waitUntil } from '../databases.js';
+import { produceInBatches } from '../load/produce.js';
+import type { QueuePeer } from './peer.js';
 
 /**
  * graphile-worker 0.18 in this process, configured as its performance page recommends for
@@ -44,7 +46,7 @@ export const GRAPHILE_TUNED: GraphileConfig = {
 /** One job per fetch and per completion, 16 at a time. */
 export const GRAPHILE_SINGLE_16: GraphileConfig = { concurrency: 16, maxPoolSize: 18 };
 
-export class GraphilePeer {
+export class GraphilePeer implements QueuePeer<GraphileConfig> {
   readonly database = DATABASES.graphile;
   readonly admin: pg.Pool = adminPool(DATABASES.graphile);
   private utils: WorkerUtils | undefined;
@@ -62,21 +64,18 @@ export class GraphilePeer {
   /** Producers: `addJobs` with `batchSize` jobs per call (1 means `addJob`), `concurrency` callers. */
   async enqueue(total: number, batchSize: number, concurrency: number, payload = (i: number) => ({ i })) {
     const utils = this.utils!;
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < total) {
-          const start = next;
-          const n = Math.min(batchSize, total - start);
-          next += n;
-          if (batchSize === 1) await utils.addJob(TASK, payload(start));
-          else
-            await utils.addJobs(
-              Array.from({ length: n }, (_, k) => ({ identifier: TASK, payload: payload(start + k) })),
-            );
-        }
-      }),
-    );
+    await produceInBatches(total, batchSize, concurrency, async (start, n) => {
+      if (batchSize === 1) await utils.addJob(TASK, payload(start));
+      else
+        await utils.addJobs(
+          Array.from({ length: n }, (_, k) => ({ identifier: TASK, payload: payload(start + k) })),
+        );
+    });
+  }
+
+  /** graphile-worker needs no queue of its own: `fn` just runs. */
+  withQueue<T>(fn: () => Promise<T>): Promise<T> {
+    return fn();
   }
 
   async startWorkers(config: GraphileConfig): Promise<void> {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { PgBoss, type WorkOptions } from 'pg-boss';
 import { adminPool, DATABASES, databaseUrl, waitUntil } from '../databases.js';
+import { produceInBatches } from '../load/produce.js';
+import type { QueuePeer } from './peer.js';
 
 /**
  * pg-boss 12 in this process, configured for throughput as its documentation describes: batch fetch
@@ -22,7 +24,7 @@ export interface PgBossWorkConfig {
 export const PG_BOSS_BATCHED: PgBossWorkConfig = { batchSize: 100, localConcurrency: 4 };
 export const PG_BOSS_SINGLE_16: PgBossWorkConfig = { batchSize: 1, localConcurrency: 16 };
 
-export class PgBossPeer {
+export class PgBossPeer implements QueuePeer<PgBossWorkConfig> {
   readonly database = DATABASES.pgBoss;
   readonly admin: pg.Pool = adminPool(DATABASES.pgBoss);
   private boss: PgBoss | undefined;
@@ -59,22 +61,24 @@ export class PgBossPeer {
   async enqueue(total: number, batchSize: number, concurrency: number, payload = (i: number) => ({ i })) {
     const boss = this.boss!;
     const queue = this.queue;
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < total) {
-          const start = next;
-          const n = Math.min(batchSize, total - start);
-          next += n;
-          if (batchSize === 1) await boss.send(queue, payload(start));
-          else
-            await boss.insert(
-              queue,
-              Array.from({ length: n }, (_, k) => ({ data: payload(start + k) })),
-            );
-        }
-      }),
-    );
+    await produceInBatches(total, batchSize, concurrency, async (start, n) => {
+      if (batchSize === 1) await boss.send(queue, payload(start));
+      else
+        await boss.insert(
+          queue,
+          Array.from({ length: n }, (_, k) => ({ data: payload(start + k) })),
+        );
+    });
+  }
+
+  /** Run `fn` on a fresh queue (pg-boss keeps finished jobs in its queue), dropped after. */
+  async withQueue<T>(fn: () => Promise<T>): Promise<T> {
+    await this.newQueue();
+    try {
+      return await fn();
+    } finally {
+      await this.dropQueue();
+    }
   }
 
   async startWorkers(config: PgBossWorkConfig): Promise<void> {

@@ -3,6 +3,7 @@ import { CpuMeter, type CpuUsage } from '../cpu-split.js';
 import { DATABASES } from '../databases.js';
 import { enqueue, work } from '../load/baton-load.js';
 import { GRAPHILE, GRAPHILE_TUNED } from '../peers/graphile-worker.js';
+import type { QueuePeer } from '../peers/peer.js';
 import { PG_BOSS, PG_BOSS_BATCHED } from '../peers/pg-boss.js';
 import { prefillCeiling, RAW_SQL, runPgbench, writeClaimAckScript } from '../peers/raw-sql.js';
 import { RssSampler } from '../process-usage.js';
@@ -65,42 +66,17 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<R
   return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb: rss.stop() / 2 ** 20 };
 }
 
-async function graphileRun(ctx: BenchContext, kind: Kind): Promise<Run> {
-  const peer = await ctx.graphile();
+/** A peer's run, the same for graphile-worker and pg-boss (each with its throughput configuration). */
+async function peerRun<C>(ctx: BenchContext, peer: QueuePeer<C>, config: C, kind: Kind): Promise<Run> {
   const { batchedJobs: n, batchedProducers: producers } = ctx.sizes;
-  if ((await peer.remaining()) !== 0) throw new Error('graphile-worker: jobs left over from a previous run');
-  const warm = kind === 'cycle' ? warmUp(n) : 0;
-  if (kind === 'processing') {
-    await peer.enqueue(n, BATCH, producers);
-    await peer.admin.query('VACUUM ANALYZE');
-  } else {
-    await peer.startWorkers(GRAPHILE_TUNED);
-    await peer.enqueue(warm, BATCH, producers);
-    await peer.waitForCompletion(warm, 300_000);
-    await peer.admin.query('VACUUM ANALYZE');
-  }
-  const meter = new CpuMeter(peer.admin, peer.database);
-  await meter.start();
-  const t0 = performance.now();
-  if (kind === 'processing') await peer.startWorkers(GRAPHILE_TUNED);
-  else await peer.enqueue(n, BATCH, producers);
-  const end = await peer.waitForCompletion(warm + n, 300_000);
-  const cpu = await meter.stop();
-  await peer.stopWorkers();
-  return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };
-}
-
-async function pgBossRun(ctx: BenchContext, kind: Kind): Promise<Run> {
-  const peer = await ctx.pgBoss();
-  const { batchedJobs: n, batchedProducers: producers } = ctx.sizes;
-  await peer.newQueue();
-  try {
+  return peer.withQueue(async () => {
+    if ((await peer.remaining()) !== 0) throw new Error('peer: jobs left over from a previous run');
     const warm = kind === 'cycle' ? warmUp(n) : 0;
     if (kind === 'processing') {
       await peer.enqueue(n, BATCH, producers);
       await peer.admin.query('VACUUM ANALYZE');
     } else {
-      await peer.startWorkers(PG_BOSS_BATCHED);
+      await peer.startWorkers(config);
       await peer.enqueue(warm, BATCH, producers);
       await peer.waitForCompletion(warm, 300_000);
       await peer.admin.query('VACUUM ANALYZE');
@@ -108,15 +84,13 @@ async function pgBossRun(ctx: BenchContext, kind: Kind): Promise<Run> {
     const meter = new CpuMeter(peer.admin, peer.database);
     await meter.start();
     const t0 = performance.now();
-    if (kind === 'processing') await peer.startWorkers(PG_BOSS_BATCHED);
+    if (kind === 'processing') await peer.startWorkers(config);
     else await peer.enqueue(n, BATCH, producers);
     const end = await peer.waitForCompletion(warm + n, 300_000);
     const cpu = await meter.stop();
     await peer.stopWorkers();
     return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };
-  } finally {
-    await peer.dropQueue();
-  }
+  });
 }
 
 async function ceilingRun(ctx: BenchContext, script: string): Promise<Run> {
@@ -161,8 +135,8 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
       for (const kind of ['processing', 'cycle'] as Kind[]) {
         let run: Run;
         if (system === BATON) run = await batonRun(ctx, round, kind);
-        else if (system === GRAPHILE) run = await graphileRun(ctx, kind);
-        else if (system === PG_BOSS) run = await pgBossRun(ctx, kind);
+        else if (system === GRAPHILE) run = await peerRun(ctx, await ctx.graphile(), GRAPHILE_TUNED, kind);
+        else if (system === PG_BOSS) run = await peerRun(ctx, await ctx.pgBoss(), PG_BOSS_BATCHED, kind);
         else if (kind === 'processing') run = await ceilingRun(ctx, script);
         else continue;
         runs[kind][system]!.push(run);

@@ -1,6 +1,7 @@
 import type { BenchContext } from '../context.js';
 import { enqueue, work } from '../load/baton-load.js';
 import { GRAPHILE, GRAPHILE_SINGLE_16 } from '../peers/graphile-worker.js';
+import type { QueuePeer } from '../peers/peer.js';
 import { PG_BOSS, PG_BOSS_SINGLE_16 } from '../peers/pg-boss.js';
 import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
 import { warmUp } from '../sizes.js';
@@ -30,28 +31,12 @@ async function batonRun(ctx: BenchContext, round: number): Promise<number> {
   return n / ((lastAck - t0) / 1000);
 }
 
-async function graphileRun(ctx: BenchContext): Promise<number> {
-  const peer = await ctx.graphile();
+/** A peer's run: the same warm-up, ANALYZE and timed drain for graphile-worker and pg-boss. */
+async function peerRun<C>(ctx: BenchContext, peer: QueuePeer<C>, config: C): Promise<number> {
   const { singleJobs: n, singleProducers: producers } = ctx.sizes;
-  const warm = warmUp(n);
-  await peer.startWorkers(GRAPHILE_SINGLE_16);
-  await peer.enqueue(warm, 1, producers);
-  await peer.waitForCompletion(warm, 300_000);
-  await peer.admin.query('VACUUM ANALYZE');
-  const t0 = performance.now();
-  await peer.enqueue(n, 1, producers);
-  const end = await peer.waitForCompletion(warm + n, 300_000);
-  await peer.stopWorkers();
-  return n / ((end - t0) / 1000);
-}
-
-async function pgBossRun(ctx: BenchContext): Promise<number> {
-  const peer = await ctx.pgBoss();
-  const { singleJobs: n, singleProducers: producers } = ctx.sizes;
-  await peer.newQueue();
-  try {
+  return peer.withQueue(async () => {
     const warm = warmUp(n);
-    await peer.startWorkers(PG_BOSS_SINGLE_16);
+    await peer.startWorkers(config);
     await peer.enqueue(warm, 1, producers);
     await peer.waitForCompletion(warm, 300_000);
     await peer.admin.query('VACUUM ANALYZE');
@@ -60,9 +45,7 @@ async function pgBossRun(ctx: BenchContext): Promise<number> {
     const end = await peer.waitForCompletion(warm + n, 300_000);
     await peer.stopWorkers();
     return n / ((end - t0) / 1000);
-  } finally {
-    await peer.dropQueue();
-  }
+  });
 }
 
 export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> {
@@ -73,8 +56,8 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
         system === BATON
           ? await batonRun(ctx, round)
           : system === GRAPHILE
-            ? await graphileRun(ctx)
-            : await pgBossRun(ctx);
+            ? await peerRun(ctx, await ctx.graphile(), GRAPHILE_SINGLE_16)
+            : await peerRun(ctx, await ctx.pgBoss(), PG_BOSS_SINGLE_16);
       series[system]!.push(value);
       ctx.log(`  one-per-request round ${round + 1}: ${system} ${Math.round(value)} jobs/s`);
     }

@@ -2,6 +2,7 @@ import type { BenchContext } from '../context.js';
 import { BATON_PORT } from '../context.js';
 import { HttpClient } from '../load/http-client.js';
 import { GRAPHILE } from '../peers/graphile-worker.js';
+import type { QueuePeer } from '../peers/peer.js';
 import { PG_BOSS } from '../peers/pg-boss.js';
 import { BATON, type Metric, type ScenarioResult } from '../report.js';
 import { fmt, median, percentile } from '../stats.js';
@@ -50,60 +51,42 @@ async function batonSamples(
   return out;
 }
 
-async function graphileSamples(ctx: BenchContext, samples: number): Promise<number[]> {
-  const peer = await ctx.graphile();
-  let started = 0;
-  peer.onJob = () => {
-    started = performance.now();
-  };
-  await peer.startWorkers({ concurrency: 1, maxPoolSize: 4 });
-  await sleep(200);
-  const out: number[] = [];
-  try {
-    for (let i = 0; i < samples; i++) {
-      started = 0;
-      await peer.enqueue(1, 1, 1);
-      const added = performance.now();
-      const deadline = added + 5_000;
-      while (started === 0 && performance.now() < deadline) await sleep(0.2);
-      if (started === 0) throw new Error('graphile-worker did not start the job within 5 s');
-      out.push(started - added);
-      await sleep(25);
+/**
+ * A peer's wake latency: one worker waiting, then `samples` single enqueues, each timed to the
+ * moment its handler starts. `settleMs` lets the worker reach its waiting state first.
+ */
+async function peerSamples<C>(
+  peer: QueuePeer<C>,
+  name: string,
+  config: C,
+  settleMs: number,
+  samples: number,
+) {
+  return peer.withQueue(async () => {
+    let started = 0;
+    peer.onJob = () => {
+      started = performance.now();
+    };
+    const out: number[] = [];
+    try {
+      await peer.startWorkers(config);
+      await sleep(settleMs);
+      for (let i = 0; i < samples; i++) {
+        started = 0;
+        await peer.enqueue(1, 1, 1);
+        const added = performance.now();
+        const deadline = added + 5_000;
+        while (started === 0 && performance.now() < deadline) await sleep(0.2);
+        if (started === 0) throw new Error(`${name} did not start the job within 5 s`);
+        out.push(started - added);
+        await sleep(25);
+      }
+    } finally {
+      peer.onJob = undefined;
+      await peer.stopWorkers();
     }
-  } finally {
-    peer.onJob = undefined;
-    await peer.stopWorkers();
-  }
-  return out;
-}
-
-async function pgBossSamples(ctx: BenchContext, samples: number): Promise<number[]> {
-  const peer = await ctx.pgBoss();
-  await peer.newQueue();
-  let started = 0;
-  peer.onJob = () => {
-    started = performance.now();
-  };
-  const out: number[] = [];
-  try {
-    await peer.startWorkers({ batchSize: 1, localConcurrency: 1 });
-    await sleep(1_000);
-    for (let i = 0; i < samples; i++) {
-      started = 0;
-      await peer.enqueue(1, 1, 1);
-      const added = performance.now();
-      const deadline = added + 5_000;
-      while (started === 0 && performance.now() < deadline) await sleep(0.2);
-      if (started === 0) throw new Error('pg-boss did not start the job within 5 s');
-      out.push(started - added);
-      await sleep(25);
-    }
-  } finally {
-    peer.onJob = undefined;
-    await peer.stopWorkers();
-    await peer.dropQueue();
-  }
-  return out;
+    return out;
+  });
 }
 
 export async function wakeLatency(ctx: BenchContext): Promise<ScenarioResult> {
@@ -128,8 +111,13 @@ export async function wakeLatency(ctx: BenchContext): Promise<ScenarioResult> {
         if (path === BATON) {
           raw['Baton, same replica']!.push(await batonSamples(claimerA, client, samples, client));
           raw['Baton, across replicas (NOTIFY)']!.push(await batonSamples(claimerB, client, samples, client));
-        } else if (path === GRAPHILE) raw[GRAPHILE]!.push(await graphileSamples(ctx, samples));
-        else raw[PG_BOSS]!.push(await pgBossSamples(ctx, samples));
+        } else if (path === GRAPHILE) {
+          const config = { concurrency: 1, maxPoolSize: 4 };
+          raw[GRAPHILE]!.push(await peerSamples(await ctx.graphile(), GRAPHILE, config, 200, samples));
+        } else {
+          const config = { batchSize: 1, localConcurrency: 1 };
+          raw[PG_BOSS]!.push(await peerSamples(await ctx.pgBoss(), PG_BOSS, config, 1_000, samples));
+        }
       }
       ctx.log(
         `  wake round ${round + 1}: p99 same ${fmt(percentile(raw['Baton, same replica']!.at(-1)!, 99))} ms, across ${fmt(percentile(raw['Baton, across replicas (NOTIFY)']!.at(-1)!, 99))} ms`,

@@ -47,10 +47,9 @@ WITH input AS (
       WHERE j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
       RETURNING j.*, i.result
     )
-    INSERT INTO baton.job_history AS h (
-  id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-  dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token)
+    INSERT INTO baton.job_history AS h (id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token)
     SELECT id, queue, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-           NULL, created_at, claimed_at, now(), last_error, errors, result, payload, lease_token
-    FROM done
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token FROM done
     RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
