@@ -17,13 +17,22 @@ import type { Db } from '../db/database.js';
  * on a busy server can be a little earlier than the moment a re-armed job became claimable).
  */
 
-export interface ClaimOptions {
-  queue: string;
+/** One claimant's part of a claim. */
+export interface ClaimSlot {
   maxJobs: number;
   /** Requested lease; undefined means the queue's setting. */
   leaseMs?: number;
-  defaultLeaseMs: number;
   workerId?: string;
+}
+
+/** A claim on a queue, as a request makes it. */
+export interface ClaimRequest extends ClaimSlot {
+  queue: string;
+}
+
+/** A claim on its own, with the server default lease for queues that set none. */
+export interface ClaimOptions extends ClaimRequest {
+  defaultLeaseMs: number;
 }
 
 export interface ClaimedRow {
@@ -43,9 +52,6 @@ export interface ClaimedRow {
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
   return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!;
 }
-
-/** One claimant's part of a group claim. */
-export type ClaimSlot = Pick<ClaimOptions, 'maxJobs' | 'leaseMs' | 'workerId'>;
 
 /**
  * One statement claiming for several claimants of the same queue at once (see ClaimGroups): the

@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
-import { type ClaimedRow, type ClaimOptions, type ClaimSlot, claimForGroup } from './claim.js';
+import { type ClaimedRow, type ClaimRequest, type ClaimSlot, claimForGroup } from './claim.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 import type { JobRow } from './job-row.js';
@@ -30,7 +30,7 @@ export class ClaimGroups {
     );
   }
 
-  claim(opts: Omit<ClaimOptions, 'defaultLeaseMs'>): Promise<ClaimedRow[]> {
+  claim(opts: ClaimRequest): Promise<ClaimedRow[]> {
     return this.groups.submit(opts.queue, opts);
   }
 }

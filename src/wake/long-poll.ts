@@ -1,8 +1,8 @@
-import type { ClaimedRow, ClaimOptions } from '../jobs/claim.js';
+import type { ClaimedRow, ClaimRequest } from '../jobs/claim.js';
 import type { ClaimGroups } from '../jobs/statement-groups.js';
 import type { WaitList } from './wait-list.js';
 
-export interface LongPollOptions extends Omit<ClaimOptions, 'defaultLeaseMs'> {
+export interface LongPollOptions extends ClaimRequest {
   waitMs: number;
   pollIntervalMs: number;
   /** Aborted when the client goes away. */
