@@ -41,27 +41,39 @@ describe('load shedding', () => {
   });
 
   it('answers 503 while the event loop lags, and recovers when it does not', async () => {
-    const app = await createTestApp(database, { BATON_SHED_EVENT_LOOP_DELAY_MS: '100' });
+    const app = await createTestApp(database, { BATON_SHED_EVENT_LOOP_DELAY_MS: '250' });
     try {
       expect((await api(app).enqueue('lag', { payload: 1 })).status).toBe(201);
-      await new Promise((r) => setTimeout(r, 100)); // let the lag monitor take its first reading
-      const until = Date.now() + 600;
-      while (Date.now() < until) {
-        // Block the event loop, as a CPU-bound burst would.
-      }
-      // The stall is seen at the monitor's next samples: shortly after it, new requests are shed...
+      // Saturate the event loop the way a CPU-bound burst does: stalls of 600 ms with short breaks,
+      // for as long as it takes to see a request shed. A single stall would leave only a short
+      // window in which a shed is expected, and a slow request on a busy machine could miss it.
+      let saturating = true;
+      const stall = () => {
+        if (!saturating) return;
+        const until = Date.now() + 600;
+        while (Date.now() < until) {
+          // Block.
+        }
+        setTimeout(stall, 30);
+      };
+      setTimeout(stall, 0);
       let shed: Awaited<ReturnType<ReturnType<typeof api>['enqueue']>> | undefined;
-      for (let i = 0; i < 40 && !shed; i++) {
-        const res = await api(app).enqueue('lag', { payload: 2 });
-        if (res.status === 503) shed = res;
-        else await new Promise((r) => setTimeout(r, 50));
+      try {
+        for (let i = 0; i < 100 && !shed; i++) {
+          const res = await api(app).enqueue('lag', { payload: 2 });
+          if (res.status === 503) shed = res;
+          else await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(shed?.body.detail).toMatch(/event loop lag \d+ ms/);
+        expect(shed?.headers['retry-after']).toBe('1');
+        // Probes still answer while the loop lags.
+        expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+      } finally {
+        saturating = false;
       }
-      expect(shed?.body.detail).toMatch(/event loop lag \d+ ms/);
-      expect(shed?.headers['retry-after']).toBe('1');
-      expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
       // ...and once the loop runs freely again, they are served.
       let status = 0;
-      for (let i = 0; i < 40 && status !== 201; i++) {
+      for (let i = 0; i < 60 && status !== 201; i++) {
         await new Promise((r) => setTimeout(r, 100));
         status = (await api(app).enqueue('lag', { payload: 3 })).status;
       }
