@@ -181,17 +181,22 @@ describe('claim', () => {
 });
 
 describe('long-poll', () => {
-  it('returns within 50 ms of an enqueue to its queue (in-process wake)', async () => {
-    const started = Date.now();
-    const claim = api(app).claim('lp-wake', { wait_ms: 10_000 });
-    await new Promise((r) => setTimeout(r, 200));
-    const enq = await api(app).enqueue('lp-wake', { payload: 'now' });
-    const enqueuedAt = Date.now();
-    const res = await claim;
-    const answeredAt = Date.now();
-    expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
-    expect(answeredAt - enqueuedAt).toBeLessThan(50);
-    expect(enqueuedAt - started).toBeGreaterThanOrEqual(200);
+  it('is woken by an enqueue to its queue on the same replica, not by the poll', async () => {
+    // A poll interval far beyond the test, so that only the in-process wake-up can answer in time.
+    const waking = await createTestApp(database, { BATON_POLL_INTERVAL_MS: '30000' });
+    try {
+      const claim = api(waking).claim('lp-wake', { wait_ms: 15_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      const enq = await api(waking).enqueue('lp-wake', { payload: 'now' });
+      const enqueuedAt = Date.now();
+      const res = await claim;
+      expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
+      // Typically about a millisecond (bench scenario 6); the bound only has to rule out the poll
+      // and the end of wait_ms, on a machine as busy as CI's.
+      expect(Date.now() - enqueuedAt).toBeLessThan(5000);
+    } finally {
+      await waking.close();
+    }
   });
 
   it('returns an empty list after about wait_ms when nothing comes', async () => {
@@ -200,7 +205,7 @@ describe('long-poll', () => {
     const elapsed = Date.now() - started;
     expect(res.body.jobs).toEqual([]);
     expect(elapsed).toBeGreaterThanOrEqual(390);
-    expect(elapsed).toBeLessThan(2000);
+    expect(elapsed).toBeLessThan(5000);
   });
 
   it('wakes one waiter per ready job, not all of them', async () => {
@@ -284,7 +289,8 @@ describe('long-poll across replicas', () => {
       await api(app).enqueue('x-poll', { payload: 1 });
       const enqueuedAt = Date.now();
       expect((await claim).body.jobs).toHaveLength(1);
-      expect(Date.now() - enqueuedAt).toBeLessThan(1500);
+      // Well before wait_ms ends: the 200 ms poll found it.
+      expect(Date.now() - enqueuedAt).toBeLessThan(4000);
     } finally {
       await polling.close();
     }
