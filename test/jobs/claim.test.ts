@@ -181,19 +181,25 @@ describe('claim', () => {
 });
 
 describe('long-poll', () => {
-  it('is woken by an enqueue to its queue on the same replica, not by the poll', async () => {
+  it('returns within 50 ms of an enqueue to its queue (in-process wake), not by the poll', async () => {
     // A poll interval far beyond the test, so that only the in-process wake-up can answer in time.
     const waking = await createTestApp(database, { BATON_POLL_INTERVAL_MS: '30000' });
     try {
-      const claim = api(waking).claim('lp-wake', { wait_ms: 15_000 });
-      await new Promise((r) => setTimeout(r, 200));
-      const enq = await api(waking).enqueue('lp-wake', { payload: 'now' });
-      const enqueuedAt = Date.now();
-      const res = await claim;
-      expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
-      // Typically about a millisecond (bench scenario 6); the bound only has to rule out the poll
-      // and the end of wait_ms, on a machine as busy as CI's.
-      expect(Date.now() - enqueuedAt).toBeLessThan(5000);
+      // The best of three: one wake-up on a machine busy with other test files (CI runs the chaos
+      // test beside this one) may be descheduled; a wake-up that waits for a poll never is fast.
+      const latencies: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const claim = api(waking).claim('lp-wake', { wait_ms: 15_000 });
+        await new Promise((r) => setTimeout(r, 200));
+        const enq = await api(waking).enqueue('lp-wake', { payload: i });
+        const enqueuedAt = Date.now();
+        const res = await claim;
+        latencies.push(Date.now() - enqueuedAt);
+        expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
+        await api(waking).ack(enq.body.id, { lease_token: res.body.jobs[0].lease_token });
+      }
+      expect(Math.min(...latencies)).toBeLessThan(50);
+      expect(Math.max(...latencies)).toBeLessThan(5000);
     } finally {
       await waking.close();
     }
