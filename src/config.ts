@@ -307,6 +307,13 @@ export const settings = {
     doc: 'Auto-created queues idle this long with no live jobs are removed by the leader.',
     parse: integer(SECOND, 10 * YEAR),
   }),
+  vacuumDeadRows: setting({
+    env: 'BATON_VACUUM_DEAD_ROWS',
+    default: 10_000,
+    unit: 'rows',
+    doc: 'The leader vacuums the live jobs table when it holds this many dead rows (or a tenth of its live rows, if more), instead of waiting for autovacuum. 0: leave it to autovacuum.',
+    parse: integer(0, 1_000_000_000),
+  }),
   maintenance: setting({
     env: 'BATON_MAINTENANCE',
     default: true,

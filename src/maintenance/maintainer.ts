@@ -11,6 +11,7 @@ import { PruneDuty } from './prune.js';
 import { QueueGcDuty } from './queue-gc.js';
 import { QueueStatsDuty } from './queue-stats.js';
 import { RearmDuty } from './rearm.js';
+import { VacuumDuty } from './vacuum.js';
 
 export interface MaintainerDeps {
   db: Db;
@@ -29,6 +30,7 @@ export interface MaintainerDeps {
     | 'queueIdleMs'
     | 'completedRetentionMs'
     | 'deadRetentionMs'
+    | 'vacuumDeadRows'
   >;
 }
 
@@ -48,7 +50,7 @@ export class Maintainer {
   private leading = false;
 
   constructor(private readonly deps: MaintainerDeps) {
-    const { db, metrics, jobsReady, config } = deps;
+    const { db, metrics, jobsReady, config, log } = deps;
     const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.leadership = new Leadership(db, holder, config.tickMs);
     this.duties = [
@@ -61,6 +63,7 @@ export class Maintainer {
       new ExpireKeysDuty(db, metrics, config.tickMs),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),
+      new VacuumDuty(db, metrics, log, config.tickMs, config.vacuumDeadRows),
     ];
   }
 

@@ -163,6 +163,22 @@ export class Metrics {
     help: 'Idempotency keys removed after their retention.',
     registers: [this.registry],
   });
+  readonly vacuums = new Counter({
+    name: 'baton_vacuum_total',
+    help: 'Leader vacuum checks of the live jobs table, by outcome: vacuumed, noop (below the threshold) or skipped (autovacuum was at work on it).',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly liveTableDeadRows = new Gauge({
+    name: 'baton_live_table_dead_rows',
+    help: 'Dead row versions in baton.jobs (PostgreSQL statistics, read by the leader each tick; after a vacuum, what it could not remove). Claims slow down as they pile up.',
+    registers: [this.registry],
+  });
+  readonly oldestTransaction = new Gauge({
+    name: 'baton_oldest_transaction_seconds',
+    help: "Age of the oldest open transaction in Baton's database (read by the leader each tick). While it is open, vacuum cannot remove dead rows and claims slow down.",
+    registers: [this.registry],
+  });
   readonly queuesCollected = new Counter({
     name: 'baton_queues_collected_total',
     help: 'Idle auto-created queues removed by the leader.',

@@ -137,3 +137,15 @@ describe('/metrics', () => {
     });
   });
 });
+
+describe('docs/metrics.md', () => {
+  it('documents every metric the service exports, and no metric it does not', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const doc = await readFile(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
+    const documented = new Set([...doc.matchAll(/^\| `(baton_[a-z_]+)` \|/gm)].map((m) => m[1]));
+    const exported = (await app.metrics.registry.getMetricsAsJSON())
+      .map((m) => m.name)
+      .filter((name) => name.startsWith('baton_'));
+    expect([...documented].sort()).toEqual([...new Set(exported)].sort());
+  });
+});
