@@ -180,6 +180,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/renew": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extend many leases at once
+         * @description Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; or not_found) in request order, so one lost lease does not fail the others.
+         *
+         *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["renewLeases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/ack": {
         parameters: {
             query?: never;
@@ -1285,6 +1307,124 @@ export interface operations {
             };
             /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), or the queue has live jobs (queue_not_empty). */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    renewLeases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "renewals": [
+                 *         {
+                 *           "id": "42",
+                 *           "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+                 *           "lease_ms": 60000
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    renewals: {
+                        /**
+                         * @description Job id (a decimal string).
+                         * @example 42
+                         */
+                        id: string;
+                        /**
+                         * Format: uuid
+                         * @description The token minted by the claim that handed you this job.
+                         */
+                        lease_token: string;
+                        /** @description New lease length from now. Default: the length the claim (or the last renew) used. */
+                        lease_ms?: number;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Each renewal’s outcome, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One per renewal, in request order. */
+                        results: {
+                            id: string;
+                            outcome: "renewed" | "lease_lost" | "not_found";
+                            /**
+                             * Format: date-time
+                             * @description The new expiry (renewed leases only).
+                             */
+                            lease_expires_at?: string;
+                            lease_ms?: number;
+                        }[];
+                        renewed: number;
+                        failed: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -23,3 +23,51 @@ export async function renewLease(
     RETURNING queue, lease_expires_at, lease_ms`.execute(db);
   return rows[0];
 }
+
+export interface RenewItem {
+  id: string;
+  leaseToken: string;
+  leaseMs?: number;
+}
+
+export interface RenewedLease {
+  id: string;
+  queue: string;
+  lease_expires_at: Date;
+  lease_ms: number;
+}
+
+/**
+ * Renew many leases in one statement (a worker holding a claimed batch renews it in one request).
+ * The same guarded, HOT-eligible update as renewLease(), per item; answers item by item the renewed
+ * lease or undefined when the lease was not this item's. Rows are matched on id and token, so an
+ * item with a stale token cannot be answered with another item's success.
+ *
+ * Rows are locked in id order (the `locked` CTE) before they are updated, so two renew batches
+ * naming the same jobs (a worker whose renew timer fired twice) wait for each other instead of
+ * deadlocking. The lock also re-checks state and token on the row's newest version, so a lease
+ * acked, nacked or re-armed meanwhile is not renewed.
+ */
+export async function renewLeases(db: Db, items: RenewItem[]): Promise<(RenewedLease | undefined)[]> {
+  const input = JSON.stringify(
+    items.map((i) => ({ id: i.id, token: i.leaseToken, lease_ms: i.leaseMs ?? null })),
+  );
+  const { rows } = await sql<RenewedLease & { lease_token: string }>`
+    WITH input AS (
+      SELECT (x->>'id')::bigint AS id, (x->>'token')::uuid AS token, (x->>'lease_ms')::integer AS lease_ms
+      FROM json_array_elements(${input}::json) AS x
+    ), locked AS (
+      SELECT j.id, i.lease_ms FROM baton.jobs j JOIN input i ON j.id = i.id AND j.lease_token = i.token
+      WHERE j.state = 'claimed'
+      ORDER BY j.id
+      FOR UPDATE OF j
+    )
+    UPDATE baton.jobs j SET
+      lease_ms = coalesce(l.lease_ms, j.lease_ms),
+      lease_expires_at = clock_timestamp() + coalesce(l.lease_ms, j.lease_ms) * interval '1 millisecond'
+    FROM locked l
+    WHERE j.id = l.id
+    RETURNING j.id::text AS id, j.queue, j.lease_expires_at, j.lease_ms, j.lease_token`.execute(db);
+  const byLease = new Map(rows.map(({ lease_token, ...row }) => [`${row.id}:${lease_token}`, row]));
+  return items.map((i) => byLease.get(`${i.id}:${i.leaseToken}`));
+}

@@ -12,7 +12,7 @@ import { queuesOfJobs } from '../jobs/read.js';
  *
  * `scopes` lists the scopes that may call it (admin may call everything); `queue` says where the
  * queue comes from, for keys limited to queue patterns: the `:queue` path parameter, the job named
- * by `:id`, or every job of a batch ack. Keys are presented as `Authorization: Bearer <key>`.
+ * by `:id`, or every job of a batch ack or renew. Keys are presented as `Authorization: Bearer <key>`.
  *
  * With no keys configured, authentication is off (and config.ts only lets the server bind a
  * loopback address, unless BATON_ALLOW_UNAUTHENTICATED says otherwise).
@@ -20,7 +20,8 @@ import { queuesOfJobs } from '../jobs/read.js';
 
 export interface Access {
   scopes: Scope[];
-  queue?: 'param' | 'job' | 'acks';
+  /** Where the queue comes from: the `:queue` param, the `:id` job's queue, or a batch body's jobs. */
+  queue?: 'param' | 'job' | 'batch';
 }
 
 declare module 'fastify' {
@@ -90,11 +91,12 @@ export default fp(
     app.addHook('preHandler', async (request) => {
       const key = request.apiKey;
       const access = request.routeOptions.config?.access;
-      if (!key?.queues || !access || (access.queue !== 'job' && access.queue !== 'acks')) return;
+      if (!key?.queues || !access || (access.queue !== 'job' && access.queue !== 'batch')) return;
+      const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[] };
       const ids =
         access.queue === 'job'
           ? [(request.params as { id: string }).id]
-          : ((request.body as { acks?: { id: string }[] }).acks ?? []).map((a) => a.id);
+          : (body.acks ?? body.renewals ?? []).map((item) => item.id);
       const valid = ids.filter((id) => /^[0-9]{1,18}$/.test(id));
       for (const [id, queue] of await queuesOfJobs(app.db, valid)) {
         if (!keyAllowsQueue(key, queue)) throw forbidden(key, `may not use job ${id} (queue "${queue}")`);

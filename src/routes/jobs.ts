@@ -5,6 +5,8 @@ import {
   AckRequest,
   BatchAckRequest,
   BatchAckResponse,
+  BatchRenewRequest,
+  BatchRenewResponse,
   Job,
   JobParams,
   NackRequest,
@@ -18,10 +20,27 @@ import { cancelJob } from '../jobs/cancel.js';
 import { toJob } from '../jobs/job-row.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob, queuesOfJobs } from '../jobs/read.js';
-import { renewLease } from '../jobs/renew.js';
+import { renewLease, renewLeases } from '../jobs/renew.js';
 import { AckGroups } from '../jobs/statement-groups.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
+
+/**
+ * The items of a batch route (`acks`, `renewals`) each name a job once: an id that cannot be a job
+ * is 404, and a repeated id is 400 naming the item (two outcomes for one job would be ambiguous).
+ */
+function checkBatchIds(field: string, items: { id: string }[]): void {
+  const seen = new Set<string>();
+  for (const [i, item] of items.entries()) {
+    if (!isValidJobId(item.id)) throw jobNotFound(item.id);
+    if (seen.has(item.id)) {
+      throw new ProblemError('validation_failed', `${field}[${i}].id repeats job ${item.id}`, {
+        errors: [{ field: `${field}[${i}].id`, message: 'repeats an earlier item' }],
+      });
+    }
+    seen.add(item.id);
+  }
+}
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
@@ -90,6 +109,53 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.post(
+    '/v1/jobs/renew',
+    {
+      config: { access: { scopes: ['consumer'], queue: 'batch' } },
+      schema: {
+        tags: ['leases'],
+        operationId: 'renewLeases',
+        summary: 'Extend many leases at once',
+        description:
+          'Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or ' +
+          "fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; " +
+          'or not_found) in request order, so one lost lease does not fail the others.',
+        body: BatchRenewRequest,
+        response: {
+          200: ok(BatchRenewResponse, 'Each renewal’s outcome, in request order.'),
+          ...errorResponses(400, 413, 415),
+        },
+      },
+    },
+    async (request) => {
+      const { renewals } = request.body;
+      checkBatchIds('renewals', renewals);
+      const answers = await renewLeases(
+        app.db,
+        renewals.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms })),
+      );
+      for (const renewed of answers) if (renewed) app.metrics.renewed(renewed.queue);
+      const missing = renewals.filter((_, i) => !answers[i]).map((r) => r.id);
+      const queues = await queuesOfJobs(app.db, missing);
+      for (const queue of queues.values()) app.metrics.leaseLost(queue, 'renew');
+      const results = renewals.map((r, i) => {
+        const renewed = answers[i];
+        if (renewed) {
+          return {
+            id: r.id,
+            outcome: 'renewed' as const,
+            lease_expires_at: renewed.lease_expires_at.toISOString(),
+            lease_ms: renewed.lease_ms,
+          };
+        }
+        return { id: r.id, outcome: queues.has(r.id) ? ('lease_lost' as const) : ('not_found' as const) };
+      });
+      const renewedCount = answers.filter(Boolean).length;
+      return { results, renewed: renewedCount, failed: renewals.length - renewedCount };
+    },
+  );
+
+  app.post(
     '/v1/jobs/:id/ack',
     {
       config: { access: { scopes: ['consumer'], queue: 'job' } },
@@ -126,7 +192,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/v1/jobs/ack',
     {
-      config: { access: { scopes: ['consumer'], queue: 'acks' } },
+      config: { access: { scopes: ['consumer'], queue: 'batch' } },
       schema: {
         tags: ['leases'],
         operationId: 'ackJobs',
@@ -143,24 +209,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const seen = new Set<string>();
-      const items = request.body.acks.map((ack, i) => {
-        if (!isValidJobId(ack.id)) throw jobNotFound(ack.id);
-        if (seen.has(ack.id)) {
-          throw new ProblemError('validation_failed', `acks[${i}].id repeats job ${ack.id}`, {
-            errors: [{ field: `acks[${i}].id`, message: 'repeats an earlier item' }],
-          });
-        }
-        seen.add(ack.id);
-        return {
-          id: ack.id,
-          leaseToken: ack.lease_token,
-          resultJson:
-            ack.result === undefined
-              ? undefined
-              : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
-        };
-      });
+      checkBatchIds('acks', request.body.acks);
+      const items = request.body.acks.map((ack, i) => ({
+        id: ack.id,
+        leaseToken: ack.lease_token,
+        resultJson:
+          ack.result === undefined
+            ? undefined
+            : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
+      }));
       const answers = await acks.ackBatch(items);
       const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
       app.metrics.acked([...done.values()]);

@@ -61,6 +61,54 @@ describe('racing writes on one lease', () => {
     }
   });
 
+  it('batch renewals racing the re-arm, a batch ack and each other: a renewed lease is never re-armed or lost', async () => {
+    const q = 'race-renew';
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 200 }, (_, i) => ({ payload: i })),
+    );
+    const jobs = (await api(app).claim(q, { max_jobs: 200, lease_ms: 1000 })).body.jobs as {
+      id: string;
+      lease_token: string;
+    }[];
+    // Every lease has just run out: each renewal races the leader's re-arm for its job.
+    await sql`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 ms'
+              WHERE id = ANY(${jobs.map((j) => j.id)}::bigint[])`.execute(database.db);
+    const items = jobs.map((j) => ({ id: j.id, lease_token: j.lease_token, lease_ms: 60_000 }));
+    const reversed = [...items].reverse();
+    // A worker acks the first quarter while its renew timer fires twice, in different orders.
+    const acked = jobs.slice(0, 50).map((j) => ({ id: j.id, lease_token: j.lease_token }));
+    const [renewA, renewB, ack] = await Promise.all([
+      api(app).renewBatch(items),
+      api(app).renewBatch(reversed),
+      api(app).ackBatch(acked),
+      rearmExpiredLeases(database.db, 60),
+      rearmExpiredLeases(database.db, 60),
+    ]);
+    expect([renewA.status, renewB.status, ack.status]).toEqual([200, 200, 200]);
+
+    const rows = await sql<{ id: string; state: string; lease_token: string | null }>`
+      SELECT id::text, state, lease_token::text FROM baton.jobs WHERE queue = ${q}
+      UNION ALL SELECT id::text, state, NULL FROM baton.job_history WHERE queue = ${q}`.execute(database.db);
+    const byId = new Map<string, { state: string; lease_token: string | null }[]>();
+    for (const r of rows.rows) byId.set(r.id, [...(byId.get(r.id) ?? []), r]);
+    const outcome = (res: typeof renewA, id: string) =>
+      res.body.results.find((r: { id: string }) => r.id === id).outcome as string;
+    for (const [i, job] of jobs.entries()) {
+      const found = byId.get(job.id) ?? [];
+      expect(found, job.id).toHaveLength(1);
+      const { state, lease_token } = found[0]!;
+      const renewed = outcome(renewA, job.id) === 'renewed' || outcome(renewB, job.id) === 'renewed';
+      const ackedIt = i < 50 && ack.body.results[i].outcome === 'acked';
+      if (ackedIt) expect(state).toBe('completed');
+      else if (renewed) {
+        // Renewed and not acked: still claimed under the same lease, not re-armed.
+        expect({ state, lease_token }).toEqual({ state: 'claimed', lease_token: job.lease_token });
+      } else expect(state).toBe('ready'); // the re-arm won; its renewals were lease_lost
+      for (const res of [renewA, renewB]) expect(['renewed', 'lease_lost']).toContain(outcome(res, job.id));
+    }
+  });
+
   it('a burst of claims and acks from many clients completes each job once', async () => {
     const q = 'race-burst';
     const acked: string[] = [];

@@ -118,6 +118,13 @@ describe('API keys', () => {
       allowed: ['consumer', 'admin', 'limited'],
     },
     {
+      name: 'batch renew',
+      method: 'POST',
+      url: () => '/v1/jobs/renew',
+      body: (q) => ({ renewals: [{ id: job(q).id, lease_token: job(q).lease_token }] }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
       name: 'nack',
       method: 'POST',
       url: (q) => `/v1/jobs/${job(q).id}/nack`,
@@ -191,6 +198,20 @@ describe('API keys', () => {
       }
     }
   }
+
+  it('the table covers every route of the API document', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    for (const [path, operations] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      if (!path.startsWith('/v1/')) continue;
+      const pattern = new RegExp(`^${path.replace(/\{[a-z_]+\}/g, '[^/]+')}(\\?.*)?$`);
+      for (const method of Object.keys(operations)) {
+        const covered = ROUTES.some(
+          (r) => r.method === method.toUpperCase() && pattern.test(r.url('allowed.q')),
+        );
+        expect(covered, `${method.toUpperCase()} ${path}`).toBe(true);
+      }
+    }
+  });
 
   it('a key limited to some queues lists only those', async () => {
     const res = await app.inject({ method: 'GET', url: '/v1/queues', headers: headers('limited') });

@@ -197,10 +197,10 @@ describe('fuzzing every route', () => {
     );
   }, 120_000);
 
-  it('claim, renew, ack, nack, batch ack, cancel and get', async () => {
+  it('claim, renew, ack, nack, batch ack, batch renew, cancel and get', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('claim', 'renew', 'ack', 'nack', 'batch-ack', 'cancel', 'get'),
+        fc.constantFrom('claim', 'renew', 'ack', 'nack', 'batch-ack', 'batch-renew', 'cancel', 'get'),
         queueName,
         jobId,
         body(
@@ -215,6 +215,7 @@ describe('fuzzing every route', () => {
             'retry_in_ms',
             'dead',
             'acks',
+            'renewals',
           ]),
         ),
         async (route, queue, id, payload) => {
@@ -236,6 +237,8 @@ describe('fuzzing every route', () => {
         );
       case 'batch-ack':
         return send('POST', '/v1/jobs/ack', payload);
+      case 'batch-renew':
+        return send('POST', '/v1/jobs/renew', payload);
       case 'cancel':
         return send('POST', `/v1/jobs/${enc(id)}/cancel`);
       case 'get':

@@ -26,6 +26,7 @@ export function api(app: BatonApp) {
     enqueueBatch: (queue: string, jobs: object[]) => call('POST', `/v1/queues/${queue}/jobs/batch`, { jobs }),
     claim: (queue: string, body: object = {}) => call('POST', `/v1/queues/${queue}/claim`, body),
     renew: (id: string, body: object) => call('POST', `/v1/jobs/${id}/renew`, body),
+    renewBatch: (renewals: object[]) => call('POST', '/v1/jobs/renew', { renewals }),
     ack: (id: string, body: object) => call('POST', `/v1/jobs/${id}/ack`, body),
     ackBatch: (acks: object[]) => call('POST', '/v1/jobs/ack', { acks }),
     nack: (id: string, body: object) => call('POST', `/v1/jobs/${id}/nack`, body),

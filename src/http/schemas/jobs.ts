@@ -193,6 +193,46 @@ export const RenewResponse = Type.Object({
   lease_ms: Type.Integer(),
 });
 
+export const BatchRenewRequest = Type.Object(
+  {
+    renewals: Type.Array(
+      Type.Object(
+        {
+          id: JobParams.properties.id,
+          lease_token: LeaseToken,
+          lease_ms: RenewRequest.properties.lease_ms,
+        },
+        strict,
+      ),
+      { minItems: 1, maxItems: MAX_BATCH },
+    ),
+  },
+  {
+    ...strict,
+    examples: [
+      { renewals: [{ id: '42', lease_token: '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001', lease_ms: 60000 }] },
+    ],
+  },
+);
+export const RenewOutcome = Type.Union([
+  Type.Literal('renewed'),
+  Type.Literal('lease_lost'),
+  Type.Literal('not_found'),
+]);
+export const BatchRenewResponse = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      outcome: RenewOutcome,
+      lease_expires_at: Type.Optional(Timestamp('The new expiry (renewed leases only).')),
+      lease_ms: Type.Optional(Type.Integer()),
+    }),
+    { description: 'One per renewal, in request order.' },
+  ),
+  renewed: Type.Integer(),
+  failed: Type.Integer(),
+});
+
 export const AckRequest = Type.Object(
   { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
   { ...strict, examples: [{ lease_token: '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001', result: { sent: true } }] },
