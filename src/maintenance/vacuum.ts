@@ -17,7 +17,8 @@ import type { Duty } from './duty.js';
  * nothing hot reads past its dead rows.
  *
  * `VACUUM (SKIP_LOCKED)`: if autovacuum (or another leader's vacuum) is already at work on the
- * table, this run skips instead of queueing behind it. VACUUM takes only a SHARE UPDATE EXCLUSIVE
+ * table, this run skips instead of queueing behind it. A role that does not own the table gets a
+ * warning from PostgreSQL instead of a vacuum; that too is reported as `skipped`. VACUUM takes only a SHARE UPDATE EXCLUSIVE
  * lock, which blocks no claim, enqueue or ack.
  *
  * Vacuum cannot remove a dead row that a still-open transaction might see: one idle session in
