@@ -47,13 +47,19 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   // Concurrent acks share one statement and one commit (src/jobs/statement-groups.ts).
   const acks = new AckGroups(app.db);
 
-  /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
-  const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<ProblemError> => {
-    const queue = (await queuesOfJobs(app.db, [id])).get(id);
-    if (queue === undefined) return jobNotFound(id);
-    app.metrics.leaseLost(queue, operation);
-    return leaseLost(id);
+  /**
+   * Of the jobs a lease-guarded write did not touch, those that exist: their leases were lost
+   * (counted by queue). The others never existed.
+   */
+  const lostLeases = async (ids: string[], operation: 'renew' | 'ack' | 'nack'): Promise<Set<string>> => {
+    const queues = await queuesOfJobs(app.db, ids);
+    for (const queue of queues.values()) app.metrics.leaseLost(queue, operation);
+    return new Set(queues.keys());
   };
+
+  /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
+  const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<ProblemError> =>
+    (await lostLeases([id], operation)).has(id) ? leaseLost(id) : jobNotFound(id);
 
   // An id beyond bigint cannot name a job: 404 rather than a database error.
   app.addHook('preHandler', async (request) => {
@@ -135,9 +141,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         renewals.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms })),
       );
       for (const renewed of answers) if (renewed) app.metrics.renewed(renewed.queue);
-      const missing = renewals.filter((_, i) => !answers[i]).map((r) => r.id);
-      const queues = await queuesOfJobs(app.db, missing);
-      for (const queue of queues.values()) app.metrics.leaseLost(queue, 'renew');
+      const lost = await lostLeases(
+        renewals.filter((_, i) => !answers[i]).map((r) => r.id),
+        'renew',
+      );
       const results = renewals.map((r, i) => {
         const renewed = answers[i];
         if (renewed) {
@@ -148,7 +155,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             lease_ms: renewed.lease_ms,
           };
         }
-        return { id: r.id, outcome: queues.has(r.id) ? ('lease_lost' as const) : ('not_found' as const) };
+        return { id: r.id, outcome: lost.has(r.id) ? ('lease_lost' as const) : ('not_found' as const) };
       });
       const renewedCount = answers.filter(Boolean).length;
       return { results, renewed: renewedCount, failed: renewals.length - renewedCount };
@@ -226,14 +233,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         items.filter((i) => !done.has(i.id)),
       );
       for (const [id, row] of repeated) done.set(id, row);
-      const missing = items.filter((i) => !done.has(i.id)).map((i) => i.id);
-      const queues = await queuesOfJobs(app.db, missing);
-      for (const queue of queues.values()) app.metrics.leaseLost(queue, 'ack');
+      const lost = await lostLeases(
+        items.filter((i) => !done.has(i.id)).map((i) => i.id),
+        'ack',
+      );
       const results = items.map((i) => ({
         id: i.id,
         outcome: done.has(i.id)
           ? ('acked' as const)
-          : queues.has(i.id)
+          : lost.has(i.id)
             ? ('lease_lost' as const)
             : ('not_found' as const),
       }));
