@@ -2,6 +2,7 @@ import pg from 'pg';
 import { ackSql, claimSql } from '../compiled-statements.js';
 import type { BenchContext } from '../context.js';
 import { DATABASES, databaseUrl } from '../databases.js';
+import { type Explained, explainClaim } from '../explain-claim.js';
 import { createNaiveTable, NAIVE, NAIVE_FINISH_SQL, naiveClaimSql } from '../peers/naive-queue.js';
 import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile } from '../stats.js';
@@ -87,53 +88,6 @@ const BACKLOGS: Backlog[] = [
 
 const SERIES = ['Baton SQL', 'Baton HTTP', 'naive SQL'] as const;
 type Series = (typeof SERIES)[number];
-
-interface Explained {
-  executionMs: number;
-  planningMs: number;
-  buffers: number;
-  scan: string;
-  rowsRemovedByFilter: number;
-}
-
-function walk(node: any, visit: (n: any) => void): void {
-  visit(node);
-  for (const child of node.Plans ?? []) walk(child, visit);
-}
-
-async function explain(
-  client: pg.Client,
-  text: string,
-  params: unknown[],
-  scanRelation: string,
-): Promise<Explained> {
-  await client.query('BEGIN');
-  try {
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, params);
-    const top = rows[0]['QUERY PLAN'][0];
-    // The claim's own scan: the first table scan under LockRows (the FOR UPDATE SKIP LOCKED pick),
-    // not the join that fetches the picked rows again for the UPDATE.
-    let scan = '';
-    let removed = 0;
-    walk(top.Plan, (lock) => {
-      if (lock['Node Type'] !== 'LockRows' || scan) return;
-      walk(lock, (n) => {
-        if (scan || n['Relation Name'] !== scanRelation) return;
-        scan = `${n['Node Type']}${n['Index Name'] ? ` using ${n['Index Name']}` : ''}`;
-        removed = (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0);
-      });
-    });
-    return {
-      executionMs: top['Execution Time'],
-      planningMs: top['Planning Time'],
-      buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'],
-      scan,
-      rowsRemovedByFilter: removed,
-    };
-  } finally {
-    await client.query('ROLLBACK');
-  }
-}
 
 async function insertReady(admin: pg.Pool, n: number, design: 'baton' | 'naive'): Promise<void> {
   if (design === 'baton') {
@@ -232,14 +186,14 @@ export async function claimCost(ctx: BenchContext): Promise<ScenarioResult> {
       await insertReady(admin, size, 'baton');
       await insertReady(admin, size, 'naive');
       plans[backlog.id] = {
-        baton: await explain(sqlClient, claim.sql, [...claim.parameters], 'jobs'),
-        naive: await explain(sqlClient, naiveClaim, [QUEUE], 'jobs'),
+        baton: await explainClaim(sqlClient, claim.sql, [...claim.parameters], 'jobs'),
+        naive: await explainClaim(sqlClient, naiveClaim, [QUEUE], 'jobs'),
       };
       // The same claim once VACUUM has removed the dead index entries the bursts left behind.
       await admin.query('VACUUM baton.jobs, bench_naive.jobs');
       vacuumed[backlog.id] = {
-        baton: await explain(sqlClient, claim.sql, [...claim.parameters], 'jobs'),
-        naive: await explain(sqlClient, naiveClaim, [QUEUE], 'jobs'),
+        baton: await explainClaim(sqlClient, claim.sql, [...claim.parameters], 'jobs'),
+        naive: await explainClaim(sqlClient, naiveClaim, [QUEUE], 'jobs'),
       };
       const b = latencies[backlog.id]!;
       ctx.log(

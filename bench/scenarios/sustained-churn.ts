@@ -5,6 +5,7 @@ import { vacuumLiveJobs } from '../../src/maintenance/vacuum.js';
 import { ackSql, claimSql } from '../compiled-statements.js';
 import type { BenchContext } from '../context.js';
 import { DATABASES, databaseUrl } from '../databases.js';
+import { explainClaim } from '../explain-claim.js';
 import type { Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile } from '../stats.js';
 
@@ -35,17 +36,6 @@ interface Run {
   jobs: number;
   seconds: number;
   vacuums: number;
-}
-
-async function claimBuffers(client: pg.PoolClient, text: string, params: unknown[]): Promise<number> {
-  await client.query('BEGIN');
-  try {
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, params);
-    const plan = rows[0]['QUERY PLAN'][0].Plan;
-    return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
-  } finally {
-    await client.query('ROLLBACK');
-  }
 }
 
 async function churn(
@@ -98,7 +88,7 @@ async function churn(
     try {
       while (Date.now() < until) {
         await new Promise((r) => setTimeout(r, 1000));
-        run.buffers.push(await claimBuffers(client, sample.sql, [...sample.parameters]));
+        run.buffers.push((await explainClaim(client, sample.sql, [...sample.parameters], 'jobs')).buffers);
       }
     } finally {
       client.release();
