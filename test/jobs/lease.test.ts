@@ -7,7 +7,7 @@ import { renewLease, renewLeases } from '../../src/jobs/renew.js';
 import { rearmExpiredLeases } from '../../src/maintenance/rearm.js';
 import { useTestApp } from '../support/app.js';
 import { createTestDatabase, useTestDatabase } from '../support/database.js';
-import { api, enqueueAndClaim } from '../support/http.js';
+import { api, enqueueAndClaim, enqueueAndClaimMany } from '../support/http.js';
 
 const database = useTestDatabase();
 const app = useTestApp(database, { BATON_BACKOFF_BASE_MS: '1000' });
@@ -109,11 +109,7 @@ describe('renew', () => {
 describe('renew in a batch', () => {
   it('answers each item on its own: renewed with its new expiry, lease_lost, not_found', async () => {
     const q = 'r-batch';
-    await api(app).enqueueBatch(
-      q,
-      Array.from({ length: 4 }, (_, i) => ({ payload: i })),
-    );
-    const jobs = (await api(app).claim(q, { max_jobs: 4, lease_ms: 5000 })).body.jobs;
+    const jobs = await enqueueAndClaimMany(app, q, 4, { lease_ms: 5000 });
     const sentAt = Date.now();
     const res = await api(app).renewBatch([
       { id: jobs[0].id, lease_token: jobs[0].lease_token },
@@ -219,11 +215,7 @@ describe('ack', () => {
 
   it('in a batch answers each item on its own: one stale token does not fail the others', async () => {
     const q = 'a-batch';
-    await api(app).enqueueBatch(
-      q,
-      Array.from({ length: 5 }, (_, i) => ({ payload: i })),
-    );
-    const jobs = (await api(app).claim(q, { max_jobs: 5 })).body.jobs;
+    const jobs = await enqueueAndClaimMany(app, q, 5);
     const res = await api(app).ackBatch([
       { id: jobs[0].id, lease_token: jobs[0].lease_token, result: 'r0' },
       { id: jobs[1].id, lease_token: UNKNOWN_TOKEN },

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { rearmExpiredLeases } from '../../src/maintenance/rearm.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
-import { api } from '../support/http.js';
+import { api, enqueueAndClaimMany } from '../support/http.js';
 
 const database = useTestDatabase();
 const app = useTestApp(database);
@@ -11,14 +11,7 @@ const app = useTestApp(database);
 describe('racing writes on one lease', () => {
   it('ack, nack, renew, cancel and re-arm all at once: one winner per job, every job in exactly one place', async () => {
     const q = 'race-all';
-    await api(app).enqueueBatch(
-      q,
-      Array.from({ length: 60 }, (_, i) => ({ payload: i })),
-    );
-    const jobs = (await api(app).claim(q, { max_jobs: 60, lease_ms: 1000 })).body.jobs as {
-      id: string;
-      lease_token: string;
-    }[];
+    const jobs = await enqueueAndClaimMany(app, q, 60, { lease_ms: 1000 });
     // Half the leases have already run out, so the re-arm races too.
     await sql`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 ms'
               WHERE id = ANY(${jobs.filter((_, i) => i % 2).map((j) => j.id)}::bigint[])`.execute(
@@ -63,14 +56,7 @@ describe('racing writes on one lease', () => {
 
   it('batch renewals racing the re-arm, a batch ack and each other: a renewed lease is never re-armed or lost', async () => {
     const q = 'race-renew';
-    await api(app).enqueueBatch(
-      q,
-      Array.from({ length: 200 }, (_, i) => ({ payload: i })),
-    );
-    const jobs = (await api(app).claim(q, { max_jobs: 200, lease_ms: 1000 })).body.jobs as {
-      id: string;
-      lease_token: string;
-    }[];
+    const jobs = await enqueueAndClaimMany(app, q, 200, { lease_ms: 1000 });
     // Every lease has just run out: each renewal races the leader's re-arm for its job.
     await sql`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 ms'
               WHERE id = ANY(${jobs.map((j) => j.id)}::bigint[])`.execute(database.db);

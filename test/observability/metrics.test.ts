@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
@@ -140,7 +141,6 @@ describe('/metrics', () => {
 
 describe('docs/metrics.md', () => {
   it('documents every metric the service exports, and no metric it does not', async () => {
-    const { readFile } = await import('node:fs/promises');
     const doc = await readFile(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
     const documented = new Set([...doc.matchAll(/^\| `(baton_[a-z_]+)` \|/gm)].map((m) => m[1]));
     const exported = (await app.metrics.registry.getMetricsAsJSON())

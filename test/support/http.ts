@@ -50,3 +50,21 @@ export async function enqueueAndClaim(
   if (!job) throw new Error(`claim did not return job ${enq.body.id}`);
   return job as { id: string; lease_token: string; attempt: number; lease_expires_at: string; queue: string };
 }
+
+/** Enqueue `n` jobs (payloads 0 to n-1) and claim them all at once; returns the claimed jobs. */
+export async function enqueueAndClaimMany(
+  app: BatonApp,
+  queue: string,
+  n: number,
+  claimBody: object = {},
+): Promise<any[]> {
+  const client = api(app);
+  const enq = await client.enqueueBatch(
+    queue,
+    Array.from({ length: n }, (_, i) => ({ payload: i })),
+  );
+  if (enq.status !== 201) throw new Error(`enqueue failed: ${JSON.stringify(enq.body)}`);
+  const claimed = await client.claim(queue, { ...claimBody, max_jobs: n });
+  if (claimed.body.jobs?.length !== n) throw new Error(`claimed ${claimed.body.jobs?.length} of ${n} jobs`);
+  return claimed.body.jobs;
+}
