@@ -446,7 +446,7 @@ export interface components {
              * @description Stable machine-readable code; branch on this.
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "lease_lost" | "invalid_state" | "queue_not_empty" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "unavailable";
+            code: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
             /** @description What went wrong, naming the field or resource. */
             detail: string;
             instance?: string;
@@ -1163,7 +1163,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Job id (a decimal string).
+                 * @description Job id: a decimal string without leading zeros.
                  * @example 42
                  */
                 id: string;
@@ -1225,7 +1225,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Job id (a decimal string).
+                 * @description Job id: a decimal string without leading zeros.
                  * @example 42
                  */
                 id: string;
@@ -1366,7 +1366,7 @@ export interface operations {
                 "application/json": {
                     renewals: {
                         /**
-                         * @description Job id (a decimal string).
+                         * @description Job id: a decimal string without leading zeros.
                          * @example 42
                          */
                         id: string;
@@ -1467,7 +1467,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Job id (a decimal string).
+                 * @description Job id: a decimal string without leading zeros.
                  * @example 42
                  */
                 id: string;
@@ -1601,7 +1601,7 @@ export interface operations {
                 "application/json": {
                     acks: {
                         /**
-                         * @description Job id (a decimal string).
+                         * @description Job id: a decimal string without leading zeros.
                          * @example 42
                          */
                         id: string;
@@ -1696,7 +1696,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Job id (a decimal string).
+                 * @description Job id: a decimal string without leading zeros.
                  * @example 42
                  */
                 id: string;
@@ -1825,7 +1825,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Job id (a decimal string).
+                 * @description Job id: a decimal string without leading zeros.
                  * @example 42
                  */
                 id: string;

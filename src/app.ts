@@ -13,11 +13,12 @@ import { buildValidator } from './http/validation.js';
 import { createLogger } from './logger.js';
 import auth from './plugins/auth.js';
 import database from './plugins/database.js';
+import jsonBody from './plugins/json-body.js';
 import loadShedding from './plugins/load-shedding.js';
 import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
-import problemHandler from './plugins/problem-handler.js';
+import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
@@ -56,6 +57,14 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   const app = Fastify({
     loggerInstance: (opts.logger ?? createLogger(config)) as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
+    // A slow client (a body trickled a byte at a time) gets 408 instead of holding a connection for
+    // as long as it likes; idle keep-alive connections close; the connection count is capped.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    // Node checks request timeouts on this interval (30 s by default): check every second instead.
+    http: { headersTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000 },
+    frameworkErrors,
+    clientErrorHandler,
     // Honour a caller's X-Request-Id when it is sane, so one id follows a request across services.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -79,10 +88,14 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
     reply.header('x-request-id', request.id);
   });
 
+  app.server.maxConnections = config.maxConnections;
+
   await app.register(problemHandler);
-  await app.register(openapi);
+  await app.register(jsonBody);
   await app.register(database, { url: opts.databaseUrl, config });
+  // Before any route, so that it sees every route's access declaration (see plugins/auth.ts).
   await app.register(auth);
+  await app.register(openapi);
   await app.register(metrics);
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });

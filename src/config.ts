@@ -9,6 +9,7 @@
 
 import { readFileSync } from 'node:fs';
 import { type ApiKey, parseApiKeys } from './auth/api-keys.js';
+import { LEASE_MS_MAX, LEASE_MS_MIN } from './jobs/limits.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -105,10 +106,6 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const YEAR = 365 * DAY;
 
-/** Hard bounds on leases, shared by config validation and the request schemas. */
-export const LEASE_MS_MIN = SECOND;
-export const LEASE_MS_MAX = 12 * HOUR;
-
 function setting<T>(s: Omit<Setting<T>, 'optional'> & { default: T }): Setting<T> {
   return s;
 }
@@ -175,6 +172,27 @@ export const settings = {
     unit: 'requests',
     doc: 'Load shedding: answer new requests 503 while more than this many queries wait for a pool connection (0: never).',
     parse: integer(0, 1_000_000),
+  }),
+  requestTimeoutMs: setting({
+    env: 'BATON_REQUEST_TIMEOUT_MS',
+    default: 30 * SECOND,
+    unit: 'ms',
+    doc: 'How long a client may take to send a whole request, headers and body; a slower one gets 408 and is disconnected. (Long-poll waits are not counted: they come after the request.)',
+    parse: integer(SECOND, 10 * MINUTE),
+  }),
+  keepAliveTimeoutMs: setting({
+    env: 'BATON_KEEP_ALIVE_TIMEOUT_MS',
+    default: 72 * SECOND,
+    unit: 'ms',
+    doc: "How long an idle keep-alive connection stays open. Keep it above a load balancer's idle timeout (60 s on most).",
+    parse: integer(SECOND, HOUR),
+  }),
+  maxConnections: setting({
+    env: 'BATON_MAX_CONNECTIONS',
+    default: 10_000,
+    unit: 'connections',
+    doc: 'Open client connections at most; further ones are refused until some close. Keep it below the process file-descriptor limit.',
+    parse: integer(1, 1_000_000),
   }),
   databaseUrl: optional<string>({
     env: 'DATABASE_URL',
@@ -299,6 +317,13 @@ export const settings = {
     unit: 'ms',
     doc: 'How long an idempotency key keeps returning its original job.',
     parse: integer(SECOND, 10 * YEAR),
+  }),
+  maxAutoQueues: setting({
+    env: 'BATON_MAX_AUTO_QUEUES',
+    default: 10_000,
+    unit: 'queues',
+    doc: 'Auto-created queues at most; an enqueue that would create one more is 409 queue_limit_reached (queues created with PUT do not count and are not capped).',
+    parse: integer(1, 1_000_000),
   }),
   queueIdleMs: setting({
     env: 'BATON_QUEUE_IDLE_MS',

@@ -107,6 +107,8 @@ describe('problem+json', () => {
     fresh.post(
       '/echo',
       {
+        // Every route must declare who may call it (see plugins/auth.ts).
+        config: { access: { scopes: ['producer'] } },
         schema: {
           body: Type.Object(
             {

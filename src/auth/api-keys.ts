@@ -89,3 +89,12 @@ export function findKey(keys: readonly ApiKey[], secret: string): ApiKey | undef
 export function keyAllowsQueue(key: ApiKey, queue: string): boolean {
   return key.queues === undefined || key.queues.some((re) => re.test(queue));
 }
+
+/**
+ * A key's queue patterns as PostgreSQL regular expressions (for `name ~ ANY(...)`), so a listing
+ * filters in SQL; undefined for a key that may use every queue. Patterns hold only queue-name
+ * characters and `*`, so the JavaScript source of each reads the same in PostgreSQL.
+ */
+export function queuePatternsOf(key: ApiKey | undefined): string[] | undefined {
+  return key?.queues?.map((re) => re.source);
+}

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { parseDatabaseJson } from '../json/exact.js';
 import { StatementNames, usePreparedStatements } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
@@ -14,6 +15,20 @@ export interface DatabaseHandle {
 
 type PoolSettings = Pick<Config, 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'> &
   Partial<Pick<Config, 'preparedStatements'>>;
+
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+
+/**
+ * json and jsonb come back with their numbers exact (json/exact.ts): a payload's 9007199254740993
+ * reaches the worker as sent, not as the nearest double.
+ */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === JSON_OID || oid === JSONB_OID
+      ? parseDatabaseJson
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
 
 /**
  * Session settings for every connection Baton opens. A stuck statement or a transaction left open
@@ -30,6 +45,7 @@ export function connectionOptions(url: string, settings: PoolSettings, applicati
     // the wait on our side so a request cannot hang past it.
     query_timeout: settings.statementTimeoutMs + 2000,
     keepAlive: true,
+    types,
   } satisfies pg.ClientConfig;
 }
 

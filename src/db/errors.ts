@@ -48,3 +48,17 @@ export function isUnavailableError(err: unknown): boolean {
 
 export const isLockTimeout = (err: unknown) => sqlState(err) === '55P03';
 export const isUniqueViolation = (err: unknown) => sqlState(err) === '23505';
+
+/**
+ * Class 22 (data exception): PostgreSQL refused a value (bad uuid or timestamp text, out of range,
+ * unpaired surrogate in JSON, ...). Request validation is meant to refuse every such value first, so
+ * one reaching the database is a validation gap: it is answered 400, never 500.
+ */
+export const isDataException = (err: unknown) => /^22[0-9A-Z]{3}$/.test(sqlState(err) ?? '');
+
+/**
+ * A statement failed on what one of its inputs held (a data exception, or an integrity constraint:
+ * class 23). When several requests share one statement (group commit), such a failure is one
+ * member's doing, so the members are re-run one by one and only that member fails.
+ */
+export const isInputError = (err: unknown) => /^2[23][0-9A-Z]{3}$/.test(sqlState(err) ?? '');

@@ -70,20 +70,3 @@ function scan(text: string): string | undefined {
   }
   return undefined;
 }
-
-/** run_at must be a time PostgreSQL can store and this service can reason about. */
-export function checkRunAt(runAt: string, field: string): void {
-  const t = Date.parse(runAt);
-  if (!Number.isFinite(t) || t < 0 || t >= Date.UTC(10000, 0, 1)) {
-    throw new ProblemError('validation_failed', `${field} must be a time between 1970 and 9999`, {
-      errors: [{ field, message: 'must be a time between 1970 and 9999' }],
-    });
-  }
-}
-
-const MAX_BIGINT = 9223372036854775807n;
-
-/** Job ids are bigint; a longer or larger number cannot name a job. */
-export function isValidJobId(id: string): boolean {
-  return /^[0-9]{1,19}$/.test(id) && BigInt(id) <= MAX_BIGINT && BigInt(id) > 0n;
-}

@@ -8,15 +8,19 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export const PROBLEM_CODES = {
   validation_failed: { status: 400, title: 'Request validation failed' },
   malformed_json: { status: 400, title: 'Request body is not valid JSON' },
+  bad_request: { status: 400, title: 'Bad request' },
   unauthorized: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Not allowed' },
   not_found: { status: 404, title: 'Not found' },
   queue_not_found: { status: 404, title: 'Queue not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  request_timeout: { status: 408, title: 'Request not received in time' },
   lease_lost: { status: 409, title: 'Lease lost' },
   invalid_state: { status: 409, title: 'Job is not in a state that allows this' },
   queue_not_empty: { status: 409, title: 'Queue has live jobs' },
+  queue_limit_reached: { status: 409, title: 'Too many queues' },
   payload_too_large: { status: 413, title: 'Payload too large' },
+  uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   internal_error: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
@@ -63,13 +67,3 @@ export function problemBody(code: ProblemCode, detail: string, extra: Partial<Pr
     ...extra,
   };
 }
-
-export const leaseLost = (id: string) =>
-  new ProblemError(
-    'lease_lost',
-    `job ${id} is not claimed under this lease_token (the lease expired and was re-armed, the job was ` +
-      'acked, nacked or cancelled, or the token is wrong)',
-  );
-export const jobNotFound = (id: string) => new ProblemError('not_found', `job ${id} does not exist`);
-export const queueNotFound = (queue: string, reason = '') =>
-  new ProblemError('queue_not_found', `queue "${queue}" does not exist${reason}`);

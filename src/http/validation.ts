@@ -1,6 +1,13 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import {
+  JOB_ID_PATTERN,
+  LEASE_TOKEN_PATTERN,
+  PRINTABLE_PATTERN,
+  QUEUE_NAME_PATTERN,
+} from '../jobs/limits.js';
 import type { FieldError } from './problem.js';
+import { isTimestamp, TIMESTAMP_MESSAGE } from './timestamps.js';
 
 /**
  * Request validation. Bodies are validated strictly: no type coercion ("5" is not 5) and unknown
@@ -19,6 +26,8 @@ function makeAjv(coerce: boolean) {
     strict: false,
   });
   addFormats(ajv);
+  // What the schema calls a date-time is exactly what Baton can store (see timestamps.ts).
+  ajv.addFormat('date-time', { type: 'string', validate: isTimestamp });
   return ajv;
 }
 
@@ -60,6 +69,23 @@ export function fieldErrors(errors: ErrorObject[], part: string | undefined): Fi
       };
     }
     const field = fieldPath(e.instancePath) || (part === 'body' ? 'body' : (part ?? 'request'));
-    return { field, message: e.message ?? 'is invalid' };
+    return { field, message: messageOf(e) };
   });
 }
+
+/** Messages that say what to send where ajv's would only say what failed. */
+function messageOf(e: ErrorObject): string {
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === 'format' && params.format === 'date-time') return TIMESTAMP_MESSAGE;
+  if (e.keyword === 'format' && params.format === 'uuid')
+    return 'must be a lease token (a UUID as claims issue them)';
+  if (e.keyword === 'pattern') return PATTERN_MESSAGES[String(params.pattern)] ?? e.message ?? 'is invalid';
+  return e.message ?? 'is invalid';
+}
+
+const PATTERN_MESSAGES: Record<string, string> = {
+  [JOB_ID_PATTERN]: 'must be a job id: a decimal number without leading zeros, at most 18 digits',
+  [LEASE_TOKEN_PATTERN]: 'must be a lease token: a UUID such as 3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001',
+  [PRINTABLE_PATTERN]: 'must not contain control characters or unpaired UTF-16 surrogates',
+  [QUEUE_NAME_PATTERN]: 'must be a queue name: 1-128 letters, digits, ".", "_" or "-"',
+};

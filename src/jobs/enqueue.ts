@@ -1,8 +1,8 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { queueNotFound } from '../http/problem.js';
-import { createAutoQueue } from '../queues/queue-store.js';
+import { queueNotFound } from '../errors.js';
+import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
 
@@ -30,7 +30,7 @@ export interface EnqueueItem {
 }
 
 export interface EnqueueOptions {
-  autoCreate: boolean;
+  autoCreate: AutoCreatePolicy;
   defaultMaxAttempts: number;
   idempotencyRetentionMs: number;
 }
@@ -51,8 +51,9 @@ export async function enqueueJobs(
   opts: EnqueueOptions,
 ): Promise<EnqueueResult[]> {
   const keyed = items.some((i) => i.idempotencyKey !== undefined);
-  // Two tries are enough: a queue the leader collects must have been idle for BATON_QUEUE_IDLE_MS,
-  // so one we have just created cannot be collected again before our retry.
+  // One retry after creating the queue is enough: a queue the leader collects must have been idle for
+  // BATON_QUEUE_IDLE_MS, so one we have just created cannot be collected again before our retry.
+  // (The third try only guards against a leader whose idle time is set absurdly low.)
   for (let attempt = 0; attempt < 3; attempt++) {
     const result = keyed
       ? await db
@@ -66,8 +67,10 @@ export async function enqueueJobs(
           rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
         );
     if (result !== QUEUE_MISSING) return result;
-    if (!opts.autoCreate) throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
-    await createAutoQueue(db, queue);
+    if (!opts.autoCreate.enabled) {
+      throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
+    }
+    await createAutoQueue(db, queue, opts.autoCreate.maxQueues);
   }
   throw new Error(`queue ${queue} vanished three times during one enqueue`);
 }

@@ -6,7 +6,12 @@
  * concurrent claims (or acks) become one statement and one commit instead of N: PostgreSQL parses,
  * plans, locks and commits once, and claimers stop competing for the same rows at the head of the
  * ready index (each FOR UPDATE SKIP LOCKED claimer otherwise walks past the rows the others just
- * locked). Each request still gets its own answer; a failed statement fails every request in it.
+ * locked). Each request still gets its own answer.
+ *
+ * One request must not fail the others: when a shared statement fails on what an input held (a
+ * value PostgreSQL refused; `isolate` says which errors those are), the requests of the group are
+ * run again one at a time, so only the request that caused it fails. Any other failure (an outage)
+ * fails every request of the group, as it would have failed each of them alone.
  */
 export class GroupCommit<In, Out> {
   private pending: { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
@@ -16,18 +21,24 @@ export class GroupCommit<In, Out> {
    * @param run executes one statement for a group and answers each item, in order
    * @param weight how much of a group an item uses (claims: the jobs it asks for)
    * @param capacity the most a group may hold (one item may exceed it alone)
+   * @param isolate errors caused by one item's input, after which items are re-run one by one
    */
   constructor(
     private readonly run: (items: In[]) => Promise<Out[]>,
     private readonly weight: (item: In) => number = () => 1,
     private readonly capacity = 1000,
+    private readonly isolate: (err: unknown) => boolean = () => false,
   ) {}
 
   /**
    * A group commit whose requests are lists (a batch enqueue, a batch ack): the lists of a group run
    * as one flat list, and each request gets back the answers to its own items.
    */
-  static ofLists<In, Out>(run: (items: In[]) => Promise<Out[]>, capacity: number): GroupCommit<In[], Out[]> {
+  static ofLists<In, Out>(
+    run: (items: In[]) => Promise<Out[]>,
+    capacity: number,
+    isolate?: (err: unknown) => boolean,
+  ): GroupCommit<In[], Out[]> {
     return new GroupCommit<In[], Out[]>(
       async (lists) => {
         const answers = await run(lists.flat());
@@ -39,6 +50,7 @@ export class GroupCommit<In, Out> {
       },
       (list) => list.length,
       capacity,
+      isolate,
     );
   }
 
@@ -67,10 +79,22 @@ export class GroupCommit<In, Out> {
           g.resolve(outs[i]!);
         });
       } catch (err) {
-        for (const g of group) g.reject(err);
+        if (group.length > 1 && this.isolate(err)) await this.runEach(group);
+        else for (const g of group) g.reject(err);
       }
     }
     this.running = false;
+  }
+
+  /** Each member alone, in order (still one statement at a time). */
+  private async runEach(group: typeof this.pending): Promise<void> {
+    for (const g of group) {
+      try {
+        g.resolve((await this.run([g.item]))[0]!);
+      } catch (err) {
+        g.reject(err);
+      }
+    }
   }
 }
 

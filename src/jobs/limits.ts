@@ -1,14 +1,51 @@
 /**
- * Limits of the public API, in one place: request schemas, validation messages and docs read them.
- * (Lease bounds live in config.ts because the default lease is a setting validated against them.)
+ * Limits of the public API, in one place: config validation, request schemas, validation messages
+ * and docs read them. Every bound here is also one PostgreSQL accepts, so a value the API takes can
+ * always be stored.
  */
+const SECOND = 1000;
+const HOUR = 3600 * SECOND;
+
 export const QUEUE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 export const QUEUE_NAME_MAX = 128;
+const QUEUE_NAME = new RegExp(QUEUE_NAME_PATTERN);
+export const isQueueName = (name: string): boolean => QUEUE_NAME.test(name);
+
+/**
+ * A job id, canonical: a decimal number without leading zeros, at most 18 digits. Ids come from a
+ * bigint sequence, which would take tens of thousands of years at a million jobs a second to reach 19
+ * digits; refusing "03" and "0000000000000000003" means one job has exactly one spelling, so an
+ * authorization check, a duplicate check and the SQL that casts the text to bigint all see the same
+ * job.
+ */
+export const JOB_ID_PATTERN = '^[1-9][0-9]{0,17}$';
+const JOB_ID = new RegExp(JOB_ID_PATTERN);
+export const isJobId = (id: string): boolean => JOB_ID.test(id);
+
+/**
+ * A lease token as claims mint it (PostgreSQL's gen_random_uuid()): 8-4-4-4-12 hex digits. Written
+ * out rather than left to a `uuid` format, which also takes forms (`urn:uuid:...`) that the
+ * database's uuid type refuses.
+ */
+export const LEASE_TOKEN_PATTERN =
+  '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
+
+/**
+ * Printable text: no control characters (PostgreSQL text cannot hold NUL at all) and no unpaired
+ * UTF-16 surrogates (not Unicode; PostgreSQL refuses them in JSON). The validator compiles patterns
+ * with the `u` flag, where a paired surrogate is one code point outside this range.
+ */
+export const PRINTABLE_PATTERN = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
+
+/** Lease lengths, for claims, renewals, queue settings and the server default. */
+export const LEASE_MS_MIN = SECOND;
+export const LEASE_MS_MAX = 12 * HOUR;
+
 /** Jobs per batch enqueue, claim or batch ack. */
 export const MAX_BATCH = 1000;
 export const MAX_WAIT_MS = 20_000;
 /** Longest delay or retry a job may be given: ten years. */
-export const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+export const MAX_DELAY_MS = 10 * 365 * 24 * HOUR;
 export const PRIORITY_MIN = -2_147_483_648;
 export const PRIORITY_MAX = 2_147_483_647;
 export const MAX_ATTEMPTS_LIMIT = 1000;
@@ -17,5 +54,3 @@ export const WORKER_ID_MAX = 128;
 export const ERROR_MESSAGE_MAX = 4096;
 /** Failed attempts kept in a job's error history (older ones are dropped). */
 export const ERRORS_KEPT = 20;
-/** Printable text: no control characters (PostgreSQL text cannot hold NUL at all). */
-export const PRINTABLE_PATTERN = '^[^\\u0000-\\u001f\\u007f]*$';

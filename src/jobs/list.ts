@@ -1,6 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { invalidField } from '../errors.js';
 import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+import { isJobId, PRIORITY_MAX, PRIORITY_MIN } from './limits.js';
 import type { JobState } from './states.js';
 
 /**
@@ -14,8 +16,9 @@ import type { JobState } from './states.js';
  *   claimed    id                                        (claimed longest ago first, roughly)
  *   completed, dead, cancelled   finished_at, id         (finished longest ago first)
  *
- * `desc` reverses the order. The cursor carries the sort key of the last row at full database
- * precision (timestamps as text), so no row is skipped or repeated at a page boundary.
+ * `desc` reverses the order. The page key carries the sort key of the last row at full database
+ * precision (timestamps in UTC with microseconds), so no row is skipped or repeated at a page
+ * boundary. A key comes back from clients, so parseListKey() checks every part of it first.
  */
 
 export interface ListOptions {
@@ -23,65 +26,83 @@ export interface ListOptions {
   state: JobState;
   limit: number;
   desc: boolean;
-  cursor?: unknown[];
+  after?: ListKey;
 }
 
-export class BadCursor extends Error {}
+/** The sort key of a row: ready [priority, run_at, id]; scheduled [run_at, id]; claimed [id]; finished [finished_at, id]. */
+export type ListKey = string[];
 
-type Key = [string, string, string] | [string, string] | [string];
+const UTC_MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const isTime = (v: string | undefined) =>
+  v !== undefined && UTC_MICROS.test(v) && !Number.isNaN(Date.parse(v));
+const isId = (v: string | undefined) => v !== undefined && isJobId(v);
+const isPriority = (v: string | undefined) =>
+  v !== undefined && /^-?\d{1,10}$/.test(v) && Number(v) >= PRIORITY_MIN && Number(v) <= PRIORITY_MAX;
 
-function keysetCondition(state: JobState, desc: boolean, key: unknown[]) {
+/** A decoded page key, checked against the state's shape; a 400 naming `cursor` otherwise. */
+export function parseListKey(state: JobState, key: string[] | undefined): ListKey {
+  const [a, b, c] = key ?? [];
+  const ok =
+    key !== undefined &&
+    (state === 'ready'
+      ? key.length === 3 && isPriority(a) && isTime(b) && isId(c)
+      : state === 'claimed'
+        ? key.length === 1 && isId(a)
+        : key.length === 2 && isTime(a) && isId(b));
+  if (!ok) throw invalidField('cursor', 'is not a cursor this server issued for this state');
+  return key;
+}
+
+const utc = (column: RawBuilder<unknown>) =>
+  sql`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+function keysetCondition(state: JobState, desc: boolean, key: ListKey) {
   const cmp = desc ? sql`<` : sql`>`;
-  const str = (v: unknown) => {
-    if (typeof v !== 'string' || v.length > 64) throw new BadCursor();
-    return v;
-  };
   switch (state) {
     case 'ready': {
-      const [priority, runAt, id] = key as Key;
-      if (!/^-?\d+$/.test(str(priority))) throw new BadCursor();
+      const [priority, runAt, id] = key;
       // Mixed directions (priority DESC, then run_at and id ASC) cannot use one row comparison.
       const pcmp = desc ? sql`>` : sql`<`;
       return sql`(j.priority ${pcmp} ${Number(priority)}::integer OR (j.priority = ${Number(priority)}::integer
-        AND (j.run_at, j.id) ${cmp} (${str(runAt)}::timestamptz, ${str(id)}::bigint)))`;
+        AND (j.run_at, j.id) ${cmp} (${runAt}::timestamptz, ${id}::bigint)))`;
     }
     case 'scheduled': {
-      const [runAt, id] = key as Key;
-      return sql`(j.run_at, j.id) ${cmp} (${str(runAt)}::timestamptz, ${str(id)}::bigint)`;
+      const [runAt, id] = key;
+      return sql`(j.run_at, j.id) ${cmp} (${runAt}::timestamptz, ${id}::bigint)`;
     }
     case 'claimed':
-      return sql`j.id ${cmp} ${str(key[0])}::bigint`;
+      return sql`j.id ${cmp} ${key[0]}::bigint`;
     default: {
-      const [finishedAt, id] = key as Key;
-      return sql`(h.finished_at, h.id) ${cmp} (${str(finishedAt)}::timestamptz, ${str(id)}::bigint)`;
+      const [finishedAt, id] = key;
+      return sql`(h.finished_at, h.id) ${cmp} (${finishedAt}::timestamptz, ${id}::bigint)`;
     }
   }
 }
 
-export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRow[]; next?: unknown[] }> {
-  const { queue, state, limit, desc, cursor } = opts;
+export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRow[]; next?: ListKey }> {
+  const { queue, state, limit, desc, after: key } = opts;
   const dir = desc ? sql`DESC` : sql`ASC`;
-  const after = cursor ? keysetCondition(state, desc, cursor) : sql`true`;
-  let query: RawBuilder<JobRow & { sort_key: unknown[] }>;
+  const after = key ? keysetCondition(state, desc, key) : sql`true`;
+  let query: RawBuilder<JobRow & { sort_key: ListKey }>;
   if (state === 'ready') {
     const pdir = desc ? sql`ASC` : sql`DESC`;
-    query = sql<JobRow & { sort_key: unknown[] }>`
-      SELECT ${liveJobColumns}, json_build_array(j.priority::text, j.run_at::text, j.id::text) AS sort_key
+    query = sql<JobRow & { sort_key: ListKey }>`
+      SELECT ${liveJobColumns}, json_build_array(j.priority::text, ${utc(sql`j.run_at`)}, j.id::text) AS sort_key
       FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'ready' AND ${after}
       ORDER BY j.priority ${pdir}, j.run_at ${dir}, j.id ${dir} LIMIT ${limit}`;
   } else if (state === 'scheduled') {
-    query = sql<JobRow & { sort_key: unknown[] }>`
-      SELECT ${liveJobColumns}, json_build_array(j.run_at::text, j.id::text) AS sort_key
+    query = sql<JobRow & { sort_key: ListKey }>`
+      SELECT ${liveJobColumns}, json_build_array(${utc(sql`j.run_at`)}, j.id::text) AS sort_key
       FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'scheduled' AND ${after}
       ORDER BY j.run_at ${dir}, j.id ${dir} LIMIT ${limit}`;
   } else if (state === 'claimed') {
-    query = sql<JobRow & { sort_key: unknown[] }>`
+    query = sql<JobRow & { sort_key: ListKey }>`
       SELECT ${liveJobColumns}, json_build_array(j.id::text) AS sort_key
       FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'claimed' AND ${after}
       ORDER BY j.id ${dir} LIMIT ${limit}`;
   } else {
-    query = sql<JobRow & { sort_key: unknown[] }>`
-      SELECT ${finishedJobColumns}, json_build_array(h.finished_at::text, h.id::text) AS sort_key
+    query = sql<JobRow & { sort_key: ListKey }>`
+      SELECT ${finishedJobColumns}, json_build_array(${utc(sql`h.finished_at`)}, h.id::text) AS sort_key
       FROM baton.job_history h WHERE h.queue = ${queue} AND h.state = ${state} AND ${after}
       ORDER BY h.finished_at ${dir}, h.id ${dir} LIMIT ${limit}`;
   }
@@ -91,18 +112,4 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
     rows: rows.map(({ sort_key: _, ...row }) => row),
     next: rows.length === limit ? last?.sort_key : undefined,
   };
-}
-
-export function encodeCursor(key: unknown[]): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): unknown[] {
-  try {
-    const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (!Array.isArray(key) || key.length === 0 || key.length > 3) throw new BadCursor();
-    return key;
-  } catch {
-    throw new BadCursor();
-  }
 }

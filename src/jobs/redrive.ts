@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { queueNotFound } from '../http/problem.js';
-import { createAutoQueue } from '../queues/queue-store.js';
+import { queueNotFound } from '../errors.js';
+import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
 
 /**
  * Redrive: dead jobs go back to `ready` with their attempts reset (their error history is kept),
@@ -27,7 +27,7 @@ export async function redriveDeadJobs(
   db: Db,
   queue: string,
   filter: RedriveFilter,
-  opts: { autoCreate: boolean; batchSize?: number },
+  opts: { autoCreate: AutoCreatePolicy; batchSize?: number },
 ): Promise<number> {
   const batchSize = opts.batchSize ?? BATCH;
   let total = 0;
@@ -61,8 +61,8 @@ export async function redriveDeadJobs(
         await sql`SELECT 1 FROM baton.job_history WHERE queue = ${queue} AND state = 'dead' LIMIT 1`.execute(
           db,
         );
-      if (!opts.autoCreate || dead.rows.length === 0) throw queueNotFound(queue);
-      await createAutoQueue(db, queue);
+      if (!opts.autoCreate.enabled || dead.rows.length === 0) throw queueNotFound(queue);
+      await createAutoQueue(db, queue, opts.autoCreate.maxQueues);
       continue;
     }
     total += moved;

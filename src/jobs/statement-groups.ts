@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { isInputError } from '../db/errors.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
 import { type ClaimedRow, type ClaimRequest, type ClaimSlot, claimForGroup } from './claim.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
@@ -26,6 +27,7 @@ export class ClaimGroups {
           (slots) => claimForGroup(db, queue, defaultLeaseMs, slots),
           (slot) => slot.maxJobs,
           MAX_BATCH,
+          isInputError,
         ),
     );
   }
@@ -41,7 +43,11 @@ export class EnqueueGroups {
 
   constructor(db: Db, opts: EnqueueOptions) {
     this.groups = new KeyedGroupCommit((queue) =>
-      GroupCommit.ofLists((items: EnqueueItem[]) => enqueueJobs(db, queue, items, opts), MAX_BATCH),
+      GroupCommit.ofLists(
+        (items: EnqueueItem[]) => enqueueJobs(db, queue, items, opts),
+        MAX_BATCH,
+        isInputError,
+      ),
     );
   }
 
@@ -63,8 +69,13 @@ export class AckGroups {
       (items) => ackEach(db, items),
       () => 1,
       MAX_BATCH,
+      isInputError,
     );
-    this.batches = GroupCommit.ofLists((items: AckItem[]) => ackBriefEach(db, items), MAX_BATCH);
+    this.batches = GroupCommit.ofLists(
+      (items: AckItem[]) => ackBriefEach(db, items),
+      MAX_BATCH,
+      isInputError,
+    );
   }
 
   /** Ack one job; the completed job, or undefined when the lease was not this one. */

@@ -6,14 +6,24 @@ import type { Duty } from './duty.js';
  * Queue statistics: the leader counts each queue's jobs into baton.queue_stats, so that stats
  * reads, queue lists and metric scrapes read one small row per queue and never count rows
  * themselves. These are maintained counts, exact as of their refreshed_at:
- * - live counts (scheduled, ready, claimed), the oldest ready job and the last minute's completions
- *   every tick, each an index range count per queue on the partial indexes;
- * - finished counts (completed, dead, cancelled within retention) every `finishedEveryMs`, since they
- *   scan the history index of each queue and change slowly relative to their size.
+ * - live counts (scheduled, ready, claimed), the oldest ready job and the last minute's completions,
+ *   each an index range count per queue on the partial indexes;
+ * - finished counts (completed, dead, cancelled within retention) at most once a minute per queue,
+ *   since they scan the history index of each queue and change slowly relative to their size.
+ *
+ * Work per tick is bounded: a tick counts at most `batchSize` queues, in name order from where the
+ * last tick stopped, so ten thousand queues cost the leader the same per tick as five hundred (their
+ * counts are then refreshed every few ticks instead of every tick).
  */
 
-export async function refreshLiveStats(db: Db): Promise<number> {
-  const result = await sql`
+export const STATS_BATCH = 500;
+
+/** Live counts of the next `limit` queues after `after` (by name); answers the names counted. */
+export async function refreshLiveStats(
+  db: Db,
+  opts: { after?: string; limit?: number } = {},
+): Promise<string[]> {
+  const { rows } = await sql<{ queue: string }>`
     INSERT INTO baton.queue_stats AS s (queue, scheduled, ready, claimed, oldest_ready_at, completed_last_minute,
                                         live_refreshed_at)
     SELECT q.name,
@@ -24,20 +34,33 @@ export async function refreshLiveStats(db: Db): Promise<number> {
       (SELECT count(*) FROM baton.job_history h
         WHERE h.queue = q.name AND h.state = 'completed' AND h.finished_at > now() - interval '1 minute'),
       now()
-    FROM baton.queues q
+    FROM (SELECT name FROM baton.queues WHERE name > ${opts.after ?? ''}
+          ORDER BY name LIMIT ${opts.limit ?? STATS_BATCH}) q
     ON CONFLICT (queue) DO UPDATE SET
       scheduled = excluded.scheduled, ready = excluded.ready, claimed = excluded.claimed,
       oldest_ready_at = excluded.oldest_ready_at, completed_last_minute = excluded.completed_last_minute,
-      live_refreshed_at = excluded.live_refreshed_at`.execute(db);
-  await sql`
+      live_refreshed_at = excluded.live_refreshed_at
+    RETURNING queue`.execute(db);
+  return rows.map((r) => r.queue).sort();
+}
+
+/** Rows of queues that no longer exist. */
+export async function dropStatsOfGoneQueues(db: Db): Promise<number> {
+  const result = await sql`
     DELETE FROM baton.queue_stats s WHERE NOT EXISTS (SELECT 1 FROM baton.queues q WHERE q.name = s.queue)`.execute(
     db,
   );
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** `all`: every queue; otherwise only queues never counted yet (new since the last full count). */
-export async function refreshFinishedStats(db: Db, all = true): Promise<number> {
+/**
+ * Finished counts of these queues (every queue when `queues` is undefined), skipping those counted
+ * less than `olderThanMs` ago.
+ */
+export async function refreshFinishedStats(
+  db: Db,
+  opts: { queues?: string[]; olderThanMs?: number } = {},
+): Promise<number> {
   const result = await sql`
     UPDATE baton.queue_stats s SET
       completed = c.completed, dead = c.dead, cancelled = c.cancelled, finished_refreshed_at = now()
@@ -47,28 +70,36 @@ export async function refreshFinishedStats(db: Db, all = true): Promise<number> 
         (SELECT count(*) FROM baton.job_history h WHERE h.queue = q.name AND h.state = 'dead') AS dead,
         (SELECT count(*) FROM baton.job_history h WHERE h.queue = q.name AND h.state = 'cancelled') AS cancelled
       FROM baton.queues q JOIN baton.queue_stats counted ON counted.queue = q.name
-      WHERE ${all} OR counted.finished_refreshed_at IS NULL
+      WHERE (${opts.queues ?? null}::text[] IS NULL OR q.name = ANY(${opts.queues ?? null}::text[]))
+        AND (counted.finished_refreshed_at IS NULL
+             OR counted.finished_refreshed_at <= now() - ${opts.olderThanMs ?? 0}::bigint * interval '1 millisecond')
     ) c
     WHERE s.queue = c.name`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
 
-export class QueueStatsDuty implements Duty<{ queues: number; finished: boolean }> {
+export class QueueStatsDuty implements Duty<{ queues: number; finished: number }> {
   readonly name = 'queue_stats';
-  private lastFinished = 0;
+  /** The last queue counted; the next tick continues after it. */
+  private after: string | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly tickMs: number,
     private readonly finishedEveryMs = 60_000,
+    private readonly batchSize = STATS_BATCH,
   ) {}
 
-  async runOnce(): Promise<{ queues: number; finished: boolean }> {
-    const queues = await refreshLiveStats(this.db);
-    const due = Date.now() - this.lastFinished >= this.finishedEveryMs;
-    await refreshFinishedStats(this.db, due);
-    if (due) this.lastFinished = Date.now();
-    return { queues, finished: due };
+  async runOnce(): Promise<{ queues: number; finished: number }> {
+    const counted = await refreshLiveStats(this.db, { after: this.after, limit: this.batchSize });
+    // A short batch reached the end of the queue list: start from the first queue next tick.
+    this.after = counted.length < this.batchSize ? undefined : counted.at(-1);
+    if (this.after === undefined) await dropStatsOfGoneQueues(this.db);
+    const finished =
+      counted.length === 0
+        ? 0
+        : await refreshFinishedStats(this.db, { queues: counted, olderThanMs: this.finishedEveryMs });
+    return { queues: counted.length, finished };
   }
 
   nextRunInMs(): number {

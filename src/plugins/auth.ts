@@ -1,28 +1,36 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiKey, findKey, keyAllowsQueue, type Scope } from '../auth/api-keys.js';
 import { apiKeysOf, type OpenEndpoint } from '../config.js';
+import { jobNotFound } from '../errors.js';
 import { ProblemError } from '../http/problem.js';
 import { queuesOfJobs } from '../jobs/read.js';
 
 /**
- * Who may call what. Each route declares its access in its options:
+ * Who may call what. Every route declares its access in its options, and a route without one is
+ * refused at start-up (and, were one to slip through, answered 403): access is decided on the route
+ * that matched, never on the raw URL, so `/metrics/`, `/%6detrics` and an absolute-form request
+ * target are the same route with the same rule.
  *
- *   config: { access: { scopes: ['consumer'], queue: 'param' } }
+ *   config: { access: { scopes: ['consumer'], queue: 'param' } }   an API route
+ *   config: { access: { endpoint: 'metrics' } }                     an operations endpoint
  *
- * `scopes` lists the scopes that may call it (admin may call everything); `queue` says where the
- * queue comes from, for keys limited to queue patterns: the `:queue` path parameter, the job named
- * by `:id`, or every job of a batch ack or renew. Keys are presented as `Authorization: Bearer <key>`.
+ * `scopes` lists the scopes that may call an API route (admin may call everything); `queue` says
+ * where the queue comes from, for keys limited to queue patterns: the `:queue` path parameter, the
+ * job named by `:id`, or every job of a batch ack or renew. To such a key a job of another queue is
+ * indistinguishable from a job that does not exist (404, or `not_found` for a batch item), and a job
+ * whose queue cannot be found is treated the same way (fail closed). Operations endpoints are open
+ * when listed in BATON_OPEN_ENDPOINTS (`healthz` always is); otherwise they need a key, and
+ * `/metrics`, which reports every queue, a key not limited to queue patterns.
  *
- * With no keys configured, authentication is off (and config.ts only lets the server bind a
- * loopback address, unless BATON_ALLOW_UNAUTHENTICATED says otherwise).
+ * Keys are presented as `Authorization: Bearer <key>`. With no keys configured, authentication is
+ * off (and config.ts only lets the server bind a loopback address, unless
+ * BATON_ALLOW_UNAUTHENTICATED says otherwise).
  */
 
-export interface Access {
-  scopes: Scope[];
-  /** Where the queue comes from: the `:queue` param, the `:id` job's queue, or a batch body's jobs. */
-  queue?: 'param' | 'job' | 'batch';
-}
+export type Access =
+  | { scopes: Scope[]; queue?: 'param' | 'job' | 'batch' }
+  | { endpoint: OpenEndpoint | 'healthz' };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -31,17 +39,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key the request authenticated with (undefined when authentication is off). */
     apiKey?: ApiKey;
+    /**
+     * Batch items (by job id) that a queue-limited key may not see: their jobs belong to other
+     * queues or cannot be found. The route answers them `not_found` and leaves them out of the write.
+     */
+    hiddenJobIds?: ReadonlySet<string>;
   }
-}
-
-/** Endpoints outside /v1 that may be opened with BATON_OPEN_ENDPOINTS. */
-function endpointOf(url: string): OpenEndpoint | 'healthz' | undefined {
-  const path = url.split('?')[0]!;
-  if (path === '/healthz') return 'healthz';
-  if (path === '/readyz') return 'readyz';
-  if (path === '/metrics') return 'metrics';
-  if (path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/')) return 'docs';
-  return undefined;
 }
 
 function unauthorized(reply: FastifyReply, detail: string, invalid: boolean): ProblemError {
@@ -58,17 +61,32 @@ function forbidden(key: ApiKey, what: string): ProblemError {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** The jobs a batch route names, for the queue check. */
+function batchIds(request: FastifyRequest): string[] {
+  const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[] };
+  return (body.acks ?? body.renewals ?? []).map((item) => item.id);
+}
+
 export default fp(
   async function auth(app: FastifyInstance) {
+    // Every route must say who may call it; checked once all routes are registered.
+    const routes: RouteOptions[] = [];
+    app.addHook('onRoute', (route) => {
+      routes.push(route);
+    });
+    app.addHook('onReady', async () => {
+      const bare = routes.filter((r) => !r.config?.access);
+      if (bare.length > 0) {
+        const names = bare.map((r) => `${[r.method].flat().join(',')} ${r.url}`).join('; ');
+        throw new Error(`routes without an access declaration (config.access): ${names}`);
+      }
+    });
+
     const keys = apiKeysOf(app.config);
     if (keys.length === 0) return;
     const open = new Set<string>(['healthz', ...app.config.openEndpoints]);
 
-    app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-      const endpoint = endpointOf(request.url);
-      const access = request.routeOptions.config?.access;
-      if (endpoint && open.has(endpoint)) return;
-      if (!endpoint && !access) return; // an unknown route: the 404 handler answers
+    const authenticate = (request: FastifyRequest, reply: FastifyReply): ApiKey => {
       const header = request.headers.authorization;
       if (!header)
         throw unauthorized(reply, 'an API key is required: send Authorization: Bearer <key>', false);
@@ -76,9 +94,26 @@ export default fp(
       const key = secret === undefined ? undefined : findKey(keys, secret);
       if (!key) throw unauthorized(reply, 'the API key is not valid', true);
       request.apiKey = key;
-      if (!access) return; // a protected operations endpoint: any valid key
+      return key;
+    };
+
+    app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+      // No route matched: the not-found handler answers 404 or 405, which reveals nothing.
+      if (request.is404) return;
+      const access = request.routeOptions.config?.access;
+      if (!access) throw new ProblemError('forbidden', 'this route declares no access rule');
+      if ('endpoint' in access) {
+        if (open.has(access.endpoint)) return;
+        const key = authenticate(request, reply);
+        if (access.endpoint === 'metrics' && key.queues) {
+          throw forbidden(key, 'is limited to some queues, and /metrics reports every queue');
+        }
+        return;
+      }
+      const key = authenticate(request, reply);
       if (!key.scopes.has('admin') && !access.scopes.some((s) => key.scopes.has(s))) {
-        throw forbidden(key, `lacks the scope for this (needs ${[...access.scopes, 'admin'].join(' or ')})`);
+        const needs = [...new Set([...access.scopes, 'admin'])].join(' or ');
+        throw forbidden(key, `lacks the scope for this (needs ${needs})`);
       }
       const queue = (request.params as { queue?: string }).queue;
       if (access.queue === 'param' && queue !== undefined && !keyAllowsQueue(key, queue)) {
@@ -86,20 +121,24 @@ export default fp(
       }
     });
 
-    // Keys limited to queue patterns, on routes that name jobs rather than a queue: look the
-    // jobs' queues up once the body is parsed. (Unknown jobs are left to the route: 404.)
+    // Keys limited to queue patterns, on routes that name jobs rather than a queue: look the jobs'
+    // queues up once the body is parsed and validated (ids are canonical by then).
     app.addHook('preHandler', async (request) => {
       const key = request.apiKey;
       const access = request.routeOptions.config?.access;
-      if (!key?.queues || !access || (access.queue !== 'job' && access.queue !== 'batch')) return;
-      const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[] };
-      const ids =
-        access.queue === 'job'
-          ? [(request.params as { id: string }).id]
-          : (body.acks ?? body.renewals ?? []).map((item) => item.id);
-      const valid = ids.filter((id) => /^[0-9]{1,18}$/.test(id));
-      for (const [id, queue] of await queuesOfJobs(app.db, valid)) {
-        if (!keyAllowsQueue(key, queue)) throw forbidden(key, `may not use job ${id} (queue "${queue}")`);
+      if (!key?.queues || !access || !('scopes' in access)) return;
+      if (access.queue === 'job') {
+        const id = (request.params as { id: string }).id;
+        const queue = (await queuesOfJobs(app.db, [id])).get(id);
+        if (queue === undefined || !keyAllowsQueue(key, queue)) throw jobNotFound(id);
+      } else if (access.queue === 'batch') {
+        const ids = batchIds(request);
+        const queues = await queuesOfJobs(app.db, ids);
+        const hidden = ids.filter((id) => {
+          const queue = queues.get(id);
+          return queue === undefined || !keyAllowsQueue(key, queue);
+        });
+        request.hiddenJobIds = new Set(hidden);
       }
     });
   },

@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProblemError } from '../http/problem.js';
 
-/** Paths that answer even under overload: probes and scrapes must see an overloaded server. */
-const ALWAYS_ANSWER = new Set(['/healthz', '/readyz', '/metrics']);
+/** Endpoints that answer even under overload: probes and scrapes must see an overloaded server. */
+const ALWAYS_ANSWER = new Set(['healthz', 'readyz', 'metrics']);
 const SAMPLE_MS = 250;
 
 /**
@@ -42,7 +42,8 @@ export default fp(
     };
 
     app.addHook('onRequest', async (request) => {
-      if (ALWAYS_ANSWER.has(request.url.split('?')[0]!)) return;
+      const access = request.routeOptions.config?.access;
+      if (access && 'endpoint' in access && ALWAYS_ANSWER.has(access.endpoint)) return;
       if (shedEventLoopDelayMs > 0 && lagMs > shedEventLoopDelayMs) {
         throw shed('event_loop', `event loop lag ${Math.round(lagMs)} ms`);
       }

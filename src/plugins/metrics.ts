@@ -36,6 +36,7 @@ export default fp(
     app.get(
       '/metrics',
       {
+        config: { access: { endpoint: 'metrics' } },
         schema: {
           tags: ['operations'],
           operationId: 'getMetrics',

@@ -28,6 +28,12 @@ Every error is RFC 9457 \`application/problem+json\` with a stable \`code\`.`;
 export default fp(
   async function openapi(app: FastifyInstance) {
     for (const schema of COMPONENTS) app.addSchema(schema);
+    // The interactive page's routes come from @fastify/swagger-ui; they follow the `docs` rule.
+    app.addHook('onRoute', (route) => {
+      if (route.url === '/docs' || route.url.startsWith('/docs/')) {
+        route.config = { ...route.config, access: { endpoint: 'docs' } };
+      }
+    });
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
@@ -54,7 +60,7 @@ export default fp(
       // Every /v1 route documents its scopes, its 401/403 answers and the bearer key it needs.
       transform: ({ schema, url, route }) => {
         const access = (route.config as { access?: Access } | undefined)?.access;
-        if (!schema || !access) return { schema, url };
+        if (!schema || !access || !('scopes' in access)) return { schema, url };
         const scopes = access.scopes.includes('admin') ? ['admin'] : [...access.scopes, 'admin'];
         const limits = access.queue ? ' A key limited to queue patterns must allow the queue.' : '';
         return {
@@ -81,7 +87,9 @@ export default fp(
       routePrefix: '/docs',
       uiConfig: { docExpansion: 'list', deepLinking: true },
     });
-    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    app.get('/openapi.json', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, async () =>
+      app.swagger(),
+    );
   },
   { name: 'openapi', fastify: '5.x' },
 );

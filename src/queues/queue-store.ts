@@ -1,6 +1,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database, QueueStatsTable, QueuesTable } from '../db/schema.js';
+import { DomainError } from '../errors.js';
 import { finishedRow, type JobRow } from '../jobs/job-row.js';
 
 /**
@@ -11,16 +12,47 @@ import { finishedRow, type JobRow } from '../jobs/job-row.js';
 export type QueueRow = Selectable<QueuesTable>;
 export type QueueStatsRow = Selectable<QueueStatsTable>;
 
+/** Whether writes to an unknown queue create it, and how many auto-created queues may exist. */
+export interface AutoCreatePolicy {
+  enabled: boolean;
+  maxQueues: number;
+}
+
 /**
  * Create an auto-created queue with every setting at its server default. Runs only when a write
  * found no queue row (first use, or the leader collected an idle queue a moment ago), never on the
  * ordinary enqueue path. ON CONFLICT DO NOTHING: a concurrent creator wins harmlessly.
+ *
+ * At most `maxQueues` auto-created queues exist: one client must not be able to create queues
+ * without end (each costs the leader's per-tick work and a row in every listing). Creators take a
+ * transaction-scoped advisory lock so the count they check is exact; creating is rare, so the lock
+ * is never on a hot path.
  */
-export async function createAutoQueue(db: Kysely<Database>, name: string): Promise<void> {
-  await sql`
-    INSERT INTO baton.queues (name, auto_created) VALUES (${name}, true)
-    ON CONFLICT (name) DO NOTHING`.execute(db);
+export async function createAutoQueue(db: Kysely<Database>, name: string, maxQueues: number): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${AUTO_QUEUE_LOCK}::bigint)`.execute(trx);
+    const { rows } = await sql<{ created: boolean }>`
+      WITH ins AS (
+        INSERT INTO baton.queues (name, auto_created)
+        SELECT ${name}, true WHERE (SELECT count(*) FROM baton.queues WHERE auto_created) < ${maxQueues}
+        ON CONFLICT (name) DO NOTHING
+        RETURNING 1
+      )
+      SELECT EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM baton.queues WHERE name = ${name}) AS created`.execute(
+      trx,
+    );
+    if (!rows[0]?.created) {
+      throw new DomainError(
+        'queue_limit_reached',
+        `queue "${name}" does not exist and this server already has ${maxQueues} auto-created queues ` +
+          '(BATON_MAX_AUTO_QUEUES): create it with PUT /v1/queues/{queue}, or let idle ones be collected',
+      );
+    }
+  });
 }
+
+/** Advisory lock key serialising auto-creation (an arbitrary constant: "baton" in ASCII). */
+const AUTO_QUEUE_LOCK = 0x6261746f6e;
 
 export async function getQueue(
   db: Db,
@@ -36,10 +68,14 @@ export async function getQueue(
   return { queue: queue as QueueRow, stats: stats as QueueStatsRow | undefined };
 }
 
-/** Queues in name order after `after`, with their maintained statistics. */
-export async function listQueues(db: Db, limit: number, after?: string) {
+/**
+ * Queues in name order after `after`, with their maintained statistics; with `patterns` (regular
+ * expressions), only the queues whose names match one.
+ */
+export async function listQueues(db: Db, limit: number, after?: string, patterns?: string[]) {
   let query = db.selectFrom('baton.queues').selectAll().orderBy('name').limit(limit);
   if (after !== undefined) query = query.where('name', '>', after);
+  if (patterns !== undefined) query = query.where(sql<boolean>`name ~ ANY(${patterns}::text[])`);
   const queues = (await query.execute()) as QueueRow[];
   if (queues.length === 0) return [];
   const stats = (await db

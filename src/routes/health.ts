@@ -19,6 +19,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/healthz',
     {
+      config: { access: { endpoint: 'healthz' } },
       schema: {
         tags: ['health'],
         operationId: 'getHealth',
@@ -37,6 +38,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/readyz',
     {
+      config: { access: { endpoint: 'readyz' } },
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',

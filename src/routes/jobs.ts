@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { isValidJobId, jsonText } from '../http/json-input.js';
-import { jobNotFound, leaseLost, ProblemError } from '../http/problem.js';
+import { DomainError, invalidField, jobNotFound, leaseLost } from '../errors.js';
+import { jsonText } from '../http/json-input.js';
 import {
   AckRequest,
   BatchAckRequest,
@@ -26,20 +26,21 @@ import { AckGroups } from '../jobs/statement-groups.js';
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
 /**
- * The items of a batch route (`acks`, `renewals`) each name a job once: an id that cannot be a job
- * is 404, and a repeated id is 400 naming the item (two outcomes for one job would be ambiguous).
+ * The items of a batch route (`acks`, `renewals`) each name a job once: a repeated id is 400 naming
+ * the item (two outcomes for one job would be ambiguous). Ids are canonical (the schema refuses
+ * leading zeros), so "1" and "01" cannot pass as two jobs.
  */
 function checkBatchIds(field: string, items: { id: string }[]): void {
   const seen = new Set<string>();
   for (const [i, item] of items.entries()) {
-    if (!isValidJobId(item.id)) throw jobNotFound(item.id);
-    if (seen.has(item.id)) {
-      throw new ProblemError('validation_failed', `${field}[${i}].id repeats job ${item.id}`, {
-        errors: [{ field: `${field}[${i}].id`, message: 'repeats an earlier item' }],
-      });
-    }
+    if (seen.has(item.id)) throw invalidField(`${field}[${i}].id`, `repeats job ${item.id}`);
     seen.add(item.id);
   }
+}
+
+/** Items a queue-limited key may act on; the others are answered not_found (see plugins/auth.ts). */
+function visible<T extends { id: string }>(items: T[], hidden: ReadonlySet<string> | undefined): T[] {
+  return hidden && hidden.size > 0 ? items.filter((item) => !hidden.has(item.id)) : items;
 }
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
@@ -58,14 +59,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   };
 
   /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
-  const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<ProblemError> =>
+  const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<DomainError> =>
     (await lostLeases([id], operation)).has(id) ? leaseLost(id) : jobNotFound(id);
-
-  // An id beyond bigint cannot name a job: 404 rather than a database error.
-  app.addHook('preHandler', async (request) => {
-    const id = (request.params as { id?: string } | undefined)?.id;
-    if (id !== undefined && !isValidJobId(id)) throw jobNotFound(id);
-  });
 
   app.get(
     '/v1/jobs/:id',
@@ -136,17 +131,19 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { renewals } = request.body;
       checkBatchIds('renewals', renewals);
+      const items = visible(renewals, request.hiddenJobIds);
       const answers = await renewLeases(
         app.db,
-        renewals.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms })),
+        items.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms })),
       );
-      for (const renewed of answers) if (renewed) app.metrics.renewed(renewed.queue);
+      const byId = new Map(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
+      for (const renewed of byId.values()) app.metrics.renewed(renewed.queue);
       const lost = await lostLeases(
-        renewals.filter((_, i) => !answers[i]).map((r) => r.id),
+        items.filter((r) => !byId.has(r.id)).map((r) => r.id),
         'renew',
       );
-      const results = renewals.map((r, i) => {
-        const renewed = answers[i];
+      const results = renewals.map((r) => {
+        const renewed = byId.get(r.id);
         if (renewed) {
           return {
             id: r.id,
@@ -157,8 +154,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         }
         return { id: r.id, outcome: lost.has(r.id) ? ('lease_lost' as const) : ('not_found' as const) };
       });
-      const renewedCount = answers.filter(Boolean).length;
-      return { results, renewed: renewedCount, failed: renewals.length - renewedCount };
+      return { results, renewed: byId.size, failed: renewals.length - byId.size };
     },
   );
 
@@ -217,7 +213,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       checkBatchIds('acks', request.body.acks);
-      const items = request.body.acks.map((ack, i) => ({
+      const all = request.body.acks.map((ack, i) => ({
         id: ack.id,
         leaseToken: ack.lease_token,
         resultJson:
@@ -225,6 +221,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             ? undefined
             : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
       }));
+      const items = visible(all, request.hiddenJobIds);
       const answers = await acks.ackBatch(items);
       const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
       app.metrics.acked([...done.values()]);
@@ -237,7 +234,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         items.filter((i) => !done.has(i.id)).map((i) => i.id),
         'ack',
       );
-      const results = items.map((i) => ({
+      const results = all.map((i) => ({
         id: i.id,
         outcome: done.has(i.id)
           ? ('acked' as const)
@@ -245,7 +242,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             ? ('lease_lost' as const)
             : ('not_found' as const),
       }));
-      return { results, acked: done.size, failed: items.length - done.size };
+      return { results, acked: done.size, failed: all.length - done.size };
     },
   );
 
@@ -312,7 +309,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const row = await getJob(app.db, id);
       if (!row) throw jobNotFound(id);
       if (row.state === 'cancelled') return toJob(row);
-      throw new ProblemError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
+      throw new DomainError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
     },
   );
 };

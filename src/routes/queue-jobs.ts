@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { checkRunAt, jsonText } from '../http/json-input.js';
-import { ProblemError } from '../http/problem.js';
+import { invalidField } from '../errors.js';
+import { jsonText } from '../http/json-input.js';
 import {
   BatchEnqueueRequest,
   BatchEnqueueResponse,
@@ -12,6 +12,7 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
+import { toUtcTimestamp } from '../http/timestamps.js';
 import { releaseClaims } from '../jobs/claim.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import { toEnqueuedJob } from '../jobs/job-row.js';
@@ -22,16 +23,14 @@ import { claimWithWait } from '../wake/long-poll.js';
 
 function toItem(body: EnqueueRequest, field: string, payloadLimit: number): EnqueueItem {
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
-    throw new ProblemError('validation_failed', `${field}run_at and ${field}delay_ms cannot both be given`, {
-      errors: [{ field: `${field}run_at`, message: 'cannot be given with delay_ms' }],
-    });
+    throw invalidField(`${field}run_at`, 'cannot be given with delay_ms');
   }
-  if (body.run_at !== undefined) checkRunAt(body.run_at, `${field}run_at`);
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
     priority: body.priority ?? 0,
     delayMs: body.delay_ms,
-    runAt: body.run_at,
+    // The schema's date-time format accepted it, so it converts; PostgreSQL gets UTC.
+    runAt: body.run_at === undefined ? undefined : toUtcTimestamp(body.run_at),
     maxAttempts: body.max_attempts,
     idempotencyKey: body.idempotency_key,
   };
@@ -42,7 +41,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   // Concurrent claims (and enqueues) on a queue share one statement (src/jobs/statement-groups.ts).
   const claims = new ClaimGroups(app.db, config.defaultLeaseMs);
   const enqueueOptions = {
-    autoCreate: config.autoCreateQueues,
+    autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
     defaultMaxAttempts: config.defaultMaxAttempts,
     idempotencyRetentionMs: config.idempotencyRetentionMs,
   };

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { keyAllowsQueue } from '../auth/api-keys.js';
-import { checkRunAt } from '../http/json-input.js';
-import { ProblemError, queueNotFound } from '../http/problem.js';
+import { queuePatternsOf } from '../auth/api-keys.js';
+import { DomainError, invalidField, queueNotFound } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { QueueParams } from '../http/schemas/jobs.js';
 import {
   DeleteQueueQuery,
@@ -18,8 +18,10 @@ import {
 } from '../http/schemas/queues.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
+import { toUtcTimestamp } from '../http/timestamps.js';
 import { toJob } from '../jobs/job-row.js';
-import { BadCursor, decodeCursor, encodeCursor, listJobs } from '../jobs/list.js';
+import { isQueueName } from '../jobs/limits.js';
+import { listJobs, parseListKey } from '../jobs/list.js';
 import { redriveDeadJobs } from '../jobs/redrive.js';
 import { effectiveSettings } from '../queues/queue-settings.js';
 import {
@@ -35,10 +37,7 @@ import { toQueue } from '../queues/queue-view.js';
 
 /** Operating queues: configure, pause, inspect, list jobs, delete, purge, redrive. */
 
-const badCursor = () =>
-  new ProblemError('validation_failed', 'cursor is not a cursor this server issued', {
-    errors: [{ field: 'cursor', message: 'is not a cursor this server issued' }],
-  });
+const badCursor = () => invalidField('cursor', 'is not a cursor this server issued');
 
 const queues: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
@@ -65,19 +64,15 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       const limit = request.query.limit ?? 100;
       let after: string | undefined;
       if (request.query.cursor !== undefined) {
-        try {
-          after = String(decodeCursor(request.query.cursor)[0]);
-        } catch {
-          throw badCursor();
-        }
+        after = decodeCursor(request.query.cursor)?.[0];
+        if (after === undefined || !isQueueName(after)) throw badCursor();
       }
-      const rows = await listQueues(app.db, limit, after);
+      // A key limited to some queues sees only those: the filter is in the query, so pages are
+      // full and the cursor comes from a row the key may see.
+      const rows = await listQueues(app.db, limit, after, queuePatternsOf(request.apiKey));
       const last = rows.at(-1);
-      // A key limited to some queues sees only those.
-      const key = request.apiKey;
-      const visible = key ? rows.filter((r) => keyAllowsQueue(key, r.queue.name)) : rows;
       return {
-        queues: visible.map((r) => toQueue(r.queue, r.stats, config)),
+        queues: rows.map((r) => toQueue(r.queue, r.stats, config)),
         next_cursor: rows.length === limit && last ? encodeCursor([last.queue.name]) : null,
       };
     },
@@ -138,15 +133,10 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       const current = (await getQueue(app.db, queue))?.queue;
       const merged = effectiveSettings({ ...current, ...changes }, config);
       if (merged.backoff.maxMs < merged.backoff.baseMs) {
-        const detail = `backoff.max_ms (${merged.backoff.maxMs}) must be at least backoff.base_ms (${merged.backoff.baseMs})`;
-        throw new ProblemError('validation_failed', detail, {
-          errors: [
-            {
-              field: 'backoff.max_ms',
-              message: `must be at least backoff.base_ms (${merged.backoff.baseMs})`,
-            },
-          ],
-        });
+        const message = `must be at least backoff.base_ms (${merged.backoff.baseMs})`;
+        throw new DomainError('validation_failed', `backoff.max_ms (${merged.backoff.maxMs}) ${message}`, [
+          { field: 'backoff.max_ms', message },
+        ]);
       }
       const { created } = await upsertQueue(app.db, queue, changes);
       return reply.code(created ? 201 : 200).send(await view(queue));
@@ -206,7 +196,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         return { name: queue, deleted: true as const, cancelled: outcome.cancelled };
       }
       if (outcome.reason === 'not_found') throw queueNotFound(queue);
-      throw new ProblemError(
+      throw new DomainError(
         'queue_not_empty',
         `queue "${queue}" has ${outcome.live} live jobs; cancel them first or delete with ?force=true`,
       );
@@ -255,31 +245,20 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const { state, cursor, order, include_payload } = request.query;
       const limit = request.query.limit ?? 100;
-      try {
-        const page = await listJobs(app.db, {
-          queue,
-          state,
-          limit,
-          desc: order === 'desc',
-          cursor: cursor === undefined ? undefined : decodeCursor(cursor),
-        });
-        return {
-          jobs: page.rows.map((row) => {
-            const job = toJob(row);
-            return include_payload ? job : { ...job, payload: null };
-          }),
-          next_cursor: page.next ? encodeCursor(page.next) : null,
-        };
-      } catch (err) {
-        if (
-          err instanceof BadCursor ||
-          (err as { code?: string }).code === '22007' ||
-          (err as { code?: string }).code === '22P02'
-        ) {
-          throw badCursor();
-        }
-        throw err;
-      }
+      const page = await listJobs(app.db, {
+        queue,
+        state,
+        limit,
+        desc: order === 'desc',
+        after: cursor === undefined ? undefined : parseListKey(state, decodeCursor(cursor)),
+      });
+      return {
+        jobs: page.rows.map((row) => {
+          const job = toJob(row);
+          return include_payload ? job : { ...job, payload: null };
+        }),
+        next_cursor: page.next ? encodeCursor(page.next) : null,
+      };
     },
   );
 
@@ -307,17 +286,14 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       const { ids, dead_since, all } = request.body;
       const given = [ids !== undefined, dead_since !== undefined, all === true].filter(Boolean).length;
       if (given !== 1) {
-        throw new ProblemError('validation_failed', 'give exactly one of ids, dead_since or all: true', {
-          errors: [{ field: 'body', message: 'give exactly one of ids, dead_since or all: true' }],
-        });
+        throw invalidField('body', 'must give exactly one of ids, dead_since or all: true');
       }
-      if (dead_since !== undefined) checkRunAt(dead_since, 'dead_since');
       const redriven = await redriveDeadJobs(
         app.db,
         queue,
-        { ids, deadSince: dead_since },
+        { ids, deadSince: dead_since === undefined ? undefined : toUtcTimestamp(dead_since) },
         {
-          autoCreate: config.autoCreateQueues,
+          autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
         },
       );
       app.wake.notifier.jobsReady(queue, redriven);

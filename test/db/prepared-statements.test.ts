@@ -8,7 +8,11 @@ import { useTestDatabase } from '../support/database.js';
 
 const quiet = { warn: () => {} };
 const settings = { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 };
-const enqueueOptions = { autoCreate: true, defaultMaxAttempts: 5, idempotencyRetentionMs: 60_000 };
+const enqueueOptions = {
+  autoCreate: { enabled: true, maxQueues: 1000 },
+  defaultMaxAttempts: 5,
+  idempotencyRetentionMs: 60_000,
+};
 
 describe('named prepared statements', () => {
   const database = useTestDatabase();

@@ -67,15 +67,18 @@ describe('enqueue one job', () => {
   });
 
   it.each([
-    [{ payload: 1, delay_ms: 5, run_at: '2030-01-01T00:00:00Z' }, 'run_at and delay_ms cannot both be given'],
+    [{ payload: 1, delay_ms: 5, run_at: '2030-01-01T00:00:00Z' }, 'run_at cannot be given with delay_ms'],
     [{ payload: 1, priority: 1.5 }, 'priority must be integer'],
     [{ payload: 1, priority: '1' }, 'priority must be integer'],
     [{ payload: 1, max_attempts: 0 }, 'max_attempts must be >= 1'],
     [{ payload: 1, delay_ms: -1 }, 'delay_ms must be >= 0'],
-    [{ payload: 1, run_at: 'tomorrow' }, 'run_at must match format "date-time"'],
-    [{ payload: 1, run_at: '0000-01-01T00:00:00Z' }, 'run_at must be a time between 1970 and 9999'],
+    [{ payload: 1, run_at: 'tomorrow' }, 'run_at must be an RFC 3339 date-time'],
+    [
+      { payload: 1, run_at: '0000-01-01T00:00:00Z' },
+      'run_at must be an RFC 3339 date-time between 1970 and 9999',
+    ],
     [{ payload: 1, idempotency_key: '' }, 'idempotency_key must NOT have fewer than 1 characters'],
-    [{ payload: 1, idempotency_key: 'a\u0000b' }, 'idempotency_key must match pattern'],
+    [{ payload: 1, idempotency_key: 'a\u0000b' }, 'idempotency_key must not contain control characters'],
     [{ payload: 'nul \u0000 inside' }, 'payload must not contain the NUL character (\\u0000)'],
     [{ payload: { a: '\ud800' } }, 'payload must not contain an unpaired UTF-16 surrogate'],
     [{ priority: 1 }, 'payload is required'],
@@ -90,7 +93,7 @@ describe('enqueue one job', () => {
   it('rejects a bad queue name with a 400 naming it', async () => {
     const res = await api(app).enqueue('bad%20name', { payload: 1 });
     expect(res.status).toBe(400);
-    expect(res.body.detail).toMatch(/^queue must match pattern/);
+    expect(res.body.detail).toMatch(/^queue must be a queue name/);
     const long = await api(app).enqueue('q'.repeat(129), { payload: 1 });
     expect(long.status).toBe(400);
   });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ackEach } from '../../src/jobs/ack.js';
 import { claimForGroup } from '../../src/jobs/claim.js';
 import { GroupCommit } from '../../src/jobs/group-commit.js';
+import { AckGroups, ClaimGroups, EnqueueGroups } from '../../src/jobs/statement-groups.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
@@ -152,5 +153,93 @@ describe('grouped enqueues', () => {
       n: number;
     }>`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${q}`.execute(database.db);
     expect(rows.rows[0]!.n).toBe(30 + 35 + 1);
+  });
+});
+
+describe('a poisoned member of a group', () => {
+  // Values the HTTP schemas now refuse, sent straight to the grouped statements: if one ever slipped
+  // past validation, it must fail only its own request.
+  const POISON_TOKEN = 'urn:uuid:00000000-0000-4000-8000-000000000000';
+  const inputError = expect.objectContaining({ code: expect.stringMatching(/^22/) });
+
+  it('fails only its own ack; the honest acks of the same group complete', async () => {
+    const q = 'gc-poison-ack';
+    const groups = new AckGroups(database.db);
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 40 }, (_, i) => ({ payload: i })),
+    );
+    const jobs = (await api(app).claim(q, { max_jobs: 40 })).body.jobs as {
+      id: string;
+      lease_token: string;
+    }[];
+    const calls = jobs.flatMap((j, i) => [
+      { honest: true, answer: groups.ack({ id: j.id, leaseToken: j.lease_token }) },
+      ...(i % 4 === 0 ? [{ honest: false, answer: groups.ack({ id: j.id, leaseToken: POISON_TOKEN }) }] : []),
+    ]);
+    const answers = await Promise.allSettled(calls.map((c) => c.answer));
+    const honest = answers.filter((_, i) => calls[i]!.honest);
+    const poisoned = answers.filter((_, i) => !calls[i]!.honest);
+    expect(poisoned).toHaveLength(10);
+    for (const a of poisoned) expect(a).toEqual({ status: 'rejected', reason: inputError });
+    for (const a of honest) expect(a.status === 'fulfilled' && a.value?.state).toBe('completed');
+  });
+
+  it('fails only its own claim; the honest claimants of the group get their jobs', async () => {
+    const q = 'gc-poison-claim';
+    await api(app).enqueueBatch(
+      q,
+      Array.from({ length: 30 }, (_, i) => ({ payload: i })),
+    );
+    const groups = new ClaimGroups(database.db, 30_000);
+    const answers = await Promise.allSettled(
+      Array.from({ length: 16 }, (_, i) =>
+        groups.claim({ queue: q, maxJobs: 2, workerId: i === 5 ? 'w\ud800' : `w${i}` }),
+      ),
+    );
+    const rejected = answers.flatMap((a, i) => (a.status === 'rejected' ? [i] : []));
+    expect(rejected).toEqual([5]);
+    expect((answers[5] as PromiseRejectedResult).reason).toEqual(inputError);
+    const ids = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value.map((j) => j.id) : []));
+    expect(ids).toHaveLength(30);
+    expect(new Set(ids).size).toBe(30);
+  });
+
+  it('fails only its own enqueue; the honest enqueues of the group are stored', async () => {
+    const q = 'gc-poison-enqueue';
+    const groups = new EnqueueGroups(database.db, {
+      autoCreate: { enabled: true, maxQueues: 1000 },
+      defaultMaxAttempts: 5,
+      idempotencyRetentionMs: 60_000,
+    });
+    const item = (i: number) => ({ payloadJson: String(i), priority: 0 });
+    const answers = await Promise.allSettled([
+      groups.enqueue(q, [item(0)]),
+      ...Array.from({ length: 20 }, (_, i) =>
+        groups.enqueue(q, i === 7 ? [{ ...item(100), runAt: '2030-01-01T00:00:00+23:00' }] : [item(i + 1)]),
+      ),
+    ]);
+    expect(answers.flatMap((a, i) => (a.status === 'rejected' ? [i] : []))).toEqual([8]);
+    const stored = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${q}`.execute(database.db);
+    expect(stored.rows[0]!.n).toBe(20);
+  });
+
+  it('an outage-like error still fails the whole group, which isolation would not help', async () => {
+    let calls = 0;
+    const commit = new GroupCommit<number, number>(
+      async (items) => {
+        calls++;
+        await new Promise((r) => setTimeout(r, 10));
+        if (items.length > 1) throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+        return items;
+      },
+      () => 1,
+      10,
+      (err) => (err as { code?: string }).code?.startsWith('22') ?? false,
+    );
+    const results = await Promise.allSettled([1, 2, 3].map((n) => commit.submit(n)));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(calls).toBe(2);
   });
 });

@@ -48,7 +48,11 @@ describe('renew', () => {
     );
     try {
       const single = handle.db;
-      const opts = { autoCreate: true, defaultMaxAttempts: 5, idempotencyRetentionMs: 60_000 };
+      const opts = {
+        autoCreate: { enabled: true, maxQueues: 1000 },
+        defaultMaxAttempts: 5,
+        idempotencyRetentionMs: 60_000,
+      };
       const items = Array.from({ length: 200 }, (_, i) => ({ payloadJson: String(i), priority: 0 }));
       await enqueueJobs(single, 'hot', items, opts);
       const jobs = await claimJobs(single, { queue: 'hot', maxJobs: 200, defaultLeaseMs: 60_000 });
@@ -99,10 +103,15 @@ describe('renew', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.body.code).toBe('not_found');
     const huge = await api(app).renew('9999999999999999999', { lease_token: job.lease_token });
-    expect(huge.status).toBe(404);
+    expect(huge.status).toBe(400);
+    expect(huge.body.detail).toBe(
+      'id must be a job id: a decimal number without leading zeros, at most 18 digits',
+    );
     const malformed = await api(app).renew(job.id, { lease_token: 'not-a-uuid' });
     expect(malformed.status).toBe(400);
-    expect(malformed.body.detail).toBe('lease_token must match format "uuid"');
+    expect(malformed.body.detail).toBe(
+      'lease_token must be a lease token: a UUID such as 3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001',
+    );
   });
 });
 

@@ -145,8 +145,8 @@ describe('GET /v1/queues/{queue}/jobs', () => {
     ['', 'state is required'],
     ['state=running', 'state must be equal to one of the allowed values'],
     ['state=ready&limit=501', 'limit must be <= 500'],
-    ['state=ready&cursor=bm90LWEtY3Vyc29y', 'cursor is not a cursor this server issued'],
-    ['state=ready&cursor=WyJ4IiwieSIsInoiXQ', 'cursor is not a cursor this server issued'],
+    ['state=ready&cursor=bm90LWEtY3Vyc29y', 'cursor is not a cursor this server issued for this state'],
+    ['state=ready&cursor=WyJ4IiwieSIsInoiXQ', 'cursor is not a cursor this server issued for this state'],
   ])('rejects "%s" with a 400', async (query, detail) => {
     const res = await list('i-order', query);
     expect(res.status).toBe(400);
@@ -230,7 +230,12 @@ describe('redrive', () => {
   it('works in bounded batches and brings back a collected queue', async () => {
     const ids = await killAll('i-redrive-big', 30);
     await database.db.deleteFrom('baton.queues').where('name', '=', 'i-redrive-big').execute();
-    const moved = await redriveDeadJobs(database.db, 'i-redrive-big', {}, { autoCreate: true, batchSize: 7 });
+    const moved = await redriveDeadJobs(
+      database.db,
+      'i-redrive-big',
+      {},
+      { autoCreate: { enabled: true, maxQueues: 1000 }, batchSize: 7 },
+    );
     expect(moved).toBe(30);
     const ready = await database.db
       .selectFrom('baton.jobs')
@@ -242,10 +247,13 @@ describe('redrive', () => {
   });
 
   it.each([
-    [{}, 'give exactly one of ids, dead_since or all: true'],
-    [{ all: true, ids: ['1'] }, 'give exactly one of ids, dead_since or all: true'],
+    [{}, 'body must give exactly one of ids, dead_since or all: true'],
+    [{ all: true, ids: ['1'] }, 'body must give exactly one of ids, dead_since or all: true'],
     [{ ids: [] }, 'ids must NOT have fewer than 1 items'],
-    [{ dead_since: 'yesterday' }, 'dead_since must match format "date-time"'],
+    [
+      { dead_since: 'yesterday' },
+      'dead_since must be an RFC 3339 date-time between 1970 and 9999, such as 2026-01-01T00:00:00Z',
+    ],
   ])('rejects %j with a 400', async (body, detail) => {
     const res = await api(app).call('POST', '/v1/queues/i-redrive/redrive', body);
     expect(res.status).toBe(400);

@@ -365,3 +365,103 @@ describe('fuzzing every route', () => {
     expect(rows[0]!.n).toBe(created);
   });
 });
+
+describe('honest traffic beside hostile traffic', () => {
+  // A hostile tenant sends what once failed shared statements (see test/security/hostile-input.test.ts)
+  // to the very queue an honest producer and worker use (so they would share group commits), and
+  // random garbage besides, at the same time. The honest side must never see a 5xx, and every honest
+  // job is done exactly once.
+  const Q = 'honest.q';
+  const POISON = [
+    {
+      url: '/v1/jobs/ack',
+      body: { acks: [{ id: '1', lease_token: 'urn:uuid:00000000-0000-4000-8000-000000000000' }] },
+    },
+    { url: '/v1/jobs/1/ack', body: { lease_token: 'urn:uuid:00000000-0000-4000-8000-000000000000' } },
+    { url: `/v1/queues/${Q}/claim`, body: { worker_id: 'w\ud800', max_jobs: 3 } },
+    { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', run_at: '2030-01-01T00:00:00+23:00' } },
+    { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', idempotency_key: 'k\ud800' } },
+    { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', run_at: '2030-01-01T00:00:00+05' } },
+    { url: '/v1/jobs/0000000000000000001/cancel', body: undefined },
+    { url: `/v1/queues/${Q}/redrive`, body: { dead_since: '2030-01-01T00:00:00+23:00' } },
+  ];
+
+  it('the honest producer and worker never see a 5xx, and every honest job completes once', async () => {
+    const JOBS = 300;
+    let stop = false;
+    const honestFailures: string[] = [];
+    const check = (what: string, status: number, body: string) => {
+      if (status >= 500) honestFailures.push(`${what} → ${status} ${body.slice(0, 200)}`);
+    };
+
+    const hostile = async (seed: number) => {
+      let i = seed;
+      while (!stop) {
+        const p = POISON[i++ % POISON.length]!;
+        const res = await app.inject({
+          method: 'POST',
+          url: p.url,
+          ...(p.body
+            ? { payload: JSON.stringify(p.body), headers: { 'content-type': 'application/json' } }
+            : {}),
+        });
+        expect(res.statusCode, `${p.url} ${res.body}`).toBeLessThan(500);
+        const [text] = fc.sample(body(fieldsOf(['payload', 'worker_id', 'lease_token', 'run_at'])), 1);
+        // Random bodies go to the attacker's own queue: a valid claim there must not take honest jobs.
+        await send('POST', i % 2 ? '/v1/queues/fz.hostile/jobs' : '/v1/queues/fz.hostile/claim', text);
+      }
+    };
+
+    const producer = async () => {
+      for (let i = 0; i < JOBS; i++) {
+        const res = await app.inject({
+          method: 'POST',
+          url: `/v1/queues/${Q}/jobs`,
+          payload: { payload: { honest: i } },
+        });
+        check('enqueue', res.statusCode, res.body);
+      }
+    };
+
+    const done = new Set<number>();
+    const worker = async () => {
+      while (done.size < JOBS) {
+        const res = await app.inject({
+          method: 'POST',
+          url: `/v1/queues/${Q}/claim`,
+          payload: { max_jobs: 5, wait_ms: 200, worker_id: 'honest' },
+        });
+        check('claim', res.statusCode, res.body);
+        const jobs = res.statusCode === 200 ? res.json().jobs : [];
+        for (const [n, job] of jobs.entries()) {
+          const ack =
+            n % 2
+              ? await app.inject({
+                  method: 'POST',
+                  url: `/v1/jobs/${job.id}/ack`,
+                  payload: { lease_token: job.lease_token },
+                })
+              : await app.inject({
+                  method: 'POST',
+                  url: '/v1/jobs/ack',
+                  payload: { acks: [{ id: job.id, lease_token: job.lease_token }] },
+                });
+          check('ack', ack.statusCode, ack.body);
+          if (typeof job.payload?.honest === 'number') done.add(job.payload.honest);
+        }
+      }
+    };
+
+    const attackers = [hostile(0), hostile(3), hostile(5)];
+    await Promise.all([producer(), worker(), worker()]);
+    stop = true;
+    await Promise.all(attackers);
+    expect(honestFailures).toEqual([]);
+    const { rows } = await sql<{ n: number; distinct_jobs: number }>`
+      SELECT count(*)::int AS n, count(DISTINCT payload->'honest')::int AS distinct_jobs
+      FROM baton.job_history WHERE queue = ${Q} AND state = 'completed' AND payload ? 'honest'`.execute(
+      database.db,
+    );
+    expect(rows[0]).toEqual({ n: JOBS, distinct_jobs: JOBS });
+  }, 120_000);
+});

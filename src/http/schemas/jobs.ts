@@ -1,52 +1,25 @@
 import { type Static, Type } from 'typebox';
-import { LEASE_MS_MAX, LEASE_MS_MIN } from '../../config.js';
 import {
   ERROR_MESSAGE_MAX,
+  ERRORS_KEPT,
   IDEMPOTENCY_KEY_MAX,
+  LEASE_MS_MAX,
+  LEASE_MS_MIN,
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
   MAX_DELAY_MS,
   MAX_WAIT_MS,
-  PRINTABLE_PATTERN,
   PRIORITY_MAX,
   PRIORITY_MIN,
-  QUEUE_NAME_PATTERN,
   WORKER_ID_MAX,
 } from '../../jobs/limits.js';
 import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
+import { JobId, Json, LeaseToken, Nullable, PrintableText, QueueName, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
 
-const strict = { additionalProperties: false } as const;
-const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const Json = (description: string) => Type.Unknown({ description });
+export const QueueParams = Type.Object({ queue: QueueName }, strict);
 
-export const QueueParams = Type.Object(
-  {
-    queue: Type.String({
-      pattern: QUEUE_NAME_PATTERN,
-      description: 'Queue name: letters, digits, ".", "_" and "-", at most 128 characters.',
-      examples: ['emails'],
-    }),
-  },
-  strict,
-);
-
-export const JobParams = Type.Object(
-  {
-    id: Type.String({
-      pattern: '^[0-9]{1,19}$',
-      description: 'Job id (a decimal string).',
-      examples: ['42'],
-    }),
-  },
-  strict,
-);
-
-export const LeaseToken = Type.String({
-  format: 'uuid',
-  description: 'The token minted by the claim that handed you this job.',
-});
+export const JobParams = Type.Object({ id: JobId }, strict);
 
 export const EnqueueRequest = Type.Object(
   {
@@ -75,14 +48,11 @@ export const EnqueueRequest = Type.Object(
       }),
     ),
     idempotency_key: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: IDEMPOTENCY_KEY_MAX,
-        pattern: PRINTABLE_PATTERN,
-        description:
-          'Re-sending the same key to the same queue within the key retention returns the original job ' +
+      PrintableText(
+        IDEMPOTENCY_KEY_MAX,
+        'Re-sending the same key to the same queue within the key retention returns the original job ' +
           'and creates nothing.',
-      }),
+      ),
     ),
   },
   {
@@ -145,14 +115,7 @@ export const ClaimRequest = Type.Object(
         description: 'Long-poll: wait up to this long for a job when none is ready.',
       }),
     ),
-    worker_id: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: WORKER_ID_MAX,
-        pattern: PRINTABLE_PATTERN,
-        description: 'Shown on the job.',
-      }),
-    ),
+    worker_id: Type.Optional(PrintableText(WORKER_ID_MAX, 'Shown on the job.')),
   },
   { ...strict, examples: [{ max_jobs: 10, lease_ms: 60000, wait_ms: 20000, worker_id: 'worker-1' }] },
 );
@@ -198,7 +161,7 @@ export const BatchRenewRequest = Type.Object(
     renewals: Type.Array(
       Type.Object(
         {
-          id: JobParams.properties.id,
+          id: JobId,
           lease_token: LeaseToken,
           lease_ms: RenewRequest.properties.lease_ms,
         },
@@ -243,7 +206,7 @@ export const BatchAckRequest = Type.Object(
     acks: Type.Array(
       Type.Object(
         {
-          id: JobParams.properties.id,
+          id: JobId,
           lease_token: LeaseToken,
           result: Type.Optional(Json('Stored and shown on the job.')),
         },
@@ -320,7 +283,7 @@ export const Job = Type.Object(
     finished_at: Nullable(Timestamp('When the job reached completed, dead or cancelled.')),
     result: Json('What the worker gave at ack (null until then).'),
     last_error: Nullable(JobError),
-    errors: Type.Array(JobError, { description: 'Failed attempts, oldest first (the last 20).' }),
+    errors: Type.Array(JobError, { description: `Failed attempts, oldest first (the last ${ERRORS_KEPT}).` }),
     dead_reason: Nullable(
       Type.Unsafe<(typeof DEAD_REASONS)[number]>(Type.String({ enum: [...DEAD_REASONS] })),
     ),

@@ -1,27 +1,25 @@
 import { Type } from 'typebox';
-import { LEASE_MS_MAX, LEASE_MS_MIN } from '../../config.js';
-import { MAX_ATTEMPTS_LIMIT, MAX_BATCH } from '../../jobs/limits.js';
+import { LEASE_MS_MAX, LEASE_MS_MIN, MAX_ATTEMPTS_LIMIT, MAX_BATCH } from '../../jobs/limits.js';
 import { JOB_STATES } from '../../jobs/states.js';
+import { JobId, Nullable, strict, Timestamp } from './common.js';
 import { Job } from './jobs.js';
 import { ref } from './ref.js';
 
-const strict = { additionalProperties: false } as const;
 const DAY = 24 * 3600 * 1000;
 const TEN_YEARS = 3650 * DAY;
-const orNull = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 export const LIST_LIMIT_MAX = 500;
 
 export const QueueConfigRequest = Type.Object(
   {
-    lease_ms: Type.Optional(orNull(Type.Integer({ minimum: LEASE_MS_MIN, maximum: LEASE_MS_MAX }))),
-    max_attempts: Type.Optional(orNull(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_LIMIT }))),
+    lease_ms: Type.Optional(Nullable(Type.Integer({ minimum: LEASE_MS_MIN, maximum: LEASE_MS_MAX }))),
+    max_attempts: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_LIMIT }))),
     backoff: Type.Optional(
       Type.Object(
         {
-          base_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: DAY }))),
-          max_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: 30 * DAY }))),
-          jitter: Type.Optional(orNull(Type.Boolean())),
+          base_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: DAY }))),
+          max_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 30 * DAY }))),
+          jitter: Type.Optional(Nullable(Type.Boolean())),
         },
         strict,
       ),
@@ -29,8 +27,8 @@ export const QueueConfigRequest = Type.Object(
     retention: Type.Optional(
       Type.Object(
         {
-          completed_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
-          dead_ms: Type.Optional(orNull(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
+          completed_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
+          dead_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
         },
         strict,
       ),
@@ -58,8 +56,8 @@ export const Queue = Type.Object(
     backoff: Type.Object({ base_ms: Type.Integer(), max_ms: Type.Integer(), jitter: Type.Boolean() }),
     retention: Type.Object({ completed_ms: Type.Integer(), dead_ms: Type.Integer() }),
     inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
-    created_at: Type.String({ format: 'date-time' }),
-    updated_at: Type.String({ format: 'date-time' }),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
     stats: Type.Object(
       {
         scheduled: Type.Integer(),
@@ -68,12 +66,12 @@ export const Queue = Type.Object(
         completed: Type.Integer({ description: 'Within retention.' }),
         dead: Type.Integer({ description: 'Within retention.' }),
         cancelled: Type.Integer({ description: 'Within retention.' }),
-        oldest_ready_age_ms: orNull(
+        oldest_ready_age_ms: Nullable(
           Type.Integer({ description: 'Age of the oldest ready job when counted.' }),
         ),
         completed_last_minute: Type.Integer(),
-        live_refreshed_at: orNull(Type.String({ format: 'date-time' })),
-        finished_refreshed_at: orNull(Type.String({ format: 'date-time' })),
+        live_refreshed_at: Nullable(Timestamp()),
+        finished_refreshed_at: Nullable(Timestamp()),
       },
       {
         description:
@@ -87,7 +85,7 @@ export const Queue = Type.Object(
 
 export const QueueList = Type.Object({
   queues: Type.Array(ref(Queue)),
-  next_cursor: orNull(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })),
+  next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })),
 });
 
 export const QueueListQuery = Type.Object(
@@ -120,7 +118,7 @@ export const JobListQuery = Type.Object(
 
 export const JobList = Type.Object({
   jobs: Type.Array(ref(Job)),
-  next_cursor: orNull(Type.String()),
+  next_cursor: Nullable(Type.String()),
 });
 
 export const DeleteQueueQuery = Type.Object(
@@ -143,15 +141,13 @@ export const PurgeResponse = Type.Object({ cancelled: Type.Integer() });
 export const RedriveRequest = Type.Object(
   {
     ids: Type.Optional(
-      Type.Array(Type.String({ pattern: '^[0-9]{1,19}$' }), {
+      Type.Array(JobId, {
         minItems: 1,
         maxItems: MAX_BATCH,
         uniqueItems: true,
       }),
     ),
-    dead_since: Type.Optional(
-      Type.String({ format: 'date-time', description: 'Dead jobs that died at or after this.' }),
-    ),
+    dead_since: Type.Optional(Timestamp('Dead jobs that died at or after this.')),
     all: Type.Optional(Type.Boolean({ description: 'Every dead job of the queue.' })),
   },
   {

@@ -1,0 +1,44 @@
+import { Type } from 'typebox';
+import {
+  JOB_ID_PATTERN,
+  LEASE_TOKEN_PATTERN,
+  PRINTABLE_PATTERN,
+  QUEUE_NAME_PATTERN,
+} from '../../jobs/limits.js';
+
+/** Schema pieces every route file uses, defined once. */
+
+/** Bodies reject unknown fields, so a typo such as `delay` for `delay_ms` is a 400 naming it. */
+export const strict = { additionalProperties: false } as const;
+
+/** An RFC 3339 timestamp; in requests, checked and converted to UTC by http/timestamps.ts. */
+export const Timestamp = (description?: string) =>
+  Type.String({ format: 'date-time', ...(description ? { description } : {}) });
+
+export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) =>
+  Type.Union([t, Type.Null()]);
+
+/** Any JSON value, passed through as is. */
+export const Json = (description: string) => Type.Unknown({ description });
+
+/** Text of bounded length with no control characters or unpaired surrogates. */
+export const PrintableText = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: PRINTABLE_PATTERN, description });
+
+export const QueueName = Type.String({
+  pattern: QUEUE_NAME_PATTERN,
+  description: 'Queue name: letters, digits, ".", "_" and "-", at most 128 characters.',
+  examples: ['emails'],
+});
+
+export const JobId = Type.String({
+  pattern: JOB_ID_PATTERN,
+  description: 'Job id: a decimal string without leading zeros.',
+  examples: ['42'],
+});
+
+export const LeaseToken = Type.String({
+  format: 'uuid',
+  pattern: LEASE_TOKEN_PATTERN,
+  description: 'The token minted by the claim that handed you this job.',
+});
