@@ -37,7 +37,7 @@ describe('example workers', () => {
   const states = async (ids: string[]) =>
     Promise.all(ids.map(async (id) => (await api(app).get(id)).body.state as string));
 
-  it('examples/worker.ts works jobs, renews long ones, nacks failures, and drains on SIGTERM', async () => {
+  it('examples/worker.ts (npm run worker) works jobs, renews long ones, nacks failures, and drains on SIGTERM', async () => {
     const q = 'ex-ts';
     const quick = (
       await api(app).enqueueBatch(
@@ -48,7 +48,8 @@ describe('example workers', () => {
     const failing = (await api(app).enqueue(q, { payload: { dead: 'bad input' } })).body;
     // Runs 2.5 s under a 1.5 s lease: completes only if the worker renews it.
     const long = (await api(app).enqueue(q, { payload: { sleep_ms: 2500 } })).body;
-    const worker = start(process.execPath, ['--import', 'tsx', 'examples/worker.ts'], {
+    // Through `npm run worker`, as the README runs it: SIGTERM below goes to npm's PID.
+    const worker = start('npm', ['run', '--silent', 'worker'], {
       BATON_URL: server.url,
       QUEUE: q,
       CONCURRENCY: '5',
