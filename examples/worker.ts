@@ -1,7 +1,9 @@
 /**
  * A complete Baton worker in TypeScript, on the client generated from openapi/openapi.json.
  *
- *   BATON_URL=http://127.0.0.1:8080 QUEUE=emails npx tsx examples/worker.ts
+ *   BATON_URL=http://127.0.0.1:8080 QUEUE=emails npm run worker
+ *
+ * (`npm run worker` execs Node, so a SIGTERM to npm reaches this process; `npx tsx` would not pass it on.)
  *
  * It long-polls for up to CONCURRENCY jobs at a time, runs them side by side, renews each lease
  * every third of the lease while its job runs, acks on success and nacks on failure. On SIGTERM

@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  LogController,
-  type RawServerDefault,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { buildValidator } from './http/validation.js';
-import { createLogger } from './logger.js';
+import { createLogger, requestLogController } from './logger.js';
 import auth from './plugins/auth.js';
 import database from './plugins/database.js';
 import jsonBody from './plugins/json-body.js';
@@ -41,7 +36,6 @@ export interface AppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the app (plugins, routes, error handler) without listening; see server.ts for that. */
 export type BatonApp = FastifyInstance<
@@ -70,11 +64,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    logController: new LogController({
-      requestIdLogLabel: 'request_id',
-      // Probes and scrapes every few seconds would drown the request log.
-      disableRequestLogging: (req: { url?: string }) => QUIET_PATHS.has(req.url?.split('?')[0] ?? ''),
-    }),
+    logController: requestLogController(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     schemaController: { compilersFactory: { buildValidator } },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -115,6 +115,7 @@ function optional<T>(s: Omit<Setting<T>, 'optional' | 'default'>): Setting<T> & 
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogFormat = 'auto' | 'json' | 'pretty';
 
 export const settings = {
   port: setting({
@@ -240,6 +241,13 @@ export const settings = {
     unit: 'level',
     doc: 'pino log level: fatal, error, warn, info, debug, trace or silent.',
     parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'),
+  }),
+  logFormat: setting<LogFormat>({
+    env: 'LOG_FORMAT',
+    default: 'auto',
+    unit: 'format',
+    doc: 'json, pretty (one readable line per event; needs the devDependency pino-pretty, else JSON) or auto: pretty when stdout is a terminal and pino-pretty is installed, else JSON.',
+    parse: oneOf('auto', 'json', 'pretty'),
   }),
   bodyLimitBytes: setting({
     env: 'BATON_BODY_LIMIT_BYTES',

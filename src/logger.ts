@@ -1,12 +1,24 @@
-import pino, { type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import type PinoPretty from 'pino-pretty';
 import type { Config } from './config.js';
+
+type LoggerConfig = Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>;
 
 /**
  * Structured JSON logs. Credentials and lease tokens never reach a log line: a lease token is a
  * bearer capability over a job, and an Authorization header is a key.
+ *
+ * A person at a terminal gets one readable line per event instead (LOG_FORMAT=auto), through
+ * pino-pretty. It is a devDependency, so a production install does not have it and logs JSON: the
+ * service never depends on it. `destination` is for tests; the default is stdout.
  */
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
+export function createLogger(config: LoggerConfig, destination?: DestinationStream): Logger {
+  const format = config.logFormat ?? 'auto';
+  const terminal = destination ? false : process.stdout.isTTY === true;
+  const pretty = format === 'pretty' || (format === 'auto' && terminal) ? loadPinoPretty() : undefined;
+  const options: pino.LoggerOptions = {
     level: config.logLevel,
     base: { service: 'baton' },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -22,5 +34,76 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
       ],
       censor: '[redacted]',
     },
+  };
+  if (!pretty) {
+    const log = destination ? pino(options, destination) : pino(options);
+    if (format === 'pretty') log.warn('LOG_FORMAT=pretty needs pino-pretty (a devDependency); logging JSON');
+    return log;
+  }
+  const stream = pretty({
+    colorize: terminal,
+    // Synchronous, so the last lines before process.exit() are not lost.
+    sync: true,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'service,pid,hostname',
+    messageFormat: (line, messageKey) => {
+      const { req, res, responseTime } = line as RequestLine;
+      const msg = String(line[messageKey] ?? '');
+      return req && res ? `${msg}: ${req.method} ${req.url} ${res.statusCode} in ${responseTime} ms` : msg;
+    },
+    destination: destination ?? 1,
+  });
+  return pino(options, stream);
+}
+
+interface RequestLine {
+  req?: { method: string; url: string };
+  res?: { statusCode: number };
+  responseTime?: number;
+}
+
+function loadPinoPretty(): typeof PinoPretty | undefined {
+  try {
+    return createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Per-request log lines. Fastify's default is two info lines per request ("incoming request",
+ * "request completed"), about nine lines per job for a worker that claims, renews and acks: at
+ * the default level that buries everything else, and /metrics already counts requests and their
+ * durations. So: one line per request, after it completes (method, url, status, duration), at
+ * debug. Failures are still logged where they are handled (5xx at error, outages at warn).
+ */
+const ms = (reply: FastifyReply) => Math.round(reply.elapsedTime * 10) / 10;
+
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    if (this.isLogDisabled(request)) return;
+    if (error) {
+      reply.log.error({ req: request, res: reply, err: error, responseTime: ms(reply) }, 'request errored');
+    } else {
+      reply.log.debug({ req: request, res: reply, responseTime: ms(reply) }, 'request completed');
+    }
+  }
+
+  override routeNotFound(request: FastifyRequest) {
+    if (this.isLogDisabled(request)) return;
+    request.log.debug(`Route ${request.raw.method}:${request.raw.url} not found`);
+  }
+}
+
+// Probes and scrapes every few seconds would drown even the debug log.
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+export function requestLogController(): LogController {
+  return new OneLinePerRequest({
+    requestIdLogLabel: 'request_id',
+    disableRequestLogging: (req: { url?: string }) => QUIET_PATHS.has(req.url?.split('?')[0] ?? ''),
   });
 }

@@ -4,6 +4,7 @@ import { createDatabase } from './db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
+import { databaseProblem, listenProblem } from './startup-errors.js';
 
 /**
  * The process: load config, find the database (embedded when DATABASE_URL is unset), migrate,
@@ -30,9 +31,21 @@ async function main() {
   }
 
   let embedded: EmbeddedPostgres | undefined;
+  // A failure the environment causes (port taken, database away) ends start-up with one line.
+  const giveUp = async (line: string | undefined, err: unknown): Promise<never> => {
+    await embedded?.stop().catch(() => {});
+    if (!line) throw err;
+    console.error(line);
+    process.exit(1);
+  };
+
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.pgdata, port: config.embeddedPgPort, log });
+    embedded = await startEmbeddedPostgres({
+      dataDir: config.pgdata,
+      port: config.embeddedPgPort,
+      log,
+    }).catch((err) => giveUp(`could not start the embedded PostgreSQL: ${(err as Error).message}`, err));
     databaseUrl = embedded.url;
   }
 
@@ -41,13 +54,24 @@ async function main() {
     try {
       const { applied } = await migrateToLatest(handle.db);
       log.info({ applied }, applied.length ? 'migrations applied' : 'database schema is current');
+    } catch (err) {
+      await giveUp(databaseProblem(err, databaseUrl, config.connectTimeoutMs), err);
     } finally {
       await handle.close();
     }
   }
 
   const app = await buildApp({ config, databaseUrl, logger: log });
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({
+      port: config.port,
+      host: config.host,
+      listenTextResolver: (address) => `Baton is listening: API ${address}, docs ${address}/docs`,
+    });
+  } catch (err) {
+    await app.close().catch(() => {});
+    await giveUp(listenProblem(err, config.host, config.port), err);
+  }
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -3,8 +3,8 @@ import { parseApiKeys, SCOPES, sha256 } from '../auth/api-keys.js';
 
 /**
  * `npm run keygen -- <name> <scopes> [queue patterns]`: make a new API key. Prints the secret (give
- * it to the client; it is not stored anywhere) and the entry to add to BATON_API_KEYS or the keys
- * file (which holds only its SHA-256).
+ * it to the client; it is not stored anywhere), then BATON_API_KEYS holding just this key, ready to
+ * paste into a shell, and the entry to add to a list of keys you already have (only its SHA-256).
  *
  *   npm run keygen -- billing-worker consumer 'billing.*'
  */
@@ -20,6 +20,14 @@ const entry = {
   scopes: scopes.split(','),
   ...(queues ? { queues: queues.split(',') } : {}),
 };
-parseApiKeys(JSON.stringify([entry])); // validate before printing
+const list = JSON.stringify([entry]);
+try {
+  parseApiKeys(list);
+} catch (err) {
+  console.error(`cannot make that key: ${(err as Error).message.replace(/^\[0\]\./, '')}`);
+  process.exit(2);
+}
+// Names and queue patterns cannot hold a single quote (parseApiKeys), so this quoting is safe.
 console.log(`key (give this to the client; it is shown once): ${secret}`);
-console.log(`config entry: ${JSON.stringify(entry)}`);
+console.log(`export BATON_API_KEYS='${list}'`);
+console.log(`(to keep keys you already have, add this entry to their JSON array: ${JSON.stringify(entry)})`);

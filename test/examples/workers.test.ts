@@ -37,7 +37,7 @@ describe('example workers', () => {
   const states = async (ids: string[]) =>
     Promise.all(ids.map(async (id) => (await api(app).get(id)).body.state as string));
 
-  it('examples/worker.ts works jobs, renews long ones, nacks failures, and drains on SIGTERM', async () => {
+  it('examples/worker.ts (npm run worker) works jobs, renews long ones, nacks failures, and drains on SIGTERM', async () => {
     const q = 'ex-ts';
     const quick = (
       await api(app).enqueueBatch(
@@ -48,7 +48,8 @@ describe('example workers', () => {
     const failing = (await api(app).enqueue(q, { payload: { dead: 'bad input' } })).body;
     // Runs 2.5 s under a 1.5 s lease: completes only if the worker renews it.
     const long = (await api(app).enqueue(q, { payload: { sleep_ms: 2500 } })).body;
-    const worker = start(process.execPath, ['--import', 'tsx', 'examples/worker.ts'], {
+    // Through `npm run worker`, as the README runs it: SIGTERM below goes to npm's PID.
+    const worker = start('npm', ['run', '--silent', 'worker'], {
       BATON_URL: server.url,
       QUEUE: q,
       CONCURRENCY: '5',
@@ -82,15 +83,15 @@ describe('example workers', () => {
     }
   }, 60_000);
 
-  it('examples/worker.sh works jobs with curl alone: acks on success, nacks on failure', async () => {
+  it('examples/worker.sh with examples/send-mail.sh, as the README runs them: acks on success, nacks on failure', async () => {
     const q = 'ex-sh';
-    const good = (await api(app).enqueue(q, { payload: { ok: true, n: 1 } })).body;
-    const bad = (await api(app).enqueue(q, { payload: { ok: false } })).body;
-    const worker = start('bash', ['examples/worker.sh'], {
-      BATON: server.url,
+    const good = (await api(app).enqueue(q, { payload: { to: 'ada@example.com' } })).body;
+    const bad = (await api(app).enqueue(q, { payload: { subject: 'no address' } })).body;
+    const worker = start('examples/worker.sh', [], {
+      BATON_URL: server.url,
       QUEUE: q,
       WAIT_MS: '1000',
-      HANDLER: `jq -e '.ok' > /dev/null && echo '{"done": true}' || { echo 'not ok' >&2; exit 3; }`,
+      HANDLER: 'examples/send-mail.sh',
     });
     try {
       await until(async () => {
@@ -98,9 +99,12 @@ describe('example workers', () => {
         return g === 'completed' && b === 'scheduled';
       });
       const done = (await api(app).get(good.id)).body;
-      expect(done.result).toEqual({ done: true });
+      expect(done.result).toEqual({ sent_to: 'ada@example.com' });
       const failed = (await api(app).get(bad.id)).body;
-      expect(failed.last_error).toMatchObject({ message: 'not ok\n', details: { exit_status: 3 } });
+      expect(failed.last_error).toMatchObject({
+        message: 'payload has no "to" address\n',
+        details: { exit_status: 2 },
+      });
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toBe(0);
       expect(worker.events.at(-1)).toMatchObject({ event: 'stopped' });

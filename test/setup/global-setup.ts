@@ -7,6 +7,7 @@ import type { TestProject } from 'vitest/node';
 import { createDatabase } from '../../src/db/database.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { redactUrl } from '../../src/startup-errors.js';
 import { freePort } from '../support/ports.js';
 
 declare module 'vitest' {
@@ -17,6 +18,8 @@ declare module 'vitest' {
     templateDatabase: string;
     /** Where the server came from: env, testcontainers or embedded. */
     databaseSource: string;
+    /** One line for people: which PostgreSQL this run uses (printed at the start and the end). */
+    databaseDescription: string;
   }
 }
 
@@ -28,16 +31,27 @@ const quietLog = { info: () => {}, warn: (obj: object, msg: string) => console.w
  * Migrates a template database once; each test file then copies it (CREATE DATABASE ... TEMPLATE),
  * which takes milliseconds and isolates files from each other.
  */
-async function findServer(): Promise<{ adminUrl: string; source: string; stop: () => Promise<void> }> {
-  const given = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
-  if (given) return { adminUrl: given, source: 'env', stop: async () => {} };
+interface Server {
+  adminUrl: string;
+  source: string;
+  /** Where it came from, for people: the variable, the container image or the data folder. */
+  origin: string;
+  stop: () => Promise<void>;
+}
+
+async function findServer(): Promise<Server> {
+  const variable = process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'DATABASE_URL';
+  const given = process.env[variable];
+  if (given) return { adminUrl: given, source: 'env', origin: `from ${variable}`, stop: async () => {} };
 
   try {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-    const container = await new PostgreSqlContainer('postgres:17-alpine').start();
+    const image = 'postgres:17-alpine';
+    const container = await new PostgreSqlContainer(image).start();
     return {
       adminUrl: container.getConnectionUri(),
       source: 'testcontainers',
+      origin: `in a testcontainers container (${image})`,
       stop: async () => void (await container.stop()),
     };
   } catch (err) {
@@ -56,6 +70,7 @@ async function findServer(): Promise<{ adminUrl: string; source: string; stop: (
   return {
     adminUrl: embedded.url,
     source: 'embedded',
+    origin: `embedded (embedded-postgres, data in ${dir}; TEST_DATABASE_URL and DATABASE_URL unset, and testcontainers could not start a container)`,
     stop: async () => {
       await embedded.stop();
       await fs.rm(dir, { recursive: true, force: true });
@@ -68,6 +83,9 @@ export default async function setup(project: TestProject) {
   const template = `baton_tpl_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: server.adminUrl });
   await admin.connect();
+  const { server_version } = (await admin.query<{ server_version: string }>('SHOW server_version')).rows[0]!;
+  const description = `PostgreSQL ${server_version} at ${redactUrl(server.adminUrl)}, ${server.origin}`;
+  console.log(`Tests use ${description}`);
   await admin.query(`CREATE DATABASE ${template}`);
   const url = new URL(server.adminUrl);
   url.pathname = `/${template}`;
@@ -82,6 +100,7 @@ export default async function setup(project: TestProject) {
   project.provide('adminUrl', server.adminUrl);
   project.provide('templateDatabase', template);
   project.provide('databaseSource', server.source);
+  project.provide('databaseDescription', description);
 
   return async () => {
     // Drop the template and any test database a crashed file left behind.

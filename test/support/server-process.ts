@@ -1,6 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 
-/** A real Baton server process (src/server.ts on the project's Node), for signal and crash tests. */
+export interface ServerProcessOptions {
+  /**
+   * How to launch it: `node` runs src/server.ts on the project's Node; `npm` runs `npm start`, as a
+   * person or a process manager would, so the PID we hold (and signal) is npm's.
+   */
+  via?: 'node' | 'npm';
+  host?: string;
+}
+
+/** A real Baton server process, for signal and crash tests. */
 export class ServerProcess {
   readonly exited: Promise<number | null>;
   output = '';
@@ -11,12 +20,19 @@ export class ServerProcess {
     this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
   }
 
-  static async start(env: Record<string, string>, port: number): Promise<ServerProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+  static async start(
+    env: Record<string, string>,
+    port: number,
+    opts: ServerProcessOptions = {},
+  ): Promise<ServerProcess> {
+    const host = opts.host ?? '127.0.0.1';
+    const [command, args] =
+      opts.via === 'npm' ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/server.ts']];
+    const child = spawn(command, args, {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: host },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const server = new ServerProcess(child, `http://127.0.0.1:${port}`);
+    const server = new ServerProcess(child, `http://${host}:${port}`);
     child.stdout!.on('data', (c) => {
       server.output += c;
     });

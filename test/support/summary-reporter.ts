@@ -1,11 +1,19 @@
-import type { Reporter, TestModule } from 'vitest/node';
+import type { Reporter, TestModule, Vitest } from 'vitest/node';
 
 /**
- * Prints one plain line at the very end of a run, which CI reads:
+ * Prints which PostgreSQL the run used, then one plain line at the very end, which CI reads:
  *   Tests: N passed, N failed, N skipped
  */
 export default class SummaryReporter implements Reporter {
+  private vitest: Vitest | undefined;
+
+  onInit(vitest: Vitest) {
+    this.vitest = vitest;
+  }
+
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>) {
+    const database = this.vitest?.getRootProject().getProvidedContext().databaseDescription;
+    if (database) process.stdout.write(`\nTests used ${database}`);
     let passed = 0;
     let failed = 0;
     let skipped = 0;

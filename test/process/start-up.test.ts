@@ -1,0 +1,72 @@
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/database.js';
+import { freePort } from '../support/ports.js';
+import { ServerProcess } from '../support/server-process.js';
+
+const database = useTestDatabase();
+
+/** Runs src/server.ts to its end (for start-ups that fail) and returns what it printed. */
+async function failedStart(env: Record<string, string>) {
+  try {
+    await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env },
+      timeout: 30_000,
+    });
+  } catch (err) {
+    const { code, stdout, stderr } = err as { code: number; stdout: string; stderr: string };
+    return { code, stdout, stderr };
+  }
+  throw new Error('the server started');
+}
+
+describe('start-up', () => {
+  it('prints the URL of the API and of its docs', async () => {
+    const port = await freePort();
+    const server = await ServerProcess.start({ DATABASE_URL: database.url, LOG_LEVEL: 'info' }, port);
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      expect(server.output).toContain(`"msg":"Baton is listening: API ${base}, docs ${base}/docs"`);
+      expect((await fetch(`${base}/docs`)).status).toBe(200);
+    } finally {
+      server.signal('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  it('a port in use is one line naming the port and the setting, not a stack trace', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const run = await failedStart({ DATABASE_URL: database.url, PORT: String(port) });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(`port ${port} is in use; set PORT\n`);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('a database that does not answer is one line naming it (without its password), not a stack trace', async () => {
+    const port = await freePort();
+    const run = await failedStart({ DATABASE_URL: `postgres://baton:s3cret@127.0.0.1:${port}/baton` });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `the database at postgres://baton:***@127.0.0.1:${port}/baton refused the connection ` +
+        '(is PostgreSQL running there?); check DATABASE_URL\n',
+    );
+    expect(run.stdout).not.toContain('s3cret');
+  });
+
+  it('a database that does not exist is one line saying so', async () => {
+    const url = new URL(database.url);
+    url.pathname = '/baton_no_such_database';
+    const run = await failedStart({ DATABASE_URL: url.toString() });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^the database at .*: database "baton_no_such_database" does not exist; create it or fix DATABASE_URL\n$/,
+    );
+  });
+});
