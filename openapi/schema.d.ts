@@ -662,6 +662,24 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
             503: {
                 headers: {
@@ -724,6 +742,15 @@ export interface operations {
                         /** @enum {string} */
                         status: "ready";
                     };
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
@@ -793,6 +820,15 @@ export interface operations {
             };
             /** @description The key lacks the scope or the queue (forbidden). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -884,8 +920,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1022,8 +1076,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1128,8 +1200,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1181,6 +1271,15 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -1201,6 +1300,15 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1305,7 +1413,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), or the queue has live jobs (queue_not_empty). */
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1316,6 +1433,15 @@ export interface operations {
             };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1432,6 +1558,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
                 headers: {
@@ -1541,7 +1676,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), or the queue has live jobs (queue_not_empty). */
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1552,6 +1696,15 @@ export interface operations {
             };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1654,6 +1807,15 @@ export interface operations {
             };
             /** @description The key lacks the scope or the queue (forbidden). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1781,7 +1943,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), or the queue has live jobs (queue_not_empty). */
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1792,6 +1963,15 @@ export interface operations {
             };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1843,6 +2023,15 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -1870,8 +2059,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), or the queue has live jobs (queue_not_empty). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1976,6 +2174,15 @@ export interface operations {
                     "application/json": components["schemas"]["Queue"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -1996,6 +2203,15 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2102,8 +2318,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2200,8 +2434,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), or the queue has live jobs (queue_not_empty). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2244,6 +2487,15 @@ export interface operations {
                     "application/json": components["schemas"]["Queue"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -2264,6 +2516,15 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2306,6 +2567,15 @@ export interface operations {
                     "application/json": components["schemas"]["Queue"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -2326,6 +2596,15 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2370,6 +2649,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -2390,6 +2678,15 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2484,8 +2781,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { PROBLEM_CODES } from '../src/http/problem.js';
 import { configTableRows } from './support/config-table.js';
 
 describe('README', () => {
@@ -13,5 +14,13 @@ describe('README', () => {
     const cells = (row: string) => row.split('|').map((c) => c.trim());
     const rows = block.split('\n').filter((l) => l.startsWith('| `'));
     expect(rows.map(cells)).toEqual(configTableRows().map(cells));
+  });
+
+  it('lists every problem code with its status', () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    const errors = readme.slice(readme.indexOf('## Errors'), readme.indexOf('## Configuration'));
+    for (const [code, { status }] of Object.entries(PROBLEM_CODES)) {
+      expect(errors, code).toMatch(new RegExp(`\`${code}\`[^(]*\\(${status}`));
+    }
   });
 });

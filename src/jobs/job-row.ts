@@ -111,8 +111,14 @@ export function toJob(row: JobRow) {
     worker_id: row.worker_id,
     finished_at: row.finished_at?.toISOString() ?? null,
     result: row.result ?? null,
-    last_error: row.last_error,
-    errors: row.errors ?? [],
+    last_error: row.last_error && withIsoTime(row.last_error),
+    errors: (row.errors ?? []).map(withIsoTime),
     dead_reason: row.dead_reason,
   };
 }
+
+/** Entries written before every SQL time was ISO (see db/sql-time.ts) are shown the same way. */
+const withIsoTime = (entry: JobErrorEntry): JobErrorEntry => ({
+  ...entry,
+  at: new Date(entry.at).toISOString(),
+});

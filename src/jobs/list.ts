@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { isoMicros } from '../db/sql-time.js';
 import { invalidField } from '../errors.js';
 import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
 import { isJobId, PRIORITY_MAX, PRIORITY_MIN } from './limits.js';
@@ -53,9 +54,6 @@ export function parseListKey(state: JobState, key: string[] | undefined): ListKe
   return key;
 }
 
-const utc = (column: RawBuilder<unknown>) =>
-  sql`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
 function keysetCondition(state: JobState, desc: boolean, key: ListKey) {
   const cmp = desc ? sql`<` : sql`>`;
   switch (state) {
@@ -87,12 +85,12 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
   if (state === 'ready') {
     const pdir = desc ? sql`ASC` : sql`DESC`;
     query = sql<JobRow & { sort_key: ListKey }>`
-      SELECT ${liveJobColumns}, json_build_array(j.priority::text, ${utc(sql`j.run_at`)}, j.id::text) AS sort_key
+      SELECT ${liveJobColumns}, json_build_array(j.priority::text, ${isoMicros(sql`j.run_at`)}, j.id::text) AS sort_key
       FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'ready' AND ${after}
       ORDER BY j.priority ${pdir}, j.run_at ${dir}, j.id ${dir} LIMIT ${limit}`;
   } else if (state === 'scheduled') {
     query = sql<JobRow & { sort_key: ListKey }>`
-      SELECT ${liveJobColumns}, json_build_array(${utc(sql`j.run_at`)}, j.id::text) AS sort_key
+      SELECT ${liveJobColumns}, json_build_array(${isoMicros(sql`j.run_at`)}, j.id::text) AS sort_key
       FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'scheduled' AND ${after}
       ORDER BY j.run_at ${dir}, j.id ${dir} LIMIT ${limit}`;
   } else if (state === 'claimed') {
@@ -102,7 +100,7 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
       ORDER BY j.id ${dir} LIMIT ${limit}`;
   } else {
     query = sql<JobRow & { sort_key: ListKey }>`
-      SELECT ${finishedJobColumns}, json_build_array(${utc(sql`h.finished_at`)}, h.id::text) AS sort_key
+      SELECT ${finishedJobColumns}, json_build_array(${isoMicros(sql`h.finished_at`)}, h.id::text) AS sort_key
       FROM baton.job_history h WHERE h.queue = ${queue} AND h.state = ${state} AND ${after}
       ORDER BY h.finished_at ${dir}, h.id ${dir} LIMIT ${limit}`;
   }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { isoMillis } from '../db/sql-time.js';
 import { finishedRow } from '../jobs/job-row.js';
 import { ERRORS_KEPT } from '../jobs/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -45,7 +46,7 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
       FOR UPDATE SKIP LOCKED
     ), entries AS (
       SELECT j.id, j.attempts < j.max_attempts AS retry,
-             jsonb_build_object('attempt', j.attempts, 'at', now(), 'message', 'lease expired',
+             jsonb_build_object('attempt', j.attempts, 'at', ${isoMillis(sql`now()`)}, 'message', 'lease expired',
                                 'worker_id', j.worker_id) AS entry,
              (SELECT coalesce(jsonb_agg(t.e ORDER BY t.n), '[]'::jsonb)
               FROM (SELECT e, n FROM jsonb_array_elements(j.errors) WITH ORDINALITY AS a(e, n)

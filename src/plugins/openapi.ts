@@ -20,6 +20,43 @@ with the job's current token (otherwise 409 \`lease_lost\`). Delivery is at-leas
 Durations are integers in milliseconds named \`*_ms\`; timestamps are RFC 3339 UTC; ids are strings.
 Every error is RFC 9457 \`application/problem+json\` with a stable \`code\`.`;
 
+type RouteSchema = {
+  description?: string;
+  params?: unknown;
+  querystring?: unknown;
+  body?: unknown;
+  response?: Record<string, unknown>;
+};
+
+/**
+ * Every answer a route can give is declared in the document, including those that come from the
+ * HTTP layer rather than the handler: validation (400) of whatever the route takes, a path segment
+ * over the router's limit (414), a body that is too slow (408), too large (413) or not JSON (415),
+ * and 401/403 wherever a key may be needed. /v1 routes also say which scopes they need.
+ */
+function withDeclaredAnswers(schema: RouteSchema, access: Access): RouteSchema {
+  const statuses: number[] = [];
+  if (schema.params) statuses.push(400, 414);
+  if (schema.querystring) statuses.push(400);
+  if (schema.body) statuses.push(400, 408, 413, 415);
+  let { description } = schema;
+  let security: Record<string, string[]>[] | undefined;
+  if ('scopes' in access) {
+    const scopes = access.scopes.includes('admin') ? ['admin'] : [...access.scopes, 'admin'];
+    const limits = access.queue ? ' A key limited to queue patterns must allow the queue.' : '';
+    description = `${description ?? ''}\n\nAPI key scopes: ${scopes.join(' or ')}.${limits}`.trim();
+    security = [{ apiKey: [] }];
+    statuses.push(401, 403);
+  } else if (access.endpoint !== 'healthz') {
+    // Open by default; a key is needed when BATON_OPEN_ENDPOINTS leaves the endpoint out.
+    statuses.push(401);
+    if (access.endpoint === 'metrics') statuses.push(403);
+  }
+  const response = { ...schema.response };
+  for (const status of statuses) response[status] ??= problemResponse(status);
+  return { ...schema, description, ...(security ? { security } : {}), response };
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas: GET /openapi.json, and an
  * interactive page at GET /docs. `npm run openapi` writes it to openapi/openapi.json (a test fails
@@ -38,6 +75,8 @@ export default fp(
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Baton', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT' } },
+        // Generated clients take their default base URL from here; point yours at your deployment.
+        servers: [{ url: 'http://127.0.0.1:8080', description: 'A server started with npm start' }],
         components: {
           securitySchemes: {
             apiKey: {
@@ -57,26 +96,10 @@ export default fp(
           { name: 'operations', description: 'Metrics and the API document.' },
         ],
       },
-      // Every /v1 route documents its scopes, its 401/403 answers and the bearer key it needs.
       transform: ({ schema, url, route }) => {
         const access = (route.config as { access?: Access } | undefined)?.access;
-        if (!schema || !access || !('scopes' in access)) return { schema, url };
-        const scopes = access.scopes.includes('admin') ? ['admin'] : [...access.scopes, 'admin'];
-        const limits = access.queue ? ' A key limited to queue patterns must allow the queue.' : '';
-        return {
-          url,
-          schema: {
-            ...schema,
-            description:
-              `${schema.description ?? ''}\n\nAPI key scopes: ${scopes.join(' or ')}.${limits}`.trim(),
-            security: [{ apiKey: [] }],
-            response: {
-              ...(schema.response as object),
-              401: problemResponse(401),
-              403: problemResponse(403),
-            },
-          },
-        };
+        if (!schema || !access) return { schema, url };
+        return { url, schema: withDeclaredAnswers(schema as RouteSchema, access) };
       },
       refResolver: {
         // Components are named by their $id (Job, Queue, Problem, ...).
@@ -86,7 +109,12 @@ export default fp(
     await app.register(swaggerUi, {
       routePrefix: '/docs',
       uiConfig: { docExpansion: 'list', deepLinking: true },
+      theme: { title: 'Baton API' },
     });
+    // Someone who opens the server's address in a browser lands on the API page.
+    app.get('/', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, (_request, reply) =>
+      reply.redirect('/docs', 302),
+    );
     app.get('/openapi.json', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, async () =>
       app.swagger(),
     );

@@ -47,10 +47,18 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('serves an interactive page at /docs', async () => {
+  it('serves an interactive page at /docs, titled Baton, and / leads there', async () => {
     const res = await app.inject({ method: 'GET', url: '/docs/' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/swagger/i);
+    expect(res.body).toContain('<title>Baton API</title>');
+    const root = await app.inject({ method: 'GET', url: '/' });
+    expect(root.statusCode).toBe(302);
+    expect(root.headers.location).toBe('/docs');
+  });
+
+  it('names the default server, so generated clients have a base URL', () => {
+    expect(checkedIn().servers).toEqual([{ url: 'http://127.0.0.1:8080', description: expect.any(String) }]);
   });
 
   it('drives the full job loop through the generated client', async () => {
