@@ -47,7 +47,8 @@ export async function ackSql(items: { id: string; leaseToken: string }[]): Promi
 
 export async function renewSql(id: string, leaseToken: string): Promise<CompiledQuery> {
   const { db, seen } = recorder();
-  await renewLease(db, id, leaseToken);
+  await renewLease(db, { id, leaseToken });
+  // The renew statement; a second one (explaining a miss) runs only when it matched nothing.
   return seen[0]!;
 }
 

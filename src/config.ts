@@ -9,7 +9,14 @@
 
 import { readFileSync } from 'node:fs';
 import { type ApiKey, parseApiKeys } from './auth/api-keys.js';
-import { LEASE_MS_MAX, LEASE_MS_MIN } from './jobs/limits.js';
+import {
+  BACKOFF_BASE_MS_MAX,
+  BACKOFF_MAX_MS_MAX,
+  LEASE_MS_MAX,
+  LEASE_MS_MIN,
+  RETENTION_MS_MAX,
+} from './jobs/limits.js';
+import { backoffProblem } from './queues/queue-settings.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -289,14 +296,14 @@ export const settings = {
     default: SECOND,
     unit: 'ms',
     doc: 'Retry delay after the first failed attempt; doubles with each further attempt.',
-    parse: integer(0, DAY),
+    parse: integer(0, BACKOFF_BASE_MS_MAX),
   }),
   backoffMaxMs: setting({
     env: 'BATON_BACKOFF_MAX_MS',
     default: HOUR,
     unit: 'ms',
     doc: 'Cap on the retry delay.',
-    parse: integer(0, 30 * DAY),
+    parse: integer(0, BACKOFF_MAX_MS_MAX),
   }),
   backoffJitter: setting({
     env: 'BATON_BACKOFF_JITTER',
@@ -310,14 +317,14 @@ export const settings = {
     default: DAY,
     unit: 'ms',
     doc: 'How long completed and cancelled jobs stay visible before the leader prunes them.',
-    parse: integer(0, 10 * YEAR),
+    parse: integer(0, RETENTION_MS_MAX),
   }),
   deadRetentionMs: setting({
     env: 'BATON_DEAD_RETENTION_MS',
     default: 14 * DAY,
     unit: 'ms',
     doc: 'How long dead jobs stay (for inspection and redrive) before the leader prunes them.',
-    parse: integer(0, 10 * YEAR),
+    parse: integer(0, RETENTION_MS_MAX),
   }),
   idempotencyRetentionMs: setting({
     env: 'BATON_IDEMPOTENCY_RETENTION_MS',
@@ -447,8 +454,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       problems.push(`${s.env} ${(err as Error).message}`);
     }
   }
-  if (problems.length === 0 && (out.backoffMaxMs as number) < (out.backoffBaseMs as number)) {
-    problems.push(`BATON_BACKOFF_MAX_MS must be at least BATON_BACKOFF_BASE_MS`);
+  if (problems.length === 0 && backoffProblem(out.backoffBaseMs as number, out.backoffMaxMs as number)) {
+    problems.push('BATON_BACKOFF_MAX_MS must be at least BATON_BACKOFF_BASE_MS');
   }
   const keys = [...((out.apiKeys as ApiKey[]) ?? []), ...((out.apiKeysFile as ApiKey[]) ?? [])];
   if (problems.length === 0 && new Set(keys.map((k) => k.name)).size !== keys.length) {

@@ -3,6 +3,16 @@ import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type PinoPretty from 'pino-pretty';
 import type { Config } from './config.js';
+import { isProbe } from './http/probes.js';
+
+/**
+ * What the modules below the app need of a logger (pino's Logger is one); tests pass small objects.
+ */
+export interface Log {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
 
 type LoggerConfig = Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>;
 
@@ -98,12 +108,12 @@ class OneLinePerRequest extends LogController {
   }
 }
 
-// Probes and scrapes every few seconds would drown even the debug log.
-const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
-
 export function requestLogController(): LogController {
   return new OneLinePerRequest({
     requestIdLogLabel: 'request_id',
-    disableRequestLogging: (req: { url?: string }) => QUIET_PATHS.has(req.url?.split('?')[0] ?? ''),
+    disableRequestLogging: (request) => isProbe(request as FastifyRequest),
   });
 }
+
+/** A Log that drops everything (for tools and tests that have no use for the lines). */
+export const noLog: Log = { info() {}, warn() {}, error() {} };

@@ -4,9 +4,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+import { noLog } from '../src/logger.js';
 import { freePort } from './support/ports.js';
 
-const log = { info: () => {}, warn: () => {} };
+const log = noLog;
 
 describe('embedded PostgreSQL', () => {
   const dirs: string[] = [];

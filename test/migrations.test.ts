@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest, pendingMigrations } from '../src/db/migrate.js';
 import { FINISHED_STATES, LIVE_STATES } from '../src/jobs/states.js';
+import { noLog } from '../src/logger.js';
 import { createTestDatabase, useTestDatabase } from './support/database.js';
 
-const quiet = { warn: () => {} };
+const quiet = noLog;
 const settings = { poolSize: 4, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 };
 
 describe('migrations', () => {

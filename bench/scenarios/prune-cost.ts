@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { createDatabase } from '../../src/db/database.js';
+import { noLog } from '../../src/logger.js';
 import { MAINTENANCE_BATCH } from '../../src/maintenance/duty.js';
 import { pruneFinishedJobs } from '../../src/maintenance/prune.js';
 import type { BenchContext } from '../context.js';
@@ -61,7 +62,7 @@ export async function pruneCost(ctx: BenchContext): Promise<ScenarioResult> {
   const handle = createDatabase(
     databaseUrl(DATABASES.baton),
     { poolSize: 2, statementTimeoutMs: 600_000, connectTimeoutMs: 5_000 },
-    { warn: () => {} },
+    noLog,
   );
   const per100k = (x: number) => (x / rows) * 100_000;
   const out = {

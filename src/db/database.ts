@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { parseDatabaseJson } from '../json/exact.js';
+import type { Log } from '../logger.js';
 import { StatementNames, usePreparedStatements } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
@@ -49,11 +50,7 @@ export function connectionOptions(url: string, settings: PoolSettings, applicati
   } satisfies pg.ClientConfig;
 }
 
-export function createDatabase(
-  url: string,
-  settings: PoolSettings,
-  log: { warn(obj: object, msg: string): void },
-): DatabaseHandle {
+export function createDatabase(url: string, settings: PoolSettings, log: Log): DatabaseHandle {
   const pool = new pg.Pool({
     ...connectionOptions(url, settings),
     max: settings.poolSize,

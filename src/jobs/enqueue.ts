@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { queueNotFound } from '../errors.js';
@@ -82,7 +82,7 @@ export async function enqueueJobs(
  * request order. `ids[i]`, when given, is the id reserved for item i by its idempotency key.
  */
 async function insertJobs(
-  db: Kysely<Database>,
+  db: Db,
   queue: string,
   items: EnqueueItem[],
   ids: (string | null)[],

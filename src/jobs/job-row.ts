@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import { ERRORS_KEPT } from './limits.js';
 import type { DeadReason, FinishedState, JobState } from './states.js';
 
 /**
@@ -72,6 +73,43 @@ export function finishedRow(
   };
 }
 
+/**
+ * Claim order: higher priority first, then the job due longest, then the older id. jobs_ready_idx
+ * is declared in this order (migrations/0001_initial.ts), so a claim reads the index from its head;
+ * the job list shows ready jobs in the same order. `reverse` flips every key (for `order=desc`).
+ */
+export function claimOrder(alias: string, reverse = false) {
+  const a = sql.ref(alias);
+  const [first, rest] = reverse ? [sql`ASC`, sql`DESC`] : [sql`DESC`, sql`ASC`];
+  return sql`${a}.priority ${first}, ${a}.run_at ${rest}, ${a}.id ${rest}`;
+}
+
+/** The same order for rows already in memory (UPDATE ... RETURNING does not keep it). */
+export function compareClaimOrder(
+  a: { priority: number; run_at: Date; id: string },
+  b: { priority: number; run_at: Date; id: string },
+): number {
+  return b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || compareIds(a.id, b.id);
+}
+
+/** Ids are decimal strings without leading zeros: shorter is smaller. */
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** SET list that ends a lease (nack, re-arm, a claim given back): no token, no length, no expiry. */
+export const clearedLease = sql`lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL`;
+
+/**
+ * A job's error history with `entry` appended, keeping the last ERRORS_KEPT entries: the one place
+ * the history is trimmed (nack and re-arm both write through it).
+ */
+export function appendError(errors: RawBuilder<unknown>, entry: RawBuilder<unknown>) {
+  return sql`(SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb)
+    FROM (SELECT e, n FROM jsonb_array_elements(${errors} || jsonb_build_array(${entry})) WITH ORDINALITY AS a(e, n)
+          ORDER BY n DESC LIMIT ${sql.lit(ERRORS_KEPT)}) kept)`;
+}
+
 /** What an enqueue reads back of each job it created. */
 export type EnqueuedRow = Pick<
   JobRow,
@@ -85,40 +123,3 @@ export type EnqueuedRow = Pick<
   | 'idempotency_key'
   | 'created_at'
 >;
-
-/** The API's view of a just-enqueued job (no payload echoed back). */
-export function toEnqueuedJob(row: EnqueuedRow) {
-  return {
-    id: row.id,
-    queue: row.queue,
-    state: row.state,
-    priority: row.priority,
-    run_at: row.run_at.toISOString(),
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    idempotency_key: row.idempotency_key,
-    created_at: row.created_at.toISOString(),
-  };
-}
-
-/** The API's view of a job. The lease token never appears here. */
-export function toJob(row: JobRow) {
-  return {
-    ...toEnqueuedJob(row),
-    payload: row.payload,
-    claimed_at: row.claimed_at?.toISOString() ?? null,
-    lease_expires_at: row.state === 'claimed' ? (row.lease_expires_at?.toISOString() ?? null) : null,
-    worker_id: row.worker_id,
-    finished_at: row.finished_at?.toISOString() ?? null,
-    result: row.result ?? null,
-    last_error: row.last_error && withIsoTime(row.last_error),
-    errors: (row.errors ?? []).map(withIsoTime),
-    dead_reason: row.dead_reason,
-  };
-}
-
-/** Entries written before every SQL time was ISO (see db/sql-time.ts) are shown the same way. */
-const withIsoTime = (entry: JobErrorEntry): JobErrorEntry => ({
-  ...entry,
-  at: new Date(entry.at).toISOString(),
-});

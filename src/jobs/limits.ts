@@ -5,6 +5,8 @@
  */
 const SECOND = 1000;
 const HOUR = 3600 * SECOND;
+const DAY = 24 * HOUR;
+const YEAR = 365 * DAY;
 
 export const QUEUE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 export const QUEUE_NAME_MAX = 128;
@@ -41,11 +43,20 @@ export const PRINTABLE_PATTERN = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
 export const LEASE_MS_MIN = SECOND;
 export const LEASE_MS_MAX = 12 * HOUR;
 
+/** Retry backoff: the first delay, and the cap on any delay (queue settings and server defaults). */
+export const BACKOFF_BASE_MS_MAX = DAY;
+export const BACKOFF_MAX_MS_MAX = 30 * DAY;
+/** How long finished jobs may be kept (queue settings and server defaults). */
+export const RETENTION_MS_MAX = 10 * YEAR;
+
+/** Rows per page of a list (queues, jobs). */
+export const LIST_LIMIT_MAX = 500;
+
 /** Jobs per batch enqueue, claim or batch ack. */
 export const MAX_BATCH = 1000;
 export const MAX_WAIT_MS = 20_000;
 /** Longest delay or retry a job may be given: ten years. */
-export const MAX_DELAY_MS = 10 * 365 * 24 * HOUR;
+export const MAX_DELAY_MS = 10 * YEAR;
 export const PRIORITY_MIN = -2_147_483_648;
 export const PRIORITY_MAX = 2_147_483_647;
 export const MAX_ATTEMPTS_LIMIT = 1000;

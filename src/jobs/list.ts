@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMicros } from '../db/sql-time.js';
 import { invalidField } from '../errors.js';
-import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+import { claimOrder, finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
 import { isJobId, PRIORITY_MAX, PRIORITY_MIN } from './limits.js';
 import type { JobState } from './states.js';
 
@@ -83,11 +83,10 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
   const after = key ? keysetCondition(state, desc, key) : sql`true`;
   let query: RawBuilder<JobRow & { sort_key: ListKey }>;
   if (state === 'ready') {
-    const pdir = desc ? sql`ASC` : sql`DESC`;
     query = sql<JobRow & { sort_key: ListKey }>`
       SELECT ${liveJobColumns}, json_build_array(j.priority::text, ${isoMicros(sql`j.run_at`)}, j.id::text) AS sort_key
       FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'ready' AND ${after}
-      ORDER BY j.priority ${pdir}, j.run_at ${dir}, j.id ${dir} LIMIT ${limit}`;
+      ORDER BY ${claimOrder('j', desc)} LIMIT ${limit}`;
   } else if (state === 'scheduled') {
     query = sql<JobRow & { sort_key: ListKey }>`
       SELECT ${liveJobColumns}, json_build_array(${isoMicros(sql`j.run_at`)}, j.id::text) AS sort_key

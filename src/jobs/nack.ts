@@ -3,13 +3,15 @@ import type { Db } from '../db/database.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import { retryDelayMs } from './backoff.js';
 import {
+  appendError,
+  clearedLease,
   finishedJobColumns,
   finishedRow,
   type JobErrorEntry,
   type JobRow,
   liveJobColumns,
 } from './job-row.js';
-import { ERRORS_KEPT } from './limits.js';
+import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
 import type { DeadReason } from './states.js';
 
 /**
@@ -20,7 +22,8 @@ import type { DeadReason } from './states.js';
  * Two statements in one transaction: first lock the row, guarded by the lease token exactly like
  * ack, and read what the decision needs (attempts, the queue's backoff, the error history); then
  * write the outcome. The row lock makes the pair atomic against the leader's re-arm and a
- * concurrent cancel.
+ * concurrent cancel. The failed attempt joins the job's error history (appendError keeps the last
+ * ERRORS_KEPT entries).
  */
 
 export interface NackInput {
@@ -40,7 +43,6 @@ export interface NackResult {
 interface LockedRow {
   attempts: number;
   max_attempts: number;
-  errors: JobErrorEntry[];
   worker_id: string | null;
   now: Date;
   backoff_base_ms: number | null;
@@ -52,10 +54,10 @@ export async function nackJob(
   db: Db,
   input: NackInput,
   defaults: QueueDefaults,
-): Promise<NackResult | undefined> {
-  return db.transaction().execute(async (trx) => {
+): Promise<LeaseOutcome<NackResult>> {
+  const result = await db.transaction().execute(async (trx): Promise<NackResult | undefined> => {
     const { rows } = await sql<LockedRow>`
-      SELECT j.attempts, j.max_attempts, j.errors, j.worker_id, now() AS now,
+      SELECT j.attempts, j.max_attempts, j.worker_id, now() AS now,
              q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
       FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
       WHERE j.id = ${input.id} AND j.state = 'claimed' AND j.lease_token = ${input.leaseToken}::uuid
@@ -70,8 +72,7 @@ export async function nackJob(
       ...(input.error?.details !== undefined ? { details: input.error.details } : {}),
       worker_id: locked.worker_id,
     };
-    const errors = JSON.stringify([...(locked.errors ?? []), entry].slice(-ERRORS_KEPT));
-    const lastError = JSON.stringify(entry);
+    const lastError = sql`${JSON.stringify(entry)}::jsonb`;
 
     const deadReason: DeadReason | undefined = input.dead
       ? 'nacked_dead'
@@ -82,8 +83,8 @@ export async function nackJob(
     if (deadReason) {
       const row = finishedRow('dead', {
         deadReason: sql`${deadReason}`,
-        lastError: sql`${lastError}::jsonb`,
-        errors: sql`${errors}::jsonb`,
+        lastError,
+        errors: appendError(sql`errors`, lastError),
       });
       const dead = await sql<JobRow>`
         WITH gone AS (DELETE FROM baton.jobs WHERE id = ${input.id} RETURNING *)
@@ -99,10 +100,10 @@ export async function nackJob(
       UPDATE baton.jobs j SET
         state = CASE WHEN ${delayMs}::bigint = 0 THEN 'ready' ELSE 'scheduled' END,
         run_at = now() + ${delayMs}::bigint * interval '1 millisecond',
-        lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL,
-        last_error = ${lastError}::jsonb, errors = ${errors}::jsonb
+        ${clearedLease}, last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}
       WHERE j.id = ${input.id}
       RETURNING ${liveJobColumns}`.execute(trx);
     return { job: retried.rows[0]!, readyNow: delayMs === 0 };
   });
+  return (await outcomesOf(db, [input.id], new Map(result ? [[input.id, result]] : [])))[0]!;
 }

@@ -1,6 +1,5 @@
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
 import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
 
 /** Read one job, live or finished. */
@@ -9,7 +8,7 @@ export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
 }
 
 /** Read jobs by id, live or finished; those that do not exist are absent from the map. */
-export async function getJobs(db: Kysely<Database>, ids: string[]): Promise<Map<string, JobRow>> {
+export async function getJobs(db: Db, ids: string[]): Promise<Map<string, JobRow>> {
   if (ids.length === 0) return new Map();
   const { rows } = await sql<JobRow>`
     SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[])

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { queueNotFound } from '../errors.js';
+import { invalidField, queueNotFound } from '../errors.js';
 import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
 
 /**
@@ -15,10 +15,11 @@ import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js
  * in one statement.
  */
 
-/** Which dead jobs; neither field means all of the queue's dead jobs. */
+/** Which dead jobs: exactly one of a list of ids, those dead since a time (UTC), or all. */
 export interface RedriveFilter {
   ids?: string[];
   deadSince?: string;
+  all?: boolean;
 }
 
 const BATCH = 1000;
@@ -29,6 +30,10 @@ export async function redriveDeadJobs(
   filter: RedriveFilter,
   opts: { autoCreate: AutoCreatePolicy; batchSize?: number },
 ): Promise<number> {
+  const given = [filter.ids !== undefined, filter.deadSince !== undefined, filter.all === true];
+  if (given.filter(Boolean).length !== 1) {
+    throw invalidField('body', 'must give exactly one of ids, dead_since or all: true');
+  }
   const batchSize = opts.batchSize ?? BATCH;
   let total = 0;
   while (true) {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
 
 /**
  * Renew: push a lease's expiry forward. It succeeds only while the job is still `claimed` under the
@@ -9,20 +10,6 @@ import type { Db } from '../db/database.js';
  * free space on each page (fillfactor 70), so PostgreSQL can do it as a HOT update: no index entry
  * is written, however often workers renew.
  */
-export async function renewLease(
-  db: Db,
-  id: string,
-  leaseToken: string,
-  leaseMs?: number,
-): Promise<{ queue: string; lease_expires_at: Date; lease_ms: number } | undefined> {
-  const { rows } = await sql<{ queue: string; lease_expires_at: Date; lease_ms: number }>`
-    UPDATE baton.jobs SET
-      lease_ms = coalesce(${leaseMs ?? null}::integer, lease_ms),
-      lease_expires_at = clock_timestamp() + coalesce(${leaseMs ?? null}::integer, lease_ms) * interval '1 millisecond'
-    WHERE id = ${id} AND state = 'claimed' AND lease_token = ${leaseToken}::uuid
-    RETURNING queue, lease_expires_at, lease_ms`.execute(db);
-  return rows[0];
-}
 
 export interface RenewItem {
   id: string;
@@ -37,10 +24,15 @@ export interface RenewedLease {
   lease_ms: number;
 }
 
+/** Renew one lease (a batch of one: the same guarded, HOT-eligible statement). */
+export async function renewLease(db: Db, item: RenewItem): Promise<LeaseOutcome<RenewedLease>> {
+  return (await renewLeases(db, [item]))[0]!;
+}
+
 /**
  * Renew many leases in one statement (a worker holding a claimed batch renews it in one request).
  * The same guarded, HOT-eligible update as renewLease(), per item; answers item by item the renewed
- * lease or undefined when the lease was not this item's. Rows are matched on id and token, so an
+ * lease, or why not (lease-outcome.ts). Rows are matched on id and token, so an
  * item with a stale token cannot be answered with another item's success.
  *
  * Rows are locked in id order (the `locked` CTE) before they are updated, so two renew batches
@@ -48,7 +40,7 @@ export interface RenewedLease {
  * deadlocking. The lock also re-checks state and token on the row's newest version, so a lease
  * acked, nacked or re-armed meanwhile is not renewed.
  */
-export async function renewLeases(db: Db, items: RenewItem[]): Promise<(RenewedLease | undefined)[]> {
+export async function renewLeases(db: Db, items: RenewItem[]): Promise<LeaseOutcome<RenewedLease>[]> {
   const input = JSON.stringify(
     items.map((i) => ({ id: i.id, token: i.leaseToken, lease_ms: i.leaseMs ?? null })),
   );
@@ -69,5 +61,15 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<(RenewedL
     WHERE j.id = l.id
     RETURNING j.id::text AS id, j.queue, j.lease_expires_at, j.lease_ms, j.lease_token`.execute(db);
   const byLease = new Map(rows.map(({ lease_token, ...row }) => [`${row.id}:${lease_token}`, row]));
-  return items.map((i) => byLease.get(`${i.id}:${i.leaseToken}`));
+  const done = new Map(
+    items.flatMap((i) => {
+      const renewed = byLease.get(`${i.id}:${i.leaseToken}`);
+      return renewed ? [[i.id, renewed] as const] : [];
+    }),
+  );
+  return outcomesOf(
+    db,
+    items.map((i) => i.id),
+    done,
+  );
 }

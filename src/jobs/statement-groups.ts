@@ -12,10 +12,9 @@ import { MAX_BATCH } from './limits.js';
  * for a queue runs, further ones for that queue wait and then go together as one statement, up to
  * MAX_BATCH jobs; acks likewise, across queues.
  *
- * One statement at a time per queue and replica measured best for claims (bench, one job per
- * request: 694 → 920–990 jobs/s, against 890 and 582 with 2 and 4 at a time): concurrent claimers
- * on one queue mostly skip past each other's locked rows, so running them side by side buys little
- * and costs much.
+ * One statement at a time per queue and replica measured best for claims (docs/benchmarks.md,
+ * "Changes to Baton made for this issue", group commit): concurrent claimers on one queue mostly
+ * skip past each other's locked rows, so running them side by side buys little and costs much.
  */
 export class ClaimGroups {
   private readonly groups: KeyedGroupCommit<ClaimSlot, ClaimedRow[]>;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Duty, JobsReady } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
@@ -16,11 +17,7 @@ import { VacuumDuty } from './vacuum.js';
 export interface MaintainerDeps {
   db: Db;
   metrics: Metrics;
-  log: {
-    info(obj: object, msg: string): void;
-    warn(obj: object, msg: string): void;
-    error(obj: object, msg: string): void;
-  };
+  log: Log;
   jobsReady: JobsReady;
   config: Pick<
     Config,

@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMillis } from '../db/sql-time.js';
-import { finishedRow } from '../jobs/job-row.js';
-import { ERRORS_KEPT } from '../jobs/limits.js';
+import { appendError, clearedLease, finishedRow } from '../jobs/job-row.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 
@@ -34,7 +33,7 @@ export interface RearmResult {
 const buried = finishedRow('dead', {
   deadReason: sql`'lease_expired'`,
   lastError: sql`entry`,
-  errors: sql`kept || entry`,
+  errors: appendError(sql`errors`, sql`entry`),
 });
 
 export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<RearmResult> {
@@ -47,21 +46,18 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
     ), entries AS (
       SELECT j.id, j.attempts < j.max_attempts AS retry,
              jsonb_build_object('attempt', j.attempts, 'at', ${isoMillis(sql`now()`)}, 'message', 'lease expired',
-                                'worker_id', j.worker_id) AS entry,
-             (SELECT coalesce(jsonb_agg(t.e ORDER BY t.n), '[]'::jsonb)
-              FROM (SELECT e, n FROM jsonb_array_elements(j.errors) WITH ORDINALITY AS a(e, n)
-                    ORDER BY n DESC LIMIT ${ERRORS_KEPT - 1}) t) AS kept
+                                'worker_id', j.worker_id) AS entry
       FROM baton.jobs j JOIN expired e ON e.id = j.id AND e.lease_token = j.lease_token
     ), back AS (
-      UPDATE baton.jobs j SET state = 'ready', lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL,
-             last_error = en.entry, errors = en.kept || en.entry
+      UPDATE baton.jobs j SET state = 'ready', ${clearedLease},
+             last_error = en.entry, errors = ${appendError(sql`j.errors`, sql`en.entry`)}
       FROM entries en
       WHERE j.id = en.id AND en.retry
       RETURNING j.queue
     ), gone AS (
       DELETE FROM baton.jobs j USING entries en
       WHERE j.id = en.id AND NOT en.retry
-      RETURNING j.*, en.entry, en.kept
+      RETURNING j.*, en.entry
     ), buried AS (
       INSERT INTO baton.job_history (${buried.columns})
       SELECT ${buried.values} FROM gone

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Duty } from './duty.js';
 
@@ -22,7 +23,8 @@ import type { Duty } from './duty.js';
  * lock, which blocks no claim, enqueue or ack.
  *
  * Vacuum cannot remove a dead row that a still-open transaction might see: one idle session in
- * the database with an open transaction holds back every table in it (DESIGN.md, "Known limit").
+ * the database with an open transaction holds back every table in it (docs/architecture.md, "Why the
+ * tables look like this").
  * So this duty also reports the oldest open transaction, and says so in the log when dead rows
  * survived a vacuum. The numbers come from pg_stat_user_tables and pg_stat_activity: they lag writes
  * by up to a second, and other roles' sessions are visible only to a role with pg_read_all_stats.
@@ -121,7 +123,7 @@ export class VacuumDuty implements Duty<VacuumResult> {
   constructor(
     private readonly db: Db,
     private readonly metrics: Metrics,
-    private readonly log: { warn(obj: object, msg: string): void },
+    private readonly log: Log,
     private readonly tickMs: number,
     private readonly deadRows: number,
   ) {}

@@ -1,10 +1,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { isProbe } from '../http/probes.js';
 import { ProblemError } from '../http/problem.js';
 
-/** Endpoints that answer even under overload: probes and scrapes must see an overloaded server. */
-const ALWAYS_ANSWER = new Set(['healthz', 'readyz', 'metrics']);
 const SAMPLE_MS = 250;
 
 /**
@@ -42,8 +41,8 @@ export default fp(
     };
 
     app.addHook('onRequest', async (request) => {
-      const access = request.routeOptions.config?.access;
-      if (access && 'endpoint' in access && ALWAYS_ANSWER.has(access.endpoint)) return;
+      // Probes and scrapes must see an overloaded server.
+      if (isProbe(request)) return;
       if (shedEventLoopDelayMs > 0 && lagMs > shedEventLoopDelayMs) {
         throw shed('event_loop', `event loop lag ${Math.round(lagMs)} ms`);
       }

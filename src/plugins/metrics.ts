@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
+import { isProbe } from '../http/probes.js';
 import { problemResponse } from '../http/schemas/responses.js';
 import { Metrics } from '../metrics/metrics.js';
 import { statsForMetrics } from '../queues/queue-store.js';
@@ -25,8 +26,8 @@ export default fp(
     app.decorate('metrics', m);
 
     app.addHook('onResponse', async (request, reply) => {
+      if (isProbe(request)) return;
       const route = request.routeOptions.url ?? 'unmatched';
-      if (route === '/metrics') return;
       m.httpDuration.observe(
         { method: request.method, route, status_class: `${Math.floor(reply.statusCode / 100)}xx` },
         reply.elapsedTime / 1000,

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { QueuesTable } from '../db/schema.js';
+import { DomainError } from '../errors.js';
 
 /**
  * A queue's effective settings: its own value where it set one, else the server default.
@@ -50,4 +51,26 @@ export function effectiveSettings(row: QueueRow | undefined, d: QueueDefaults): 
     deadRetentionMs: num(row?.dead_retention_ms) ?? d.deadRetentionMs,
     paused: Boolean(row?.paused),
   };
+}
+
+/**
+ * The one rule between two settings: a backoff cap below its base would make the cap meaningless.
+ * Checked for the server defaults (config.ts) and for each queue (checkSettings); answers the
+ * offending base, or undefined when the pair is fine.
+ */
+export function backoffProblem(baseMs: number, maxMs: number): number | undefined {
+  return maxMs < baseMs ? baseMs : undefined;
+}
+
+/**
+ * A queue's settings after a change, counting values it keeps or inherits: a 400 naming the field
+ * when they break a rule.
+ */
+export function checkSettings(merged: QueueSettings): void {
+  const base = backoffProblem(merged.backoff.baseMs, merged.backoff.maxMs);
+  if (base === undefined) return;
+  const message = `must be at least backoff.base_ms (${base})`;
+  throw new DomainError('validation_failed', `backoff.max_ms (${merged.backoff.maxMs}) ${message}`, [
+    { field: 'backoff.max_ms', message },
+  ]);
 }

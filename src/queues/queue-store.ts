@@ -1,8 +1,7 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { Database, QueueStatsTable, QueuesTable } from '../db/schema.js';
+import type { QueueStatsTable, QueuesTable } from '../db/schema.js';
 import { DomainError } from '../errors.js';
-import { finishedRow, type JobRow } from '../jobs/job-row.js';
 
 /**
  * SQL for baton.queues and baton.queue_stats. (The enqueue and claim statements read a queue row
@@ -28,7 +27,7 @@ export interface AutoCreatePolicy {
  * transaction-scoped advisory lock so the count they check is exact; creating is rare, so the lock
  * is never on a hot path.
  */
-export async function createAutoQueue(db: Kysely<Database>, name: string, maxQueues: number): Promise<void> {
+export async function createAutoQueue(db: Db, name: string, maxQueues: number): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${AUTO_QUEUE_LOCK}::bigint)`.execute(trx);
     const { rows } = await sql<{ created: boolean }>`
@@ -132,67 +131,19 @@ export async function setPaused(db: Db, name: string, paused: boolean): Promise<
   return Number(result.numUpdatedRows) > 0;
 }
 
-const cancelled = finishedRow('cancelled');
-
-/** How many live jobs of a queue to cancel per transaction. */
-const CANCEL_BATCH = 1000;
-
 /**
- * Cancel live jobs of a queue in bounded batches (each its own transaction), so cancelling a
- * million jobs never holds one giant transaction. `states` picks which live states.
+ * Lock a queue's row for deletion (FOR UPDATE: it waits for in-flight enqueues, which hold FOR KEY
+ * SHARE, and makes new ones wait). False when there is no such queue.
  */
-export async function cancelQueueJobs(
-  db: Kysely<Database>,
-  queue: string,
-  states: string[],
-): Promise<number> {
-  let total = 0;
-  while (true) {
-    const { rows } = await sql<Pick<JobRow, 'id'>>`
-      WITH picked AS (
-        SELECT id FROM baton.jobs WHERE queue = ${queue} AND state = ANY(${states}::text[])
-        LIMIT ${CANCEL_BATCH} FOR UPDATE SKIP LOCKED
-      ), gone AS (
-        DELETE FROM baton.jobs j USING picked WHERE j.id = picked.id RETURNING j.*
-      )
-      INSERT INTO baton.job_history AS h (${cancelled.columns})
-      SELECT ${cancelled.values} FROM gone
-      RETURNING h.id`.execute(db);
-    total += rows.length;
-    if (rows.length < CANCEL_BATCH) {
-      // A short batch may mean rows locked by someone else (an ack in flight): check before stopping.
-      const left = await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM (SELECT 1 FROM baton.jobs WHERE queue = ${queue}
-        AND state = ANY(${states}::text[]) LIMIT 1) x`.execute(db);
-      if (left.rows[0]!.n === 0) return total;
-      if (rows.length === 0) await new Promise((r) => setTimeout(r, 10));
-    }
-  }
+export async function lockQueueForDelete(db: Db, name: string): Promise<boolean> {
+  const locked = await sql`SELECT 1 FROM baton.queues WHERE name = ${name} FOR UPDATE`.execute(db);
+  return locked.rows.length > 0;
 }
 
-export type DeleteOutcome =
-  | { deleted: true; cancelled: number }
-  | { deleted: false; reason: 'not_found' | 'not_empty'; live: number };
-
-/**
- * Delete a queue. Without force it refuses while the queue has live jobs. With force it cancels them
- * first (in batches), then deletes under the queue row's lock, cancelling any job that arrived in
- * between, so no job is ever left without its queue.
- */
-export async function deleteQueue(db: Db, name: string, force: boolean): Promise<DeleteOutcome> {
-  let cancelled = force ? await cancelQueueJobs(db, name, ['scheduled', 'ready', 'claimed']) : 0;
-  return db.transaction().execute(async (trx) => {
-    // Waiting for this lock lets in-flight enqueues (FOR KEY SHARE) finish first; new ones wait for us.
-    const locked = await sql`SELECT 1 FROM baton.queues WHERE name = ${name} FOR UPDATE`.execute(trx);
-    if (locked.rows.length === 0) return { deleted: false, reason: 'not_found', live: 0 } as const;
-    if (force) cancelled += await cancelQueueJobs(trx, name, ['scheduled', 'ready', 'claimed']);
-    const live = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${name}`.execute(trx);
-    if (live.rows[0]!.n > 0) return { deleted: false, reason: 'not_empty', live: live.rows[0]!.n } as const;
-    await sql`DELETE FROM baton.queues WHERE name = ${name}`.execute(trx);
-    await sql`DELETE FROM baton.queue_stats WHERE queue = ${name}`.execute(trx);
-    return { deleted: true, cancelled } as const;
-  });
+/** Remove a queue's row and its statistics (after lockQueueForDelete, in the same transaction). */
+export async function removeQueue(db: Db, name: string): Promise<void> {
+  await sql`DELETE FROM baton.queues WHERE name = ${name}`.execute(db);
+  await sql`DELETE FROM baton.queue_stats WHERE queue = ${name}`.execute(db);
 }
 
 /** Every queue's maintained counts, for the metric gauges (one small table, never a count). */

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { sql } from 'kysely';
 import { Type } from 'typebox';
-import { pendingMigrations } from '../db/migrate.js';
+import { unappliedMigrations } from '../db/readiness.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem.js';
 import { ok, problemResponse } from '../http/schemas/responses.js';
 
@@ -62,13 +61,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
           .send({ ...problemBody('unavailable', detail), instance: '/readyz', request_id: request.id });
       if (app.shuttingDown) return unready('the server is shutting down');
       try {
-        const pending = await withTimeout(
-          (async () => {
-            await sql`SELECT 1`.execute(app.db);
-            return pendingMigrations(app.db);
-          })(),
-          READY_CHECK_TIMEOUT_MS,
-        );
+        const pending = await withTimeout(unappliedMigrations(app.db), READY_CHECK_TIMEOUT_MS);
         if (pending.length > 0) return unready(`migrations not applied: ${pending.join(', ')}`);
       } catch (err) {
         request.log.warn({ err }, 'readiness check failed');

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { DomainError, invalidField, jobNotFound, leaseLost } from '../errors.js';
+import { jobNotFound, leaseLost } from '../errors.js';
 import { jsonText } from '../http/json-input.js';
 import {
   AckRequest,
@@ -15,52 +15,49 @@ import {
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { type AckedJob, alreadyAcked } from '../jobs/ack.js';
+import { toJob } from '../http/views.js';
+import { ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
-import { toJob } from '../jobs/job-row.js';
+import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
-import { getJob, queuesOfJobs } from '../jobs/read.js';
+import { getJob } from '../jobs/read.js';
 import { renewLease, renewLeases } from '../jobs/renew.js';
 import { AckGroups } from '../jobs/statement-groups.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
-/**
- * The items of a batch route (`acks`, `renewals`) each name a job once: a repeated id is 400 naming
- * the item (two outcomes for one job would be ambiguous). Ids are canonical (the schema refuses
- * leading zeros), so "1" and "01" cannot pass as two jobs.
- */
-function checkBatchIds(field: string, items: { id: string }[]): void {
-  const seen = new Set<string>();
-  for (const [i, item] of items.entries()) {
-    if (seen.has(item.id)) throw invalidField(`${field}[${i}].id`, `repeats job ${item.id}`);
-    seen.add(item.id);
-  }
-}
-
-/** Items a queue-limited key may act on; the others are answered not_found (see plugins/auth.ts). */
-function visible<T extends { id: string }>(items: T[], hidden: ReadonlySet<string> | undefined): T[] {
-  return hidden && hidden.size > 0 ? items.filter((item) => !hidden.has(item.id)) : items;
-}
+type LeaseOperation = 'renew' | 'ack' | 'nack';
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
   // Concurrent acks share one statement and one commit (src/jobs/statement-groups.ts).
   const acks = new AckGroups(app.db);
 
-  /**
-   * Of the jobs a lease-guarded write did not touch, those that exist: their leases were lost
-   * (counted by queue). The others never existed.
-   */
-  const lostLeases = async (ids: string[], operation: 'renew' | 'ack' | 'nack'): Promise<Set<string>> => {
-    const queues = await queuesOfJobs(app.db, ids);
-    for (const queue of queues.values()) app.metrics.leaseLost(queue, operation);
-    return new Set(queues.keys());
+  /** A single lease write's answer: its value, or 409 lease_lost (counted) or 404. */
+  const settle = <T>(out: LeaseOutcome<T>, id: string, operation: LeaseOperation): T => {
+    if (out.outcome === 'done') return out.value;
+    if (out.outcome === 'not_found') throw jobNotFound(id);
+    app.metrics.leaseLost(out.queue, operation);
+    throw leaseLost(id);
   };
 
-  /** After a lease-guarded write touched nothing: 409 if the job exists, 404 if it never did. */
-  const leaseFailure = async (id: string, operation: 'renew' | 'ack' | 'nack'): Promise<DomainError> =>
-    (await lostLeases([id], operation)).has(id) ? leaseLost(id) : jobNotFound(id);
+  /**
+   * A batch's outcomes by item, in request order. Items a queue-limited key may not see (see
+   * plugins/auth.ts) were left out of the write and are answered not_found; lost leases are counted.
+   */
+  const settleBatch = async <I extends { id: string }, T>(
+    items: I[],
+    hidden: ReadonlySet<string> | undefined,
+    operation: LeaseOperation,
+    write: (visible: I[]) => Promise<LeaseOutcome<T>[]>,
+  ): Promise<LeaseOutcome<T>[]> => {
+    const visible = hidden?.size ? items.filter((item) => !hidden.has(item.id)) : items;
+    const outcomes = await write(visible);
+    const byId = new Map(visible.map((item, i) => [item.id, outcomes[i]!]));
+    for (const out of byId.values())
+      if (out.outcome === 'lease_lost') app.metrics.leaseLost(out.queue, operation);
+    return items.map((item) => byId.get(item.id) ?? { outcome: 'not_found' });
+  };
 
   app.get(
     '/v1/jobs/:id',
@@ -97,13 +94,13 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'the lease.',
         params: JobParams,
         body: RenewRequest,
-        response: { 200: ok(RenewResponse, 'The new expiry.'), ...errorResponses(400, 404, 409, 413, 415) },
+        response: { 200: ok(RenewResponse, 'The new expiry.'), ...errorResponses(404, 409) },
       },
     },
     async (request) => {
       const { id } = request.params;
-      const renewed = await renewLease(app.db, id, request.body.lease_token, request.body.lease_ms);
-      if (!renewed) throw await leaseFailure(id, 'renew');
+      const item = { id, leaseToken: request.body.lease_token, leaseMs: request.body.lease_ms };
+      const renewed = settle(await renewLease(app.db, item), id, 'renew');
       app.metrics.renewed(renewed.queue);
       return { id, lease_expires_at: renewed.lease_expires_at.toISOString(), lease_ms: renewed.lease_ms };
     },
@@ -124,37 +121,31 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         body: BatchRenewRequest,
         response: {
           200: ok(BatchRenewResponse, 'Each renewal’s outcome, in request order.'),
-          ...errorResponses(400, 413, 415),
+          ...errorResponses(),
         },
       },
     },
     async (request) => {
       const { renewals } = request.body;
-      checkBatchIds('renewals', renewals);
-      const items = visible(renewals, request.hiddenJobIds);
-      const answers = await renewLeases(
-        app.db,
-        items.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms })),
+      checkDistinctIds('renewals', renewals);
+      const items = renewals.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms }));
+      const outcomes = await settleBatch(items, request.hiddenJobIds, 'renew', (visible) =>
+        renewLeases(app.db, visible),
       );
-      const byId = new Map(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
-      for (const renewed of byId.values()) app.metrics.renewed(renewed.queue);
-      const lost = await lostLeases(
-        items.filter((r) => !byId.has(r.id)).map((r) => r.id),
-        'renew',
-      );
-      const results = renewals.map((r) => {
-        const renewed = byId.get(r.id);
-        if (renewed) {
-          return {
-            id: r.id,
-            outcome: 'renewed' as const,
-            lease_expires_at: renewed.lease_expires_at.toISOString(),
-            lease_ms: renewed.lease_ms,
-          };
-        }
-        return { id: r.id, outcome: lost.has(r.id) ? ('lease_lost' as const) : ('not_found' as const) };
+      const results = outcomes.map((out, i) => {
+        const id = items[i]!.id;
+        if (out.outcome !== 'done') return { id, outcome: out.outcome };
+        app.metrics.renewed(out.value.queue);
+        const { lease_expires_at, lease_ms } = out.value;
+        return {
+          id,
+          outcome: 'renewed' as const,
+          lease_expires_at: lease_expires_at.toISOString(),
+          lease_ms,
+        };
       });
-      return { results, renewed: byId.size, failed: renewals.length - byId.size };
+      const renewed = results.filter((r) => r.outcome === 'renewed').length;
+      return { results, renewed, failed: results.length - renewed };
     },
   );
 
@@ -171,24 +162,21 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.',
         params: JobParams,
         body: AckRequest,
-        response: { 200: ok(ref(Job), 'The completed job.'), ...errorResponses(400, 404, 409, 413, 415) },
+        response: { 200: ok(ref(Job), 'The completed job.'), ...errorResponses(404, 409) },
       },
     },
     async (request) => {
       const { id } = request.params;
+      const { result } = request.body;
       const resultJson =
-        request.body.result === undefined
-          ? undefined
-          : jsonText(request.body.result, 'result', config.payloadLimitBytes);
-      const item = { id, leaseToken: request.body.lease_token, resultJson };
-      const row = await acks.ack(item);
-      if (row) {
-        app.metrics.acked([row]);
-        return toJob(row);
-      }
-      const repeated = (await alreadyAcked(app.db, [item])).get(id);
-      if (repeated) return toJob(repeated);
-      throw await leaseFailure(id, 'ack');
+        result === undefined ? undefined : jsonText(result, 'result', config.payloadLimitBytes);
+      const job = settle(
+        await ackJob(app.db, acks, { id, leaseToken: request.body.lease_token, resultJson }),
+        id,
+        'ack',
+      );
+      app.metrics.acked([job]);
+      return toJob(job);
     },
   );
 
@@ -205,15 +193,12 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
           'the others.',
         body: BatchAckRequest,
-        response: {
-          200: ok(BatchAckResponse, 'Each ack’s outcome, in request order.'),
-          ...errorResponses(400, 413, 415),
-        },
+        response: { 200: ok(BatchAckResponse, 'Each ack’s outcome, in request order.'), ...errorResponses() },
       },
     },
     async (request) => {
-      checkBatchIds('acks', request.body.acks);
-      const all = request.body.acks.map((ack, i) => ({
+      checkDistinctIds('acks', request.body.acks);
+      const items = request.body.acks.map((ack, i) => ({
         id: ack.id,
         leaseToken: ack.lease_token,
         resultJson:
@@ -221,28 +206,16 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             ? undefined
             : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
       }));
-      const items = visible(all, request.hiddenJobIds);
-      const answers = await acks.ackBatch(items);
-      const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
-      app.metrics.acked([...done.values()]);
-      const repeated = await alreadyAcked(
-        app.db,
-        items.filter((i) => !done.has(i.id)),
+      const outcomes = await settleBatch(items, request.hiddenJobIds, 'ack', (visible) =>
+        ackJobs(app.db, acks, visible),
       );
-      for (const [id, row] of repeated) done.set(id, row);
-      const lost = await lostLeases(
-        items.filter((i) => !done.has(i.id)).map((i) => i.id),
-        'ack',
-      );
-      const results = all.map((i) => ({
-        id: i.id,
-        outcome: done.has(i.id)
-          ? ('acked' as const)
-          : lost.has(i.id)
-            ? ('lease_lost' as const)
-            : ('not_found' as const),
+      app.metrics.acked(outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : [])));
+      const results = outcomes.map((out, i) => ({
+        id: items[i]!.id,
+        outcome: out.outcome === 'done' ? ('acked' as const) : out.outcome,
       }));
-      return { results, acked: done.size, failed: all.length - done.size };
+      const acked = results.filter((r) => r.outcome === 'acked').length;
+      return { results, acked, failed: results.length - acked };
     },
   );
 
@@ -262,7 +235,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         body: NackRequest,
         response: {
           200: ok(ref(Job), 'The job with its new state (scheduled, ready or dead) and run_at.'),
-          ...errorResponses(400, 404, 409, 413, 415),
+          ...errorResponses(404, 409),
         },
       },
     },
@@ -271,15 +244,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { lease_token, error, retry_in_ms, dead } = request.body;
       if (error?.details !== undefined) jsonText(error.details, 'error.details', config.payloadLimitBytes);
       if (error) jsonText(error.message, 'error.message');
-      const outcome = await nackJob(
-        app.db,
-        { id, leaseToken: lease_token, error, retryInMs: retry_in_ms, dead },
-        config,
-      );
-      if (!outcome) throw await leaseFailure(id, 'nack');
-      app.metrics.nacked(outcome.job.queue, outcome.job.state === 'dead' ? 'dead' : 'retry');
-      if (outcome.readyNow) app.wake.notifier.jobsReady(outcome.job.queue, 1);
-      return toJob(outcome.job);
+      const input = { id, leaseToken: lease_token, error, retryInMs: retry_in_ms, dead };
+      const { job, readyNow } = settle(await nackJob(app.db, input, config), id, 'nack');
+      app.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
+      if (readyNow) app.wake.notifier.jobsReady(job.queue, 1);
+      return toJob(job);
     },
   );
 
@@ -300,16 +269,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { id } = request.params;
-      const cancelled = await cancelJob(app.db, id);
-      if (cancelled) {
-        app.metrics.cancelled(cancelled.queue, 1);
-        return toJob(cancelled);
-      }
-      const row = await getJob(app.db, id);
-      if (!row) throw jobNotFound(id);
-      if (row.state === 'cancelled') return toJob(row);
-      throw new DomainError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
+      const { job, already } = await cancelJob(app.db, request.params.id);
+      if (!already) app.metrics.cancelled(job.queue, 1);
+      return toJob(job);
     },
   );
 };

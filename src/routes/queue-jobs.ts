@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidField } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { jsonText } from '../http/json-input.js';
 import {
   BatchEnqueueRequest,
@@ -8,18 +9,21 @@ import {
   ClaimResponse,
   EnqueuedJob,
   EnqueueRequest,
+  JobList,
+  JobListQuery,
   QueueParams,
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
+import { toClaimedJob, toEnqueuedJob, toJob } from '../http/views.js';
 import { releaseClaims } from '../jobs/claim.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
-import { toEnqueuedJob } from '../jobs/job-row.js';
+import { listJobs, parseListKey } from '../jobs/list.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import { claimWithWait } from '../wake/long-poll.js';
 
-/** Routes under /v1/queues/{queue}: enqueue one, enqueue a batch, claim. */
+/** The jobs of a queue, /v1/queues/{queue}/...: enqueue one, enqueue a batch, claim, list. */
 
 function toItem(body: EnqueueRequest, field: string, payloadLimit: number): EnqueueItem {
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
@@ -165,23 +169,47 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           return reply.send({ jobs: [] });
         }
         app.metrics.claimed(queue, rows);
-        return {
-          jobs: rows.map((r) => ({
-            id: r.id,
-            queue: r.queue,
-            payload: r.payload,
-            priority: r.priority,
-            attempt: r.attempts,
-            max_attempts: r.max_attempts,
-            lease_token: r.lease_token,
-            lease_expires_at: r.lease_expires_at.toISOString(),
-            run_at: r.run_at.toISOString(),
-            created_at: r.created_at.toISOString(),
-          })),
-        };
+        return { jobs: rows.map(toClaimedJob) };
       } finally {
         reply.raw.off('close', onClose);
       }
+    },
+  );
+
+  app.get(
+    '/v1/queues/:queue/jobs',
+    {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'param' } },
+      schema: {
+        tags: ['queues'],
+        operationId: 'listJobs',
+        summary: "List a queue's jobs in one state",
+        description:
+          'Keyset pagination: pass next_cursor as cursor for the next page. A job appears at most once across ' +
+          'pages even while jobs are added. Each page is one short index scan; no transaction spans pages.',
+        params: QueueParams,
+        querystring: JobListQuery,
+        response: { 200: ok(JobList, 'A page of jobs.'), ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const { queue } = request.params;
+      const { state, cursor, order, include_payload } = request.query;
+      const limit = request.query.limit ?? 100;
+      const page = await listJobs(app.db, {
+        queue,
+        state,
+        limit,
+        desc: order === 'desc',
+        after: cursor === undefined ? undefined : parseListKey(state, decodeCursor(cursor)),
+      });
+      return {
+        jobs: page.rows.map((row) => {
+          const job = toJob(row);
+          return include_payload ? job : { ...job, payload: null };
+        }),
+        next_cursor: page.next ? encodeCursor(page.next) : null,
+      };
     },
   );
 };

@@ -1,13 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queuePatternsOf } from '../auth/api-keys.js';
-import { DomainError, invalidField, queueNotFound } from '../errors.js';
+import { invalidField, queueNotFound } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { QueueParams } from '../http/schemas/jobs.js';
 import {
   DeleteQueueQuery,
   DeleteQueueResponse,
-  JobList,
-  JobListQuery,
   PurgeResponse,
   Queue,
   QueueConfigRequest,
@@ -19,21 +17,13 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
-import { toJob } from '../jobs/job-row.js';
+import { toQueue } from '../http/views.js';
+import { purgeQueue } from '../jobs/cancel.js';
+import { deleteQueue } from '../jobs/delete-queue.js';
 import { isQueueName } from '../jobs/limits.js';
-import { listJobs, parseListKey } from '../jobs/list.js';
 import { redriveDeadJobs } from '../jobs/redrive.js';
-import { effectiveSettings } from '../queues/queue-settings.js';
-import {
-  cancelQueueJobs,
-  deleteQueue,
-  getQueue,
-  listQueues,
-  type QueueChanges,
-  setPaused,
-  upsertQueue,
-} from '../queues/queue-store.js';
-import { toQueue } from '../queues/queue-view.js';
+import { checkSettings, effectiveSettings } from '../queues/queue-settings.js';
+import { getQueue, listQueues, type QueueChanges, setPaused, upsertQueue } from '../queues/queue-store.js';
 
 /** Operating queues: configure, pause, inspect, list jobs, delete, purge, redrive. */
 
@@ -41,6 +31,7 @@ const badCursor = () => invalidField('cursor', 'is not a cursor this server issu
 
 const queues: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
+  const autoCreate = { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues };
   const view = async (name: string) => {
     const found = await getQueue(app.db, name);
     if (!found) throw queueNotFound(name);
@@ -131,13 +122,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       }
       // The backoff cap must not be below its base, counting values inherited or kept.
       const current = (await getQueue(app.db, queue))?.queue;
-      const merged = effectiveSettings({ ...current, ...changes }, config);
-      if (merged.backoff.maxMs < merged.backoff.baseMs) {
-        const message = `must be at least backoff.base_ms (${merged.backoff.baseMs})`;
-        throw new DomainError('validation_failed', `backoff.max_ms (${merged.backoff.maxMs}) ${message}`, [
-          { field: 'backoff.max_ms', message },
-        ]);
-      }
+      checkSettings(effectiveSettings({ ...current, ...changes }, config));
       const { created } = await upsertQueue(app.db, queue, changes);
       return reply.code(created ? 201 : 200).send(await view(queue));
     },
@@ -190,16 +175,9 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      const outcome = await deleteQueue(app.db, queue, request.query.force ?? false);
-      if (outcome.deleted) {
-        app.metrics.cancelled(queue, outcome.cancelled);
-        return { name: queue, deleted: true as const, cancelled: outcome.cancelled };
-      }
-      if (outcome.reason === 'not_found') throw queueNotFound(queue);
-      throw new DomainError(
-        'queue_not_empty',
-        `queue "${queue}" has ${outcome.live} live jobs; cancel them first or delete with ?force=true`,
-      );
+      const cancelled = await deleteQueue(app.db, queue, request.query.force ?? false);
+      app.metrics.cancelled(queue, cancelled);
+      return { name: queue, deleted: true as const, cancelled };
     },
   );
 
@@ -218,47 +196,9 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      if (!(await getQueue(app.db, queue))) throw queueNotFound(queue);
-      const cancelled = await cancelQueueJobs(app.db, queue, ['ready', 'scheduled']);
+      const cancelled = await purgeQueue(app.db, queue);
       app.metrics.cancelled(queue, cancelled);
       return { cancelled };
-    },
-  );
-
-  app.get(
-    '/v1/queues/:queue/jobs',
-    {
-      config: { access: { scopes: ['producer', 'consumer'], queue: 'param' } },
-      schema: {
-        tags: ['queues'],
-        operationId: 'listJobs',
-        summary: "List a queue's jobs in one state",
-        description:
-          'Keyset pagination: pass next_cursor as cursor for the next page. A job appears at most once across ' +
-          'pages even while jobs are added. Each page is one short index scan; no transaction spans pages.',
-        params: QueueParams,
-        querystring: JobListQuery,
-        response: { 200: ok(JobList, 'A page of jobs.'), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { queue } = request.params;
-      const { state, cursor, order, include_payload } = request.query;
-      const limit = request.query.limit ?? 100;
-      const page = await listJobs(app.db, {
-        queue,
-        state,
-        limit,
-        desc: order === 'desc',
-        after: cursor === undefined ? undefined : parseListKey(state, decodeCursor(cursor)),
-      });
-      return {
-        jobs: page.rows.map((row) => {
-          const job = toJob(row);
-          return include_payload ? job : { ...job, payload: null };
-        }),
-        next_cursor: page.next ? encodeCursor(page.next) : null,
-      };
     },
   );
 
@@ -284,18 +224,8 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { queue } = request.params;
       const { ids, dead_since, all } = request.body;
-      const given = [ids !== undefined, dead_since !== undefined, all === true].filter(Boolean).length;
-      if (given !== 1) {
-        throw invalidField('body', 'must give exactly one of ids, dead_since or all: true');
-      }
-      const redriven = await redriveDeadJobs(
-        app.db,
-        queue,
-        { ids, deadSince: dead_since === undefined ? undefined : toUtcTimestamp(dead_since) },
-        {
-          autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
-        },
-      );
+      const deadSince = dead_since === undefined ? undefined : toUtcTimestamp(dead_since);
+      const redriven = await redriveDeadJobs(app.db, queue, { ids, deadSince, all }, { autoCreate });
       app.wake.notifier.jobsReady(queue, redriven);
       return { redriven };
     },

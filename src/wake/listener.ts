@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Log } from '../logger.js';
 import { JOBS_CHANNEL, type JobsNotice } from './channel.js';
 import type { WaitList } from './wait-list.js';
 
@@ -18,7 +19,7 @@ export class Listener {
     private readonly clientConfig: pg.ClientConfig,
     private readonly waitList: WaitList,
     private readonly replicaId: string,
-    private readonly log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+    private readonly log: Log,
   ) {}
 
   start(): void {

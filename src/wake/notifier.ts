@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { Log } from '../logger.js';
 import { JOBS_CHANNEL, type JobsNotice, MAX_PAYLOAD_BYTES } from './channel.js';
 import type { WaitList } from './wait-list.js';
 
@@ -19,7 +20,7 @@ export class Notifier {
     private readonly db: Db,
     private readonly waitList: WaitList,
     private readonly replicaId: string,
-    private readonly log: { warn(obj: object, msg: string): void },
+    private readonly log: Log,
     private readonly windowMs = 2,
   ) {}
 

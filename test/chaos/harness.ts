@@ -7,6 +7,7 @@ import { createBatonClient } from '../../openapi/client.js';
 import { createDatabase } from '../../src/db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { noLog } from '../../src/logger.js';
 import { freePort } from '../support/ports.js';
 import { ServerProcess } from '../support/server-process.js';
 import { checkLedger, type FinalJob, type LedgerEntry, type Violations, violationCount } from './ledger.js';
@@ -61,7 +62,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'baton-chaos-'));
   await fs.chmod(dir, 0o755);
   const pgPort = await freePort();
-  const quiet = { info: () => {}, warn: () => {} };
+  const quiet = noLog;
   const startPostgres = () =>
     startEmbeddedPostgres({ dataDir: path.join(dir, 'pgdata'), port: pgPort, log: quiet });
   let postgres: EmbeddedPostgres = await startPostgres();

@@ -4,9 +4,10 @@ import { createDatabase } from '../../src/db/database.js';
 import { MAX_NAMED, StatementNames } from '../../src/db/prepared-statements.js';
 import { claimJobs } from '../../src/jobs/claim.js';
 import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { noLog } from '../../src/logger.js';
 import { useTestDatabase } from '../support/database.js';
 
-const quiet = { warn: () => {} };
+const quiet = noLog;
 const settings = { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 };
 const enqueueOptions = {
   autoCreate: { enabled: true, maxQueues: 1000 },

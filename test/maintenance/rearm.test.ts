@@ -34,7 +34,9 @@ describe('re-arm', () => {
   it('does not re-arm a lease renewed just before the tick', async () => {
     const job = await enqueueAndClaim(app, 'ra-renewed');
     await expire([job.id]);
-    expect(await renewLease(database.db, job.id, job.lease_token)).toBeDefined();
+    expect(await renewLease(database.db, { id: job.id, leaseToken: job.lease_token })).toMatchObject({
+      outcome: 'done',
+    });
     const result = await rearmExpiredLeases(database.db, 100);
     expect(result.total).toBe(0);
     expect(await stateOf(job.id)).toBe('claimed');
@@ -45,7 +47,7 @@ describe('re-arm', () => {
     await expire([job.id]);
     await database.db.transaction().execute(async (trx) => {
       // The worker's renewal has taken the row lock but not committed when the reaper runs.
-      await renewLease(trx, job.id, job.lease_token);
+      await renewLease(trx, { id: job.id, leaseToken: job.lease_token });
       const during = await rearmExpiredLeases(database.db, 100);
       expect(during.total).toBe(0);
     });

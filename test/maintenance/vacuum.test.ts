@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { claimStatement } from '../../src/jobs/claim.js';
+import { noLog } from '../../src/logger.js';
 import { VacuumDuty, type VacuumResult, vacuumLiveJobs } from '../../src/maintenance/vacuum.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { useTestApp } from '../support/app.js';
@@ -103,7 +104,13 @@ describe('vacuum of the live table', () => {
     await idle.connect();
     const warnings: object[] = [];
     const metrics = new Metrics();
-    const duty = new VacuumDuty(database.db, metrics, { warn: (obj) => warnings.push(obj) }, 1000, 1000);
+    const duty = new VacuumDuty(
+      database.db,
+      metrics,
+      { ...noLog, warn: (obj) => void warnings.push(obj) },
+      1000,
+      1000,
+    );
     try {
       await idle.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       await idle.query('SELECT 1');

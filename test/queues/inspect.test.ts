@@ -233,7 +233,7 @@ describe('redrive', () => {
     const moved = await redriveDeadJobs(
       database.db,
       'i-redrive-big',
-      {},
+      { all: true },
       { autoCreate: { enabled: true, maxQueues: 1000 }, batchSize: 7 },
     );
     expect(moved).toBe(30);

@@ -23,7 +23,11 @@ declare module 'vitest' {
   }
 }
 
-const quietLog = { info: () => {}, warn: (obj: object, msg: string) => console.warn(msg, obj) };
+const quietLog = {
+  info: () => {},
+  warn: (obj: object, msg: string) => console.warn(msg, obj),
+  error: (obj: object, msg: string) => console.error(msg, obj),
+};
 
 /**
  * Finds a PostgreSQL server for the run: TEST_DATABASE_URL or DATABASE_URL when set, else a

@@ -5,6 +5,7 @@ import {
   IDEMPOTENCY_KEY_MAX,
   LEASE_MS_MAX,
   LEASE_MS_MIN,
+  LIST_LIMIT_MAX,
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
   MAX_DELAY_MS,
@@ -290,3 +291,28 @@ export const Job = Type.Object(
   },
   { $id: 'Job' },
 );
+
+export const JobListQuery = Type.Object(
+  {
+    state: Type.Unsafe<(typeof JOB_STATES)[number]>(Type.String({ enum: [...JOB_STATES] })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
+    cursor: Type.Optional(Type.String({ maxLength: 400, description: 'next_cursor of the previous page.' })),
+    order: Type.Optional(
+      Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+        default: 'asc',
+        description:
+          "asc follows each state's natural order (ready: claim order; scheduled: run_at; claimed: id; " +
+          'finished: finished_at, oldest first); desc reverses it.',
+      }),
+    ),
+    include_payload: Type.Optional(
+      Type.Boolean({ default: false, description: 'Payloads are left out unless asked for.' }),
+    ),
+  },
+  strict,
+);
+
+export const JobList = Type.Object({
+  jobs: Type.Array(ref(Job)),
+  next_cursor: Nullable(Type.String()),
+});

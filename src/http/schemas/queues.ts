@@ -1,14 +1,16 @@
 import { Type } from 'typebox';
-import { LEASE_MS_MAX, LEASE_MS_MIN, MAX_ATTEMPTS_LIMIT, MAX_BATCH } from '../../jobs/limits.js';
-import { JOB_STATES } from '../../jobs/states.js';
+import {
+  BACKOFF_BASE_MS_MAX,
+  BACKOFF_MAX_MS_MAX,
+  LEASE_MS_MAX,
+  LEASE_MS_MIN,
+  LIST_LIMIT_MAX,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_BATCH,
+  RETENTION_MS_MAX,
+} from '../../jobs/limits.js';
 import { JobId, Nullable, strict, Timestamp } from './common.js';
-import { Job } from './jobs.js';
 import { ref } from './ref.js';
-
-const DAY = 24 * 3600 * 1000;
-const TEN_YEARS = 3650 * DAY;
-
-export const LIST_LIMIT_MAX = 500;
 
 export const QueueConfigRequest = Type.Object(
   {
@@ -17,8 +19,8 @@ export const QueueConfigRequest = Type.Object(
     backoff: Type.Optional(
       Type.Object(
         {
-          base_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: DAY }))),
-          max_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 30 * DAY }))),
+          base_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: BACKOFF_BASE_MS_MAX }))),
+          max_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: BACKOFF_MAX_MS_MAX }))),
           jitter: Type.Optional(Nullable(Type.Boolean())),
         },
         strict,
@@ -27,8 +29,8 @@ export const QueueConfigRequest = Type.Object(
     retention: Type.Optional(
       Type.Object(
         {
-          completed_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
-          dead_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: TEN_YEARS }))),
+          completed_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: RETENTION_MS_MAX }))),
+          dead_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: RETENTION_MS_MAX }))),
         },
         strict,
       ),
@@ -95,31 +97,6 @@ export const QueueListQuery = Type.Object(
   },
   strict,
 );
-
-export const JobListQuery = Type.Object(
-  {
-    state: Type.Unsafe<(typeof JOB_STATES)[number]>(Type.String({ enum: [...JOB_STATES] })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
-    cursor: Type.Optional(Type.String({ maxLength: 400, description: 'next_cursor of the previous page.' })),
-    order: Type.Optional(
-      Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
-        default: 'asc',
-        description:
-          "asc follows each state's natural order (ready: claim order; scheduled: run_at; claimed: id; " +
-          'finished: finished_at, oldest first); desc reverses it.',
-      }),
-    ),
-    include_payload: Type.Optional(
-      Type.Boolean({ default: false, description: 'Payloads are left out unless asked for.' }),
-    ),
-  },
-  strict,
-);
-
-export const JobList = Type.Object({
-  jobs: Type.Array(ref(Job)),
-  next_cursor: Nullable(Type.String()),
-});
 
 export const DeleteQueueQuery = Type.Object(
   {

@@ -1,0 +1,33 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { DomainError, queueNotFound } from '../errors.js';
+import { lockQueueForDelete, removeQueue } from '../queues/queue-store.js';
+import { cancelQueueJobs } from './cancel.js';
+import { LIVE_STATES } from './states.js';
+
+/**
+ * Delete a queue. Without force it refuses (409 queue_not_empty) while the queue has live jobs.
+ * With force it cancels them first (in batches), then deletes under the queue row's lock,
+ * cancelling any job that arrived in between, so no job is ever left without its queue. Lives in
+ * jobs/ because it moves jobs; the queue row itself is queue-store's (queues/ never touches jobs).
+ * Answers how many jobs it cancelled.
+ */
+export async function deleteQueue(db: Db, name: string, force: boolean): Promise<number> {
+  let cancelled = force ? await cancelQueueJobs(db, name, LIVE_STATES) : 0;
+  return db.transaction().execute(async (trx) => {
+    // Waiting for this lock lets in-flight enqueues (FOR KEY SHARE) finish first; new ones wait for us.
+    if (!(await lockQueueForDelete(trx, name))) throw queueNotFound(name);
+    if (force) cancelled += await cancelQueueJobs(trx, name, LIVE_STATES);
+    const live = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${name}`.execute(trx);
+    const n = live.rows[0]!.n;
+    if (n > 0) {
+      throw new DomainError(
+        'queue_not_empty',
+        `queue "${name}" has ${n} live jobs; cancel them first or delete with ?force=true`,
+      );
+    }
+    await removeQueue(trx, name);
+    return cancelled;
+  });
+}

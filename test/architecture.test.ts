@@ -1,0 +1,94 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layers docs/architecture.md promises, checked on the source so they stay true:
+ * - the domain (jobs/, queues/, maintenance/, wake/, db/, ...) knows nothing of HTTP: it imports
+ *   nothing from http/, routes/ or plugins/, and throws domain errors (src/errors.ts);
+ * - jobs/ may use queues/ (an enqueue reads queue settings), never the other way round;
+ * - jobs/ and maintenance/ are the only modules whose SQL touches the job tables, so the storage
+ *   layout can change behind them;
+ * - routes hold no SQL; config.ts is the only reader of process.env.
+ */
+const SRC = 'src';
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+const files = sourceFiles(SRC).map((file) => ({
+  file,
+  layer: path.relative(SRC, file).split(path.sep)[0]!,
+  text: fs.readFileSync(file, 'utf8'),
+}));
+
+/** The src/ folders (or top-level files) a file imports from. */
+function importedLayers(file: string, text: string): string[] {
+  return [...text.matchAll(/from '(\.\.?\/[^']+)'/g)].map(
+    (m) => path.relative(SRC, path.resolve(path.dirname(file), m[1]!)).split(path.sep)[0]!,
+  );
+}
+
+const DOMAIN = ['jobs', 'queues', 'maintenance', 'wake', 'db', 'auth', 'json', 'metrics', 'errors.ts'];
+const HTTP = ['http', 'routes', 'plugins'];
+const JOB_TABLES =
+  /\b(FROM|INTO|UPDATE|JOIN|USING)\s+baton\.(jobs|job_history|idempotency_keys)\b|(selectFrom|insertInto|updateTable|deleteFrom)\(\s*'baton\.(jobs|job_history|idempotency_keys)'/i;
+
+describe('the layers of src/', () => {
+  it('has the folders the architecture describes', () => {
+    for (const layer of [...DOMAIN, ...HTTP]) {
+      expect(
+        files.some((f) => f.layer === layer),
+        layer,
+      ).toBe(true);
+    }
+  });
+
+  it('the domain imports nothing from http/, routes/ or plugins/', () => {
+    const leaks = files
+      .filter((f) => DOMAIN.includes(f.layer))
+      .flatMap((f) =>
+        importedLayers(f.file, f.text)
+          .filter((l) => HTTP.includes(l))
+          .map((l) => `${f.file} → ${l}/`),
+      );
+    expect(leaks).toEqual([]);
+  });
+
+  it('queues/ never imports jobs/ (jobs/ uses queues/, so the two never form a cycle)', () => {
+    const back = files
+      .filter((f) => f.layer === 'queues')
+      .filter((f) => importedLayers(f.file, f.text).includes('jobs'))
+      .map((f) => f.file);
+    expect(back).toEqual([]);
+  });
+
+  it('only jobs/ and maintenance/ hold SQL over the job tables', () => {
+    const outside = files
+      .filter((f) => f.layer !== 'jobs' && f.layer !== 'maintenance' && JOB_TABLES.test(f.text))
+      .map((f) => f.file);
+    expect(outside).toEqual([]);
+    // The check would catch it: the files that do hold such SQL are found.
+    expect(files.filter((f) => JOB_TABLES.test(f.text)).length).toBeGreaterThan(5);
+  });
+
+  it('routes hold no SQL', () => {
+    const withSql = files
+      .filter((f) => f.layer === 'routes')
+      .filter((f) => /from 'kysely'|\bsql`|\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(f.text))
+      .map((f) => f.file);
+    expect(withSql).toEqual([]);
+  });
+
+  it('config.ts is the only reader of process.env', () => {
+    const readers = files.filter(
+      (f) => f.file !== path.join(SRC, 'config.ts') && /process\.env/.test(f.text),
+    );
+    expect(readers.map((f) => f.file)).toEqual([]);
+  });
+});

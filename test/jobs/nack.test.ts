@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { useTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api, enqueueAndClaim } from '../support/http.js';
+
+const database = useTestDatabase();
+const app = useTestApp(database, { BATON_BACKOFF_BASE_MS: '1000' });
+
+
+describe('nack', () => {
+  it('without retry_in_ms schedules a retry after the backoff and records the error', async () => {
+    const job = await enqueueAndClaim(app, 'n-backoff');
+    const sentAt = Date.now();
+    const res = await api(app).nack(job.id, {
+      lease_token: job.lease_token,
+      error: { message: 'smtp timeout', details: { code: 421 } },
+    });
+    const answeredAt = Date.now();
+    expect(res.status).toBe(200);
+    expect(res.body.state).toBe('scheduled');
+    // Attempt 1 with base 1000 ms and jitter: between 500 and 1000 ms after the nack ran, which was
+    // between sending it and its answer (bounds that hold however slow the machine is).
+    const runAt = Date.parse(res.body.run_at);
+    expect(runAt - sentAt).toBeGreaterThanOrEqual(500 - 5);
+    expect(runAt - answeredAt).toBeLessThanOrEqual(1000);
+    expect(res.body.last_error).toMatchObject({
+      attempt: 1,
+      message: 'smtp timeout',
+      details: { code: 421 },
+    });
+    expect(res.body.errors).toHaveLength(1);
+    expect((await api(app).claim('n-backoff')).body.jobs).toEqual([]);
+  });
+
+  it('with retry_in_ms 0 makes the job ready again at once; the next claim is attempt 2', async () => {
+    const job = await enqueueAndClaim(app, 'n-now');
+    const res = await api(app).nack(job.id, {
+      lease_token: job.lease_token,
+      retry_in_ms: 0,
+      error: { message: 'e1' },
+    });
+    expect(res.body.state).toBe('ready');
+    const [again] = (await api(app).claim('n-now')).body.jobs;
+    expect(again).toMatchObject({ id: job.id, attempt: 2 });
+    expect(again.lease_token).not.toBe(job.lease_token);
+  });
+
+  it('with dead: true dead-letters the job whatever its attempts', async () => {
+    const job = await enqueueAndClaim(app, 'n-dead', { payload: 1, max_attempts: 10 });
+    const res = await api(app).nack(job.id, {
+      lease_token: job.lease_token,
+      dead: true,
+      error: { message: 'bad input' },
+    });
+    expect(res.body).toMatchObject({ state: 'dead', dead_reason: 'nacked_dead', attempts: 1 });
+    expect(res.body.last_error.message).toBe('bad input');
+  });
+
+  it('on the last attempt dead-letters the job with attempts_exhausted', async () => {
+    const q = 'n-exhausted';
+    const job = await enqueueAndClaim(app, q, { payload: 1, max_attempts: 2 });
+    await api(app).nack(job.id, {
+      lease_token: job.lease_token,
+      retry_in_ms: 0,
+      error: { message: 'first' },
+    });
+    const [second] = (await api(app).claim(q)).body.jobs;
+    const res = await api(app).nack(second.id, {
+      lease_token: second.lease_token,
+      error: { message: 'second' },
+    });
+    expect(res.body).toMatchObject({ state: 'dead', dead_reason: 'attempts_exhausted', attempts: 2 });
+    expect(res.body.errors.map((e: { message: string }) => e.message)).toEqual(['first', 'second']);
+    expect((await api(app).get(job.id)).body.state).toBe('dead');
+  });
+
+  it('with a bad retry_in_ms or error message is 400 naming it (409 and 404: lease-lost.test.ts)', async () => {
+    const job = await enqueueAndClaim(app, 'n-wrong');
+    const bad = await api(app).nack(job.id, { lease_token: job.lease_token, retry_in_ms: -1 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toBe('retry_in_ms must be >= 0');
+    const nul = await api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'a\u0000b' } });
+    expect(nul.status).toBe(400);
+    expect(nul.body.detail).toMatch(/^error.message must not contain the NUL/);
+  });
+});
