@@ -375,6 +375,20 @@ export const settings = {
     doc: 'How often the leader promotes due scheduled jobs to ready.',
     parse: integer(10, MINUTE),
   }),
+  ringIntervalMs: setting({
+    env: 'BATON_RING_INTERVAL_MS',
+    default: 500,
+    unit: 'ms',
+    doc: 'How often the leader empties the sealed slots of the live-job ring (carry long-running jobs forward, then TRUNCATE).',
+    parse: integer(10, MINUTE),
+  }),
+  ringLockTimeoutMs: setting({
+    env: 'BATON_RING_LOCK_TIMEOUT_MS',
+    default: 50,
+    unit: 'ms',
+    doc: 'lock_timeout of a ring truncation: the longest a claim waits behind it. A truncation that would wait longer rolls back and is tried again next pass.',
+    parse: integer(1, MINUTE),
+  }),
   pruneLockTimeoutMs: setting({
     env: 'BATON_PRUNE_LOCK_TIMEOUT_MS',
     default: 50,

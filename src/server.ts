@@ -50,7 +50,7 @@ async function main() {
   }
 
   if (config.migrateOnStart) {
-    const handle = createDatabase(databaseUrl, config, log);
+    const handle = createDatabase(databaseUrl, config, log, 'maintenance');
     try {
       const { applied } = await migrateToLatest(handle.db);
       log.info({ applied }, applied.length ? 'migrations applied' : 'database schema is current');

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { migrations } from '../migrations/index.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest, pendingMigrations } from '../src/db/migrate.js';
+import { IDS_PER_SLOT, RING_SLOTS } from '../src/jobs/ring.js';
 import { FINISHED_STATES, LIVE_STATES } from '../src/jobs/states.js';
 import { noLog } from '../src/logger.js';
 import { createTestDatabase, useTestDatabase } from './support/database.js';
@@ -14,20 +16,31 @@ describe('migrations', () => {
     const empty = await createTestDatabase({ migrated: false });
     const handle = createDatabase(empty.url, settings, quiet);
     try {
-      expect(await pendingMigrations(handle.db)).toEqual([
+      const all = Object.keys(migrations);
+      expect(all.slice(0, 4)).toEqual([
         '0001_initial',
         '0002_queue_stats',
         '0003_idempotent_ack',
+        '0004_storage_ring',
       ]);
+      expect(await pendingMigrations(handle.db)).toEqual(all);
       const first = await migrateToLatest(handle.db);
-      expect(first.applied).toEqual(['0001_initial', '0002_queue_stats', '0003_idempotent_ack']);
+      expect(first.applied).toEqual(all);
       const second = await migrateToLatest(handle.db);
       expect(second.applied).toEqual([]);
       expect(await pendingMigrations(handle.db)).toEqual([]);
       const tables = await sql<{ tablename: string }>`
         SELECT tablename FROM pg_tables WHERE schemaname = 'baton' ORDER BY 1`.execute(handle.db);
       expect(tables.rows.map((r) => r.tablename)).toEqual(
-        expect.arrayContaining(['idempotency_keys', 'job_history', 'jobs', 'leader', 'queues']),
+        expect.arrayContaining([
+          'idempotency_keys',
+          'job_history',
+          'jobs',
+          'jobs_0',
+          'leader',
+          'queues',
+          'scheduled_jobs',
+        ]),
       );
     } finally {
       await handle.close();
@@ -41,7 +54,7 @@ describe('migrations', () => {
     try {
       const results = await Promise.all(handles.map((h) => migrateToLatest(h.db)));
       // Exactly one runner applied the migration; the others found nothing to do.
-      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 3]);
+      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, Object.keys(migrations).length]);
       expect(await pendingMigrations(handles[0]!.db)).toEqual([]);
     } finally {
       await Promise.all(handles.map((h) => h.close()));
@@ -61,24 +74,33 @@ describe('migrations', () => {
     }
 
     it('enforces exactly the job states declared in src/jobs/states.ts', async () => {
-      const live = await checkConstraint('jobs_state');
+      // The ring holds ready and claimed jobs; scheduled ones have a table of their own.
+      const ring = await checkConstraint('jobs_state');
       const finished = await checkConstraint('job_history_state');
       const quoted = (def: string) => [...def.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]).sort();
-      expect(quoted(live)).toEqual([...LIVE_STATES].sort());
+      expect([...quoted(ring), 'scheduled'].sort()).toEqual([...LIVE_STATES].sort());
       expect(quoted(finished)).toEqual([...FINISHED_STATES].sort());
     });
 
     it('rejects a state outside the lifecycle', async () => {
       await database.db.insertInto('baton.queues').values({ name: 'q', auto_created: false }).execute();
       await expect(
-        sql`INSERT INTO baton.jobs (queue, state, run_at, max_attempts, payload)
-            VALUES ('q', 'running', now(), 1, '{}')`.execute(database.db),
+        sql`INSERT INTO baton.jobs (slot, id, queue, state, run_at, max_attempts, payload)
+            VALUES (0, 1, 'q', 'running', now(), 1, '{}')`.execute(database.db),
       ).rejects.toThrow(/jobs_state/);
     });
 
-    it('gives the live table a fillfactor below 100 and a ready-only claim index', async () => {
+    it('agrees with src/jobs/ring.ts on the ring: slots, ids per slot, one partition per slot', async () => {
+      const { rows } = await sql<{ partitions: number; first: number; second: number; wrap: number }>`
+        SELECT (SELECT count(*)::int FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass) AS partitions,
+               baton.job_slot(${IDS_PER_SLOT - 1}) AS first, baton.job_slot(${IDS_PER_SLOT}) AS second,
+               baton.job_slot(${IDS_PER_SLOT * RING_SLOTS}) AS wrap`.execute(database.db);
+      expect(rows[0]).toEqual({ partitions: RING_SLOTS, first: 0, second: 1, wrap: 0 });
+    });
+
+    it('gives the ring a fillfactor below 100 and a ready-only claim index', async () => {
       const opts = await sql<{ reloptions: string[] }>`
-        SELECT reloptions FROM pg_class WHERE oid = 'baton.jobs'::regclass`.execute(database.db);
+        SELECT reloptions FROM pg_class WHERE oid = 'baton.jobs_0'::regclass`.execute(database.db);
       const fillfactor = Number(
         opts.rows[0]!.reloptions.find((o) => o.startsWith('fillfactor='))!.split('=')[1],
       );
@@ -90,9 +112,8 @@ describe('migrations', () => {
 
     it('keeps lease_expires_at and lease_token out of every index (renewals stay HOT)', async () => {
       const r = await sql<{ def: string }>`
-        SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'baton.jobs'::regclass`.execute(
-        database.db,
-      );
+        SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index
+        WHERE indrelid IN ('baton.jobs'::regclass, 'baton.jobs_0'::regclass)`.execute(database.db);
       for (const { def } of r.rows) expect(def).not.toMatch(/lease_/);
     });
   });

@@ -29,7 +29,7 @@ if (!config.databaseUrl) {
   );
 }
 const url = config.databaseUrl ?? embedded!.url;
-const handle = createDatabase(url, config, log);
+const handle = createDatabase(url, config, log, 'maintenance');
 try {
   const { applied } = await migrateToLatest(handle.db);
   log.info({ applied }, applied.length ? 'migrations applied' : 'nothing to apply');

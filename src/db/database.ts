@@ -32,13 +32,41 @@ const types = {
 };
 
 /**
+ * What a pool is for, which decides how the planner may run its statements.
+ *
+ * `requests`: the API's statements. The ring's partitions (jobs/ring.ts) go from empty to
+ * thousands of rows within seconds, and every truncation makes each session plan its statements
+ * again, often while some partition is empty: the planner then picks sequential scans and hash or
+ * merge joins for the probes by id (ack, renew, the claim's write-back) and keeps those generic plans
+ * after the partition has filled, scanning thousands of rows per probe (measured in
+ * docs/benchmarks.md). Every such statement has exactly one index to probe by (the primary key), so
+ * these sessions forbid the alternatives. `jit = off` goes with it: a forbidden plan node adds a huge
+ * cost on PostgreSQL before 18, which would otherwise trigger JIT compilation of short statements.
+ *
+ * `maintenance`: the leader's duties and migrations, whose reads of whole partitions or tables
+ * should be sequential scans; only JIT is off, as befits short statements.
+ */
+export type PoolRole = 'requests' | 'maintenance';
+
+const PLANNER_SETTINGS: Record<PoolRole, string> = {
+  requests: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off',
+  maintenance: '-c jit=off',
+};
+
+/**
  * Session settings for every connection Baton opens. A stuck statement or a transaction left open
  * can hold row locks (and hold back vacuum on the live table), so both are bounded.
  */
-export function connectionOptions(url: string, settings: PoolSettings, applicationName = 'baton') {
+export function connectionOptions(
+  url: string,
+  settings: PoolSettings,
+  applicationName = 'baton',
+  role: PoolRole = 'requests',
+) {
   return {
     connectionString: url,
     application_name: applicationName,
+    options: PLANNER_SETTINGS[role],
     statement_timeout: settings.statementTimeoutMs,
     idle_in_transaction_session_timeout: settings.statementTimeoutMs,
     connectionTimeoutMillis: settings.connectTimeoutMs,
@@ -50,9 +78,14 @@ export function connectionOptions(url: string, settings: PoolSettings, applicati
   } satisfies pg.ClientConfig;
 }
 
-export function createDatabase(url: string, settings: PoolSettings, log: Log): DatabaseHandle {
+export function createDatabase(
+  url: string,
+  settings: PoolSettings,
+  log: Log,
+  role: PoolRole = 'requests',
+): DatabaseHandle {
   const pool = new pg.Pool({
-    ...connectionOptions(url, settings),
+    ...connectionOptions(url, settings, role === 'requests' ? 'baton' : 'baton-maintenance', role),
     max: settings.poolSize,
     idleTimeoutMillis: 30_000,
   });

@@ -62,3 +62,11 @@ export const isDataException = (err: unknown) => /^22[0-9A-Z]{3}$/.test(sqlState
  * member's doing, so the members are re-run one by one and only that member fails.
  */
 export const isInputError = (err: unknown) => /^2[23][0-9A-Z]{3}$/.test(sqlState(err) ?? '');
+
+/**
+ * 40001 raised because a row this statement wanted to lock was moved to another partition by a
+ * concurrent update (the leader carrying a long-running job to the current slot of the ring). Not
+ * a serialization failure of ours: running the statement again finds the row where it is now.
+ */
+export const isMovedRowError = (err: unknown) =>
+  sqlState(err) === '40001' && /moved to another partition/.test((err as Error).message ?? '');

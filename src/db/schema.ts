@@ -8,6 +8,7 @@ import type { FinishedState, LiveState } from '../jobs/states.js';
 export interface Database {
   'baton.queues': QueuesTable;
   'baton.jobs': JobsTable;
+  'baton.scheduled_jobs': ScheduledJobsTable;
   'baton.job_history': JobHistoryTable;
   'baton.idempotency_keys': IdempotencyKeysTable;
   'baton.leader': LeaderTable;
@@ -34,10 +35,12 @@ export interface QueuesTable {
   updated_at: Generated<Date>;
 }
 
+/** Ready and claimed jobs: the ring (src/jobs/ring.ts). */
 export interface JobsTable {
-  id: Generated<string>;
+  slot: number;
+  id: string;
   queue: string;
-  state: LiveState;
+  state: Exclude<LiveState, 'scheduled'>;
   priority: number;
   run_at: Timestamp;
   attempts: Generated<number>;
@@ -45,6 +48,23 @@ export interface JobsTable {
   lease_token: string | null;
   lease_ms: number | null;
   lease_expires_at: Timestamp | null;
+  claimed_at: Timestamp | null;
+  worker_id: string | null;
+  idempotency_key: string | null;
+  created_at: Generated<Date>;
+  last_error: Json | null;
+  errors: Generated<Json>;
+  payload: Json;
+}
+
+/** Jobs waiting for their run_at, out of the ring until the promoter moves them in. */
+export interface ScheduledJobsTable {
+  id: string;
+  queue: string;
+  priority: number;
+  run_at: Timestamp;
+  attempts: Generated<number>;
+  max_attempts: number;
   claimed_at: Timestamp | null;
   worker_id: string | null;
   idempotency_key: string | null;

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
 import type { AckGroups } from './statement-groups.js';
 
 /**
@@ -73,24 +74,32 @@ export function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undef
   return ackByLease<AckedJob>(db, acks, sql`h.id, h.queue, h.claimed_at, h.finished_at`);
 }
 
+/**
+ * Each ack looks for its job in the slot of its id first (one partition probed); the few it misses
+ * look again in every slot, since the leader may have carried a long-running job (ring.ts).
+ */
 async function ackByLease<R extends { id: string }>(
   db: Db,
   acks: AckItem[],
   columns: RawBuilder<unknown>,
 ): Promise<(R | undefined)[]> {
-  const { rows } = await ackStatement<R & { ack_token: string }>(acks, sql`${columns}, h.ack_token`).execute(
-    db,
-  );
-  const byLease = new Map(
-    rows.map(({ ack_token, ...row }) => [`${row.id}:${ack_token}`, row as unknown as R]),
-  );
-  return acks.map((a) => byLease.get(`${a.id}:${a.leaseToken}`));
+  const byLease = new Map<string, R>();
+  const run = async (items: AckItem[], where: RawBuilder<unknown>) => {
+    const statement = ackStatement<R & { ack_token: string }>(items, sql`${columns}, h.ack_token`, where);
+    const { rows } = await retryWhenMoved(() => statement.execute(db));
+    for (const { ack_token, ...row } of rows) byLease.set(`${row.id}:${ack_token}`, row as unknown as R);
+  };
+  const lease = (a: AckItem) => `${a.id}:${a.leaseToken}`;
+  await run(acks, inSlotOf('j', sql`i.id`));
+  const missed = acks.filter((a) => !byLease.has(lease(a)));
+  if (missed.length > 0) await run(missed, anySlot);
+  return acks.map((a) => byLease.get(lease(a)));
 }
 
 /** Completed: with the worker's result, and the lease token that completed it (for retried acks). */
 const completed = finishedRow('completed', { result: sql`result`, ackToken: sql`lease_token` });
 
-function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>) {
+function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>, where: RawBuilder<unknown>) {
   const input = JSON.stringify(acks.map((a) => ({ id: a.id, token: a.leaseToken })));
   const results = `[${acks.map((a) => a.resultJson ?? 'null').join(',')}]`;
   return sql<R>`
@@ -101,7 +110,7 @@ function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>) {
       JOIN json_array_elements(${results}::json) WITH ORDINALITY AS r(result, ord) USING (ord)
     ), done AS (
       DELETE FROM baton.jobs j USING input i
-      WHERE j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
+      WHERE ${where} AND j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
       RETURNING j.*, i.result
     )
     INSERT INTO baton.job_history AS h (${completed.columns})

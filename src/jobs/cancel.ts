@@ -1,9 +1,10 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { DomainError, jobNotFound, queueNotFound } from '../errors.js';
 import { getQueue } from '../queues/queue-store.js';
-import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
+import { finishedJobColumns, finishedRow, type JobRow, liveCommonColumns } from './job-row.js';
 import { getJob } from './read.js';
+import { retryWhenMoved } from './ring.js';
 import type { LiveState } from './states.js';
 
 const cancelled = finishedRow('cancelled');
@@ -17,11 +18,16 @@ const cancelled = finishedRow('cancelled');
  * a completed or dead one is 409 invalid_state.
  */
 export async function cancelJob(db: Db, id: string): Promise<{ job: JobRow; already: boolean }> {
-  const { rows } = await sql<JobRow>`
-    WITH gone AS (DELETE FROM baton.jobs WHERE id = ${id} RETURNING *)
-    INSERT INTO baton.job_history AS h (${cancelled.columns})
-    SELECT ${cancelled.values} FROM gone
-    RETURNING ${finishedJobColumns}`.execute(db);
+  // A live job is in the ring (any slot: it may have been carried) or among the scheduled jobs.
+  const { rows } = await retryWhenMoved(() =>
+    sql<JobRow>`
+      WITH ring AS (DELETE FROM baton.jobs j WHERE id = ${id} RETURNING ${liveCommonColumns('j')}),
+      later AS (DELETE FROM baton.scheduled_jobs s WHERE id = ${id} RETURNING ${liveCommonColumns('s')}),
+      gone AS (SELECT * FROM ring UNION ALL SELECT * FROM later)
+      INSERT INTO baton.job_history AS h (${cancelled.columns})
+      SELECT ${cancelled.values} FROM gone
+      RETURNING ${finishedJobColumns}`.execute(db),
+  );
   if (rows[0]) return { job: rows[0], already: false };
   const row = await getJob(db, id);
   if (!row) throw jobNotFound(id);
@@ -37,25 +43,48 @@ const CANCEL_BATCH = 1000;
  * million jobs never holds one giant transaction. `states` picks which live states.
  */
 export async function cancelQueueJobs(db: Db, queue: string, states: readonly LiveState[]): Promise<number> {
+  const inRing = states.filter((s) => s !== 'scheduled');
+  let total = 0;
+  if (inRing.length > 0) {
+    total += await cancelInBatches(
+      db,
+      sql`SELECT id, slot FROM baton.jobs WHERE queue = ${queue} AND state = ANY(${inRing}::text[])`,
+      (picked) => sql`DELETE FROM baton.jobs j USING ${picked} p WHERE j.id = p.id AND j.slot = p.slot
+                      RETURNING ${liveCommonColumns('j')}`,
+    );
+  }
+  if (states.includes('scheduled')) {
+    total += await cancelInBatches(
+      db,
+      sql`SELECT id FROM baton.scheduled_jobs WHERE queue = ${queue}`,
+      (picked) => sql`DELETE FROM baton.scheduled_jobs s USING ${picked} p WHERE s.id = p.id
+                      RETURNING ${liveCommonColumns('s')}`,
+    );
+  }
+  return total;
+}
+
+/** Cancel the rows `select` finds, CANCEL_BATCH at a time, until none is left. */
+async function cancelInBatches(
+  db: Db,
+  select: RawBuilder<unknown>,
+  remove: (picked: RawBuilder<unknown>) => RawBuilder<unknown>,
+): Promise<number> {
   let total = 0;
   while (true) {
-    const { rows } = await sql<Pick<JobRow, 'id'>>`
-      WITH picked AS (
-        SELECT id FROM baton.jobs WHERE queue = ${queue} AND state = ANY(${states}::text[])
-        LIMIT ${CANCEL_BATCH} FOR UPDATE SKIP LOCKED
-      ), gone AS (
-        DELETE FROM baton.jobs j USING picked WHERE j.id = picked.id RETURNING j.*
-      )
-      INSERT INTO baton.job_history AS h (${cancelled.columns})
-      SELECT ${cancelled.values} FROM gone
-      RETURNING h.id`.execute(db);
+    const { rows } = await retryWhenMoved(() =>
+      sql<Pick<JobRow, 'id'>>`
+        WITH picked AS (${select} LIMIT ${CANCEL_BATCH} FOR UPDATE SKIP LOCKED),
+        gone AS (${remove(sql`picked`)})
+        INSERT INTO baton.job_history AS h (${cancelled.columns})
+        SELECT ${cancelled.values} FROM gone
+        RETURNING h.id`.execute(db),
+    );
     total += rows.length;
     if (rows.length < CANCEL_BATCH) {
       // A short batch may mean rows locked by someone else (an ack in flight): check before stopping.
-      const left = await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM (SELECT 1 FROM baton.jobs WHERE queue = ${queue}
-        AND state = ANY(${states}::text[]) LIMIT 1) x`.execute(db);
-      if (left.rows[0]!.n === 0) return total;
+      const left = await sql`${select} LIMIT 1`.execute(db);
+      if (left.rows.length === 0) return total;
       if (rows.length === 0) await new Promise((r) => setTimeout(r, 10));
     }
   }

@@ -1,13 +1,16 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { claimOrder, clearedLease, compareClaimOrder } from './job-row.js';
+import { retryWhenMoved } from './ring.js';
 
 /**
  * Claim: hand up to `maxJobs` ready jobs of one queue to a worker, each under a fresh lease token.
  *
  * One statement. The inner SELECT walks jobs_ready_idx, the partial index that holds only
  * `state = 'ready'` rows in (priority DESC, run_at, id) order, so in-flight, scheduled and
- * finished jobs cost nothing however many there are. FOR UPDATE SKIP LOCKED lets concurrent
+ * finished jobs cost nothing however many there are. baton.jobs is a ring of partitions (ring.ts):
+ * the walk is a Merge Append of each partition's index, and the leader truncates emptied slots, so
+ * the dead entries it steps over stay few even while vacuum is held back. FOR UPDATE SKIP LOCKED lets concurrent
  * claimers pass over each other's rows instead of queueing behind them, so each job goes to exactly
  * one claimer. A paused queue yields nothing: the `paused` subquery is a one-time filter evaluated
  * before the index is touched.
@@ -19,7 +22,7 @@ import { claimOrder, clearedLease, compareClaimOrder } from './job-row.js';
  */
 
 /** One claimant's part of a claim. */
-export interface ClaimSlot {
+export interface Claimant {
   maxJobs: number;
   /** Requested lease; undefined means the queue's setting. */
   leaseMs?: number;
@@ -27,7 +30,7 @@ export interface ClaimSlot {
 }
 
 /** A claim on a queue, as a request makes it. */
-export interface ClaimRequest extends ClaimSlot {
+export interface ClaimRequest extends Claimant {
   queue: string;
 }
 
@@ -63,11 +66,13 @@ export async function claimForGroup(
   db: Db,
   queue: string,
   defaultLeaseMs: number,
-  slots: ClaimSlot[],
+  claimants: Claimant[],
 ): Promise<ClaimedRow[][]> {
-  const { rows } = await claimGroupStatement(queue, defaultLeaseMs, slots).execute(db);
-  const out: ClaimedRow[][] = slots.map(() => []);
-  for (const { slot, ...row } of rows) out[Number(slot) - 1]!.push(row);
+  const { rows } = await retryWhenMoved(() =>
+    claimGroupStatement(queue, defaultLeaseMs, claimants).execute(db),
+  );
+  const out: ClaimedRow[][] = claimants.map(() => []);
+  for (const { claimant, ...row } of rows) out[Number(claimant) - 1]!.push(row);
   // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
   for (const list of out) list.sort(compareClaimOrder);
   return out;
@@ -78,31 +83,31 @@ export function claimStatement(opts: ClaimOptions) {
   return claimGroupStatement(opts.queue, opts.defaultLeaseMs, [opts]);
 }
 
-function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: ClaimSlot[]) {
-  const total = slots.reduce((n, s) => n + batchLimit(s.maxJobs), 0);
+function claimGroupStatement(queue: string, defaultLeaseMs: number, claimants: Claimant[]) {
+  const total = claimants.reduce((n, c) => n + batchLimit(c.maxJobs), 0);
   // Absent settings are left out (not null): ->> reads them as NULL either way.
-  const slotJson = JSON.stringify(
-    slots.map((s) => ({ n: s.maxJobs, lease_ms: s.leaseMs, worker_id: s.workerId })),
+  const claimantsJson = JSON.stringify(
+    claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })),
   );
-  return sql<ClaimedRow & { slot: string }>`
+  return sql<ClaimedRow & { claimant: string }>`
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
              coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms
       FROM baton.queues WHERE name = ${queue}
     ), picked AS (
-      SELECT j.id, j.priority, j.run_at FROM baton.jobs j
+      SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
       WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
       ORDER BY ${claimOrder('j')}
       LIMIT ${sql.lit(total)}
       FOR UPDATE SKIP LOCKED
-    ), slots AS (
-      SELECT s.ord AS slot, (s.item->>'n')::integer AS n, (s.item->>'lease_ms')::integer AS lease_ms,
-             s.item->>'worker_id' AS worker_id, sum((s.item->>'n')::integer) OVER (ORDER BY s.ord) AS upto
-      FROM json_array_elements(${slotJson}::json) WITH ORDINALITY AS s(item, ord)
+    ), claimants AS (
+      SELECT c.ord AS claimant, (c.item->>'n')::integer AS n, (c.item->>'lease_ms')::integer AS lease_ms,
+             c.item->>'worker_id' AS worker_id, sum((c.item->>'n')::integer) OVER (ORDER BY c.ord) AS upto
+      FROM json_array_elements(${claimantsJson}::json) WITH ORDINALITY AS c(item, ord)
     ), assigned AS (
-      SELECT p.id, sl.slot, coalesce(sl.lease_ms, st.lease_ms) AS lease_ms, sl.worker_id
-      FROM (SELECT id, row_number() OVER (ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
-      JOIN slots sl ON p.rn > sl.upto - sl.n AND p.rn <= sl.upto
+      SELECT p.id, p.slot, cl.claimant, coalesce(cl.lease_ms, st.lease_ms) AS lease_ms, cl.worker_id
+      FROM (SELECT id, slot, row_number() OVER (ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
+      JOIN claimants cl ON p.rn > cl.upto - cl.n AND p.rn <= cl.upto
       CROSS JOIN settings st
     )
     UPDATE baton.jobs j SET
@@ -114,8 +119,8 @@ function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: Claim
       claimed_at = clock_timestamp(),
       worker_id = a.worker_id
     FROM assigned a
-    WHERE j.id = a.id
-    RETURNING a.slot, j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
+    WHERE j.id = a.id AND j.slot = a.slot
+    RETURNING a.claimant, j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
               j.lease_expires_at, j.claimed_at, j.run_at, j.created_at`;
 }
 
@@ -139,10 +144,12 @@ function batchLimit(maxJobs: number): number {
  */
 export async function releaseClaims(db: Db, claims: { id: string; lease_token: string }[]): Promise<number> {
   if (claims.length === 0) return 0;
-  const result = await sql`
-    UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, ${clearedLease},
-           claimed_at = NULL, worker_id = NULL
-    FROM unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.lease_token)}::uuid[]) AS r(id, token)
-    WHERE j.id = r.id AND j.state = 'claimed' AND j.lease_token = r.token`.execute(db);
+  const result = await retryWhenMoved(() =>
+    sql`
+      UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, ${clearedLease},
+             claimed_at = NULL, worker_id = NULL
+      FROM unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.lease_token)}::uuid[]) AS r(id, token)
+      WHERE j.id = r.id AND j.state = 'claimed' AND j.lease_token = r.token`.execute(db),
+  );
   return Number(result.numAffectedRows ?? 0);
 }

@@ -19,7 +19,8 @@ export async function deleteQueue(db: Db, name: string, force: boolean): Promise
     if (!(await lockQueueForDelete(trx, name))) throw queueNotFound(name);
     if (force) cancelled += await cancelQueueJobs(trx, name, LIVE_STATES);
     const live = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM baton.jobs WHERE queue = ${name}`.execute(trx);
+      SELECT ((SELECT count(*) FROM baton.jobs WHERE queue = ${name})
+            + (SELECT count(*) FROM baton.scheduled_jobs WHERE queue = ${name}))::int AS n`.execute(trx);
     const n = live.rows[0]!.n;
     if (n > 0) {
       throw new DomainError(

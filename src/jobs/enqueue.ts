@@ -80,6 +80,8 @@ export async function enqueueJobs(
  * position (metadata, and the payload texts joined unparsed), so a batch of 1,000 is one round trip
  * with no per-row parameters. Ids are drawn from the sequence up front so the rows come back in
  * request order. `ids[i]`, when given, is the id reserved for item i by its idempotency key.
+ * Jobs due now go into the ring (baton.jobs, in their id's slot), the others into
+ * baton.scheduled_jobs (see ring.ts): two inserts of one statement, one per table.
  */
 async function insertJobs(
   db: Db,
@@ -111,19 +113,26 @@ async function insertJobs(
              m.item, p.payload
       FROM json_array_elements(${meta}::json) WITH ORDINALITY AS m(item, ord)
       JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
-    ), ins AS (
-      INSERT INTO baton.jobs (id, queue, state, priority, run_at, max_attempts, idempotency_key, payload)
-      SELECT i.id, q.name,
-             CASE WHEN i.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
-             (i.item->>'priority')::integer,
-             i.run_at,
+      -- No queue row: draw no ids (the caller creates the queue and runs this again).
+      WHERE EXISTS (SELECT 1 FROM q)
+    ), due AS (
+      INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, max_attempts, idempotency_key, payload)
+      SELECT baton.job_slot(i.id), i.id, q.name, 'ready', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key',
-             i.payload::jsonb
-      FROM input i CROSS JOIN q
+             i.item->>'idempotency_key', i.payload::jsonb
+      FROM input i CROSS JOIN q WHERE i.run_at <= now()
       RETURNING id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
+    ), later AS (
+      INSERT INTO baton.scheduled_jobs (id, queue, priority, run_at, max_attempts, idempotency_key, payload)
+      SELECT i.id, q.name, (i.item->>'priority')::integer, i.run_at,
+             coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
+             i.item->>'idempotency_key', i.payload::jsonb
+      FROM input i CROSS JOIN q WHERE i.run_at > now()
+      RETURNING id, queue, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts, idempotency_key,
+                created_at
     )
-    SELECT ins.*, input.ord FROM ins JOIN input USING (id) ORDER BY input.ord`.execute(db);
+    SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
+    ORDER BY input.ord`.execute(db);
   return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, ...row }) => row);
 }
 

@@ -35,11 +35,18 @@ export interface JobErrorEntry {
   worker_id?: string | null;
 }
 
-/** Select list of a live baton.jobs row (alias `j`) as a JobRow. */
+/** Select list of a ready or claimed baton.jobs row (alias `j`) as a JobRow. */
 export const liveJobColumns = sql`
   j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
   NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload`;
+
+/** Select list of a baton.scheduled_jobs row (alias `s`) as a JobRow. */
+export const scheduledJobColumns = sql`
+  s.id, s.queue, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
+  s.idempotency_key, s.created_at, s.claimed_at, NULL::timestamptz AS lease_expires_at, s.worker_id,
+  NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
+  s.payload`;
 
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
@@ -47,10 +54,17 @@ export const finishedJobColumns = sql`
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
   h.result, h.last_error, h.errors, h.dead_reason, h.payload`;
 
+/** The columns every live job has, in the ring or scheduled (of table alias `a`): what finishedRow() reads. */
+export function liveCommonColumns(a: string) {
+  const t = sql.ref(a);
+  return sql`${t}.id, ${t}.queue, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
+    ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload`;
+}
+
 /**
- * How a job moves from baton.jobs to baton.job_history. Every statement that finishes a job (ack,
- * nack to dead, cancel, purge, re-arm to dead) inserts `finishedRow(...)` selected from a
- * `DELETE ... RETURNING *` of the live row, so a finished job keeps everything it had and each
+ * How a job moves into baton.job_history. Every statement that finishes a job (ack, nack to dead,
+ * cancel, purge, re-arm to dead) inserts `finishedRow(...)` selected from a `DELETE ... RETURNING *`
+ * of the live row (from baton.jobs or baton.scheduled_jobs: both have these columns), so a finished job keeps everything it had and each
  * statement says only what is new: the state and, where it has them, the dead reason, the error
  * history, the result and the completing lease token.
  */

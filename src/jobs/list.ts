@@ -2,7 +2,13 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMicros } from '../db/sql-time.js';
 import { invalidField } from '../errors.js';
-import { claimOrder, finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+import {
+  claimOrder,
+  finishedJobColumns,
+  type JobRow,
+  liveJobColumns,
+  scheduledJobColumns,
+} from './job-row.js';
 import { isJobId, PRIORITY_MAX, PRIORITY_MIN } from './limits.js';
 import type { JobState } from './states.js';
 
@@ -13,7 +19,7 @@ import type { JobState } from './states.js';
  * scan with no transaction held across pages. Each state is listed in the order of its index:
  *
  *   ready      claim order: priority DESC, run_at, id   (what runs next comes first)
- *   scheduled  run_at, id                                (due soonest first)
+ *   scheduled  run_at, id                                (due soonest first; baton.scheduled_jobs)
  *   claimed    id                                        (claimed longest ago first, roughly)
  *   completed, dead, cancelled   finished_at, id         (finished longest ago first)
  *
@@ -66,7 +72,7 @@ function keysetCondition(state: JobState, desc: boolean, key: ListKey) {
     }
     case 'scheduled': {
       const [runAt, id] = key;
-      return sql`(j.run_at, j.id) ${cmp} (${runAt}::timestamptz, ${id}::bigint)`;
+      return sql`(s.run_at, s.id) ${cmp} (${runAt}::timestamptz, ${id}::bigint)`;
     }
     case 'claimed':
       return sql`j.id ${cmp} ${key[0]}::bigint`;
@@ -89,9 +95,9 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
       ORDER BY ${claimOrder('j', desc)} LIMIT ${limit}`;
   } else if (state === 'scheduled') {
     query = sql<JobRow & { sort_key: ListKey }>`
-      SELECT ${liveJobColumns}, json_build_array(${isoMicros(sql`j.run_at`)}, j.id::text) AS sort_key
-      FROM baton.jobs j WHERE j.queue = ${queue} AND j.state = 'scheduled' AND ${after}
-      ORDER BY j.run_at ${dir}, j.id ${dir} LIMIT ${limit}`;
+      SELECT ${scheduledJobColumns}, json_build_array(${isoMicros(sql`s.run_at`)}, s.id::text) AS sort_key
+      FROM baton.scheduled_jobs s WHERE s.queue = ${queue} AND ${after}
+      ORDER BY s.run_at ${dir}, s.id ${dir} LIMIT ${limit}`;
   } else if (state === 'claimed') {
     query = sql<JobRow & { sort_key: ListKey }>`
       SELECT ${liveJobColumns}, json_build_array(j.id::text) AS sort_key

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import { retryDelayMs } from './backoff.js';
@@ -10,8 +10,10 @@ import {
   type JobErrorEntry,
   type JobRow,
   liveJobColumns,
+  scheduledJobColumns,
 } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
 import type { DeadReason } from './states.js';
 
 /**
@@ -41,6 +43,7 @@ export interface NackResult {
 }
 
 interface LockedRow {
+  slot: number;
   attempts: number;
   max_attempts: number;
   worker_id: string | null;
@@ -55,55 +58,79 @@ export async function nackJob(
   input: NackInput,
   defaults: QueueDefaults,
 ): Promise<LeaseOutcome<NackResult>> {
-  const result = await db.transaction().execute(async (trx): Promise<NackResult | undefined> => {
-    const { rows } = await sql<LockedRow>`
-      SELECT j.attempts, j.max_attempts, j.worker_id, now() AS now,
-             q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
-      FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
-      WHERE j.id = ${input.id} AND j.state = 'claimed' AND j.lease_token = ${input.leaseToken}::uuid
-      FOR UPDATE OF j`.execute(trx);
-    const locked = rows[0];
-    if (!locked) return undefined;
-
-    const entry: JobErrorEntry = {
-      attempt: locked.attempts,
-      at: locked.now.toISOString(),
-      message: input.error?.message ?? 'nacked without an error message',
-      ...(input.error?.details !== undefined ? { details: input.error.details } : {}),
-      worker_id: locked.worker_id,
-    };
-    const lastError = sql`${JSON.stringify(entry)}::jsonb`;
-
-    const deadReason: DeadReason | undefined = input.dead
-      ? 'nacked_dead'
-      : locked.attempts >= locked.max_attempts
-        ? 'attempts_exhausted'
-        : undefined;
-
-    if (deadReason) {
-      const row = finishedRow('dead', {
-        deadReason: sql`${deadReason}`,
-        lastError,
-        errors: appendError(sql`errors`, lastError),
-      });
-      const dead = await sql<JobRow>`
-        WITH gone AS (DELETE FROM baton.jobs WHERE id = ${input.id} RETURNING *)
-        INSERT INTO baton.job_history AS h (${row.columns})
-        SELECT ${row.values} FROM gone
-        RETURNING ${finishedJobColumns}`.execute(trx);
-      return { job: dead.rows[0]!, readyNow: false };
-    }
-
-    const delayMs =
-      input.retryInMs ?? retryDelayMs(locked.attempts, effectiveSettings(locked, defaults).backoff);
-    const retried = await sql<JobRow>`
-      UPDATE baton.jobs j SET
-        state = CASE WHEN ${delayMs}::bigint = 0 THEN 'ready' ELSE 'scheduled' END,
-        run_at = now() + ${delayMs}::bigint * interval '1 millisecond',
-        ${clearedLease}, last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}
-      WHERE j.id = ${input.id}
-      RETURNING ${liveJobColumns}`.execute(trx);
-    return { job: retried.rows[0]!, readyNow: delayMs === 0 };
-  });
+  const result = await retryWhenMoved(() =>
+    db.transaction().execute((trx) => nackInTransaction(trx, input, defaults)),
+  );
   return (await outcomesOf(db, [input.id], new Map(result ? [[input.id, result]] : [])))[0]!;
+}
+
+async function nackInTransaction(
+  trx: Db,
+  input: NackInput,
+  defaults: QueueDefaults,
+): Promise<NackResult | undefined> {
+  // In the slot of its id, or (carried by the leader, ring.ts) in any slot.
+  const lock = (where: RawBuilder<unknown>) =>
+    sql<LockedRow>`
+    SELECT j.slot, j.attempts, j.max_attempts, j.worker_id, now() AS now,
+           q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
+    FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
+    WHERE ${where} AND j.id = ${input.id} AND j.state = 'claimed' AND j.lease_token = ${input.leaseToken}::uuid
+    FOR UPDATE OF j`.execute(trx);
+  const locked =
+    (await lock(inSlotOf('j', sql`${input.id}::bigint`))).rows[0] ?? (await lock(anySlot)).rows[0];
+  if (!locked) return undefined;
+  const thisRow = sql`id = ${input.id} AND slot = ${locked.slot}`;
+
+  const entry: JobErrorEntry = {
+    attempt: locked.attempts,
+    at: locked.now.toISOString(),
+    message: input.error?.message ?? 'nacked without an error message',
+    ...(input.error?.details !== undefined ? { details: input.error.details } : {}),
+    worker_id: locked.worker_id,
+  };
+  const lastError = sql`${JSON.stringify(entry)}::jsonb`;
+
+  const deadReason: DeadReason | undefined = input.dead
+    ? 'nacked_dead'
+    : locked.attempts >= locked.max_attempts
+      ? 'attempts_exhausted'
+      : undefined;
+
+  if (deadReason) {
+    const row = finishedRow('dead', {
+      deadReason: sql`${deadReason}`,
+      lastError,
+      errors: appendError(sql`errors`, lastError),
+    });
+    const dead = await sql<JobRow>`
+      WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
+      INSERT INTO baton.job_history AS h (${row.columns})
+      SELECT ${row.values} FROM gone
+      RETURNING ${finishedJobColumns}`.execute(trx);
+    return { job: dead.rows[0]!, readyNow: false };
+  }
+
+  const delayMs =
+    input.retryInMs ?? retryDelayMs(locked.attempts, effectiveSettings(locked, defaults).backoff);
+  if (delayMs === 0) {
+    // Claimable again at once: it stays in its slot of the ring.
+    const retried = await sql<JobRow>`
+      UPDATE baton.jobs j SET state = 'ready', run_at = now(), ${clearedLease},
+             last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}
+      WHERE ${thisRow}
+      RETURNING ${liveJobColumns}`.execute(trx);
+    return { job: retried.rows[0]!, readyNow: true };
+  }
+  // A retry later waits in baton.scheduled_jobs, out of the ring, until the promoter moves it back.
+  const later = await sql<JobRow>`
+    WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
+    INSERT INTO baton.scheduled_jobs AS s (id, queue, priority, run_at, attempts, max_attempts, claimed_at,
+                                           worker_id, idempotency_key, created_at, last_error, errors, payload)
+    SELECT id, queue, priority, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, max_attempts,
+           claimed_at, worker_id, idempotency_key, created_at, ${lastError}, ${appendError(sql`errors`, lastError)},
+           payload
+    FROM gone
+    RETURNING ${scheduledJobColumns}`.execute(trx);
+  return { job: later.rows[0]!, readyNow: false };
 }

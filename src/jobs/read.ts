@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { finishedJobColumns, type JobRow, liveJobColumns } from './job-row.js';
+import { finishedJobColumns, type JobRow, liveJobColumns, scheduledJobColumns } from './job-row.js';
 
 /** Read one job, live or finished. */
 export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
@@ -10,8 +10,11 @@ export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
 /** Read jobs by id, live or finished; those that do not exist are absent from the map. */
 export async function getJobs(db: Db, ids: string[]): Promise<Map<string, JobRow>> {
   if (ids.length === 0) return new Map();
+  // Wherever each job is now: the ring (any slot), the scheduled jobs, or history (ring.ts).
   const { rows } = await sql<JobRow>`
     SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[])
+    UNION ALL
+    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[])
     UNION ALL
     SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[])`.execute(db);
   return new Map(rows.map((r) => [r.id, r]));
@@ -25,6 +28,8 @@ export async function queuesOfJobs(db: Db, ids: string[]): Promise<Map<string, s
   if (ids.length === 0) return new Map();
   const { rows } = await sql<{ id: string; queue: string }>`
     SELECT id, queue FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
+    UNION ALL
+    SELECT id, queue FROM baton.scheduled_jobs WHERE id = ANY(${ids}::bigint[])
     UNION ALL
     SELECT id, queue FROM baton.job_history WHERE id = ANY(${ids}::bigint[])`.execute(db);
   return new Map(rows.map((r) => [r.id, r.queue]));

@@ -52,9 +52,9 @@ export async function redriveDeadJobs(
         ), moved AS (
           DELETE FROM baton.job_history h USING picked WHERE h.id = picked.id RETURNING h.*
         )
-        INSERT INTO baton.jobs (id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key,
+        INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key,
                                 created_at, last_error, errors, payload)
-        SELECT id, queue, 'ready', priority, now(), 0, max_attempts, idempotency_key,
+        SELECT baton.job_slot(id), id, queue, 'ready', priority, now(), 0, max_attempts, idempotency_key,
                created_at, last_error, errors, payload
         FROM moved
         RETURNING id`.execute(trx);

@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
 
 /**
  * Renew: push a lease's expiry forward. It succeeds only while the job is still `claimed` under the
@@ -41,16 +42,37 @@ export async function renewLease(db: Db, item: RenewItem): Promise<LeaseOutcome<
  * acked, nacked or re-armed meanwhile is not renewed.
  */
 export async function renewLeases(db: Db, items: RenewItem[]): Promise<LeaseOutcome<RenewedLease>[]> {
+  // Each renewal looks in its id's slot first; the few it misses look again in every slot (ring.ts).
+  const done = new Map<string, RenewedLease>();
+  const run = async (batch: RenewItem[], where: RawBuilder<unknown>) => {
+    const { rows } = await retryWhenMoved(() => renewStatement(batch, where).execute(db));
+    const byLease = new Map(rows.map(({ lease_token, ...row }) => [`${row.id}:${lease_token}`, row]));
+    for (const i of batch) {
+      const renewed = byLease.get(`${i.id}:${i.leaseToken}`);
+      if (renewed) done.set(i.id, renewed);
+    }
+  };
+  await run(items, inSlotOf('j', sql`i.id`));
+  const missed = items.filter((i) => !done.has(i.id));
+  if (missed.length > 0) await run(missed, anySlot);
+  return outcomesOf(
+    db,
+    items.map((i) => i.id),
+    done,
+  );
+}
+
+function renewStatement(items: RenewItem[], where: RawBuilder<unknown>) {
   const input = JSON.stringify(
     items.map((i) => ({ id: i.id, token: i.leaseToken, lease_ms: i.leaseMs ?? null })),
   );
-  const { rows } = await sql<RenewedLease & { lease_token: string }>`
+  return sql<RenewedLease & { lease_token: string }>`
     WITH input AS (
       SELECT (x->>'id')::bigint AS id, (x->>'token')::uuid AS token, (x->>'lease_ms')::integer AS lease_ms
       FROM json_array_elements(${input}::json) AS x
     ), locked AS (
-      SELECT j.id, i.lease_ms FROM baton.jobs j JOIN input i ON j.id = i.id AND j.lease_token = i.token
-      WHERE j.state = 'claimed'
+      SELECT j.slot, j.id, i.lease_ms FROM baton.jobs j JOIN input i ON ${where} AND j.id = i.id
+      WHERE j.state = 'claimed' AND j.lease_token = i.token
       ORDER BY j.id
       FOR UPDATE OF j
     )
@@ -58,18 +80,6 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<LeaseOutc
       lease_ms = coalesce(l.lease_ms, j.lease_ms),
       lease_expires_at = clock_timestamp() + coalesce(l.lease_ms, j.lease_ms) * interval '1 millisecond'
     FROM locked l
-    WHERE j.id = l.id
-    RETURNING j.id::text AS id, j.queue, j.lease_expires_at, j.lease_ms, j.lease_token`.execute(db);
-  const byLease = new Map(rows.map(({ lease_token, ...row }) => [`${row.id}:${lease_token}`, row]));
-  const done = new Map(
-    items.flatMap((i) => {
-      const renewed = byLease.get(`${i.id}:${i.leaseToken}`);
-      return renewed ? [[i.id, renewed] as const] : [];
-    }),
-  );
-  return outcomesOf(
-    db,
-    items.map((i) => i.id),
-    done,
-  );
+    WHERE j.id = l.id AND j.slot = l.slot
+    RETURNING j.id::text AS id, j.queue, j.lease_expires_at, j.lease_ms, j.lease_token`;
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { isInputError } from '../db/errors.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
-import { type ClaimedRow, type ClaimRequest, type ClaimSlot, claimForGroup } from './claim.js';
+import { type Claimant, type ClaimedRow, type ClaimRequest, claimForGroup } from './claim.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 import type { JobRow } from './job-row.js';
@@ -17,14 +17,14 @@ import { MAX_BATCH } from './limits.js';
  * skip past each other's locked rows, so running them side by side buys little and costs much.
  */
 export class ClaimGroups {
-  private readonly groups: KeyedGroupCommit<ClaimSlot, ClaimedRow[]>;
+  private readonly groups: KeyedGroupCommit<Claimant, ClaimedRow[]>;
 
   constructor(db: Db, defaultLeaseMs: number) {
     this.groups = new KeyedGroupCommit(
       (queue) =>
         new GroupCommit(
-          (slots) => claimForGroup(db, queue, defaultLeaseMs, slots),
-          (slot) => slot.maxJobs,
+          (claimants) => claimForGroup(db, queue, defaultLeaseMs, claimants),
+          (claimant) => claimant.maxJobs,
           MAX_BATCH,
           isInputError,
         ),

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Duty, JobsReady } from './duty.js';
+import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
 import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
@@ -12,7 +12,14 @@ import { PruneDuty } from './prune.js';
 import { QueueGcDuty } from './queue-gc.js';
 import { QueueStatsDuty } from './queue-stats.js';
 import { RearmDuty } from './rearm.js';
+import { RingDuty } from './ring.js';
 import { VacuumDuty } from './vacuum.js';
+
+/**
+ * A claimed job is carried out of a sealed slot once it has run this long: most jobs are acked
+ * sooner, and an ack is cheaper than a carry.
+ */
+const CARRY_AFTER_MS = 1000;
 
 export interface MaintainerDeps {
   db: Db;
@@ -24,6 +31,8 @@ export interface MaintainerDeps {
     | 'tickMs'
     | 'promoteIntervalMs'
     | 'pruneLockTimeoutMs'
+    | 'ringIntervalMs'
+    | 'ringLockTimeoutMs'
     | 'queueIdleMs'
     | 'completedRetentionMs'
     | 'deadRetentionMs'
@@ -53,6 +62,11 @@ export class Maintainer {
     this.duties = [
       new RearmDuty(db, metrics, jobsReady, config.tickMs),
       new PromoteDuty(db, metrics, jobsReady, config.promoteIntervalMs),
+      new RingDuty(db, metrics, config.ringIntervalMs, {
+        lockTimeoutMs: config.ringLockTimeoutMs,
+        carryAfterMs: CARRY_AFTER_MS,
+        carryBatch: MAINTENANCE_BATCH,
+      }),
       new PruneDuty(db, metrics, config.tickMs, {
         lockTimeoutMs: config.pruneLockTimeoutMs,
         defaults: config,

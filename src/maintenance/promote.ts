@@ -7,8 +7,11 @@ import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
  * Promote: scheduled jobs whose run_at has come become `ready`, so a delayed or backed-off job is
  * claimable within about one promote interval (default 500 ms) of its time.
  *
+ * Scheduled jobs wait in baton.scheduled_jobs; promotion moves them into the ring of live jobs
+ * (baton.jobs, in their id's slot), in one statement.
+ *
  * Fair across queues: the LATERAL subquery takes at most `perQueue` due jobs from each queue (an
- * index range scan of jobs_scheduled_idx per queue), so a queue with a million due jobs cannot hold
+ * index range scan of scheduled_jobs_due_idx per queue), so a queue with a million due jobs cannot hold
  * back another queue's one. Every live job's queue has a row in baton.queues (enqueue inserts
  * through it and queue GC never removes a queue with live jobs), so walking that table finds them
  * all. FOR UPDATE SKIP LOCKED skips jobs another promoter (a second leader) or a cancel holds.
@@ -26,17 +29,22 @@ export async function promoteDueJobs(db: Db, perQueue: number, total: number): P
     WITH due AS (
       SELECT d.id FROM baton.queues q
       CROSS JOIN LATERAL (
-        SELECT j.id FROM baton.jobs j
-        WHERE j.queue = q.name AND j.state = 'scheduled' AND j.run_at <= now()
-        ORDER BY j.run_at
+        SELECT s.id FROM baton.scheduled_jobs s
+        WHERE s.queue = q.name AND s.run_at <= now()
+        ORDER BY s.run_at
         LIMIT ${perQueue}
         FOR UPDATE SKIP LOCKED
       ) d
       LIMIT ${total}
+    ), moved AS (
+      DELETE FROM baton.scheduled_jobs s USING due WHERE s.id = due.id RETURNING s.*
     ), promoted AS (
-      UPDATE baton.jobs j SET state = 'ready'
-      FROM due WHERE j.id = due.id AND j.state = 'scheduled'
-      RETURNING j.queue
+      INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, attempts, max_attempts, claimed_at,
+                              worker_id, idempotency_key, created_at, last_error, errors, payload)
+      SELECT baton.job_slot(id), id, queue, 'ready', priority, run_at, attempts, max_attempts, claimed_at,
+             worker_id, idempotency_key, created_at, last_error, errors, payload
+      FROM moved
+      RETURNING queue
     )
     SELECT queue, count(*)::int AS n FROM promoted GROUP BY queue`.execute(db);
   const byQueue = new Map(rows.map((r) => [r.queue, r.n]));

@@ -28,8 +28,8 @@ const idleQueue = (idleMs: number) => sql`
   q.auto_created AND NOT q.paused
   AND q.updated_at < now() - ${idleMs}::bigint * interval '1 millisecond'
   AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.queue = q.name AND j.state = 'ready')
-  AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.queue = q.name AND j.state = 'scheduled')
   AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.queue = q.name AND j.state = 'claimed')
+  AND NOT EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.queue = q.name)
   AND NOT EXISTS (
     SELECT 1 FROM baton.job_history h
     WHERE h.queue = q.name AND h.state IN ('completed', 'dead', 'cancelled')

@@ -39,24 +39,24 @@ const buried = finishedRow('dead', {
 export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<RearmResult> {
   const { rows } = await sql<{ outcome: 'ready' | 'dead'; queue: string; n: number }>`
     WITH expired AS (
-      SELECT id, lease_token FROM baton.jobs
+      SELECT slot, id, lease_token FROM baton.jobs
       WHERE state = 'claimed' AND lease_expires_at < now()
       LIMIT ${batchSize}
       FOR UPDATE SKIP LOCKED
     ), entries AS (
-      SELECT j.id, j.attempts < j.max_attempts AS retry,
+      SELECT j.slot, j.id, j.attempts < j.max_attempts AS retry,
              jsonb_build_object('attempt', j.attempts, 'at', ${isoMillis(sql`now()`)}, 'message', 'lease expired',
                                 'worker_id', j.worker_id) AS entry
-      FROM baton.jobs j JOIN expired e ON e.id = j.id AND e.lease_token = j.lease_token
+      FROM baton.jobs j JOIN expired e ON e.slot = j.slot AND e.id = j.id AND e.lease_token = j.lease_token
     ), back AS (
       UPDATE baton.jobs j SET state = 'ready', ${clearedLease},
              last_error = en.entry, errors = ${appendError(sql`j.errors`, sql`en.entry`)}
       FROM entries en
-      WHERE j.id = en.id AND en.retry
+      WHERE j.slot = en.slot AND j.id = en.id AND en.retry
       RETURNING j.queue
     ), gone AS (
       DELETE FROM baton.jobs j USING entries en
-      WHERE j.id = en.id AND NOT en.retry
+      WHERE j.slot = en.slot AND j.id = en.id AND NOT en.retry
       RETURNING j.*, en.entry
     ), buried AS (
       INSERT INTO baton.job_history (${buried.columns})

@@ -52,9 +52,11 @@ interface TableStats {
 
 async function jobsTableStats(db: Db): Promise<TableStats> {
   const { rows } = await sql<TableStats>`
-    SELECT n_live_tup::float8 AS live, n_dead_tup::float8 AS dead,
-           (vacuum_count + autovacuum_count)::float8 AS vacuums
-    FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`.execute(db);
+    SELECT coalesce(sum(n_live_tup), 0)::float8 AS live, coalesce(sum(n_dead_tup), 0)::float8 AS dead,
+           coalesce(sum(vacuum_count + autovacuum_count), 0)::float8 AS vacuums
+    FROM pg_stat_user_tables
+    WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass)
+       OR relid = 'baton.scheduled_jobs'::regclass`.execute(db);
   return rows[0] ?? { live: 0, dead: 0, vacuums: 0 };
 }
 
@@ -105,7 +107,7 @@ export async function vacuumLiveJobs(db: Db, deadRows: number): Promise<VacuumRe
 
   // No parameters, so node-postgres sends it as a simple query: VACUUM cannot run in a transaction
   // block, and the pool's connections are in none between statements.
-  await sql`VACUUM (SKIP_LOCKED) baton.jobs`.execute(db);
+  await sql`VACUUM (SKIP_LOCKED) baton.jobs, baton.scheduled_jobs`.execute(db);
   const after = await jobsTableStats(db);
   // A skipped VACUUM only warns; the table's vacuum count is how to tell it did not run.
   const outcome: VacuumOutcome = after.vacuums > before.vacuums ? 'vacuumed' : 'skipped';

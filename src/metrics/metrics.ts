@@ -18,6 +18,8 @@ export class Metrics {
     for (const outcome of ['ready', 'dead']) this.leasesRearmed.inc({ outcome }, 0);
     this.rearmFailures.inc(0);
     this.jobsPromoted.inc(0);
+    for (const outcome of ['truncated', 'blocked']) this.ringTruncations.inc({ outcome }, 0);
+    this.ringCarried.inc(0);
   }
 
   /** The label for a queue: its name, or "_other" once the cap of distinct names is reached. */
@@ -145,6 +147,22 @@ export class Metrics {
   readonly jobsPromoted = new Counter({
     name: 'baton_jobs_promoted_total',
     help: 'Scheduled jobs made ready by the leader because their run_at arrived.',
+    registers: [this.registry],
+  });
+  readonly ringTruncations = new Counter({
+    name: 'baton_ring_truncations_total',
+    help: 'Slots of the live-job ring emptied by TRUNCATE, by outcome: truncated, or blocked (a lock timeout; rolled back, tried again next pass).',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly ringCarried = new Counter({
+    name: 'baton_ring_carried_total',
+    help: 'Long-running claimed jobs carried from a sealed slot of the ring to the current one, so the sealed slot can be emptied.',
+    registers: [this.registry],
+  });
+  readonly ringSlotsInUse = new Gauge({
+    name: 'baton_ring_slots_in_use',
+    help: 'Slots of the live-job ring holding pages after the last pass. Near the ring size for long, while ready jobs wait in every slot (a backlog) or truncations are blocked.',
     registers: [this.registry],
   });
   readonly prune = new Counter({

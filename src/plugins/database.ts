@@ -9,22 +9,35 @@ declare module 'fastify' {
     db: Db;
     /** The pg pool under `db`, for its counts (load shedding, metrics). */
     dbPool: pg.Pool;
+    /** The leader's own small pool (see PoolRole in db/database.ts); undefined with BATON_MAINTENANCE off. */
+    maintenanceDb: Db | undefined;
   }
 }
+
+/** Connections of the leader's pool: its duties run on their own timers, a few at a time. */
+const MAINTENANCE_POOL_SIZE = 4;
 
 export interface DatabasePluginOptions {
   url: string;
   config: Config;
 }
 
-/** The Kysely instance over one pg pool, shared by routes and background services; closed last. */
+/**
+ * The Kysely instance over the request pool, shared by the routes; and, on a replica that takes part
+ * in maintenance, a second small pool for the leader's duties, planned differently (db/database.ts).
+ * Closed last.
+ */
 export default fp<DatabasePluginOptions>(
   async function database(app: FastifyInstance, opts) {
-    const handle = createDatabase(opts.url, opts.config, app.log);
+    const handle = createDatabase(opts.url, opts.config, app.log, 'requests');
+    const maintenance = opts.config.maintenance
+      ? createDatabase(opts.url, { ...opts.config, poolSize: MAINTENANCE_POOL_SIZE }, app.log, 'maintenance')
+      : undefined;
     app.decorate('db', handle.db);
     app.decorate('dbPool', handle.pool);
+    app.decorate('maintenanceDb', maintenance?.db);
     app.addHook('onClose', async () => {
-      await handle.close();
+      await Promise.all([handle.close(), maintenance?.close()]);
     });
   },
   { name: 'database', fastify: '5.x' },

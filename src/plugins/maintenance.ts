@@ -12,9 +12,9 @@ declare module 'fastify' {
 /** Starts leader election and the maintenance duties once the app is ready; resigns on close. */
 export default fp(
   async function maintenance(app: FastifyInstance) {
-    const maintainer = app.config.maintenance
+    const maintainer = app.maintenanceDb
       ? new Maintainer({
-          db: app.db,
+          db: app.maintenanceDb,
           metrics: app.metrics,
           log: app.log,
           jobsReady: (queue, count) => app.wake.notifier.jobsReady(queue, count),

@@ -25,7 +25,7 @@ export default fp<{ url: string }>(
     // Behind a transaction pooler, LISTEN needs a direct connection (BATON_LISTEN_DATABASE_URL).
     const listenUrl = app.config.listenDatabaseUrl ?? opts.url;
     const listener = new Listener(
-      connectionOptions(listenUrl, app.config, 'baton-listen'),
+      connectionOptions(listenUrl, app.config, 'baton-listen', 'maintenance'),
       waitList,
       replicaId,
       app.log,

@@ -156,12 +156,15 @@ describe('claim', () => {
     const compiled = claimStatement({ queue: 'c-explain', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(
       database.db,
     );
-    const { rows } = await database.pool.query(
+    // In a session of the server's request pool, with its planner settings (src/db/database.ts).
+    const { rows } = await app.dbPool.query(
       `EXPLAIN (FORMAT JSON) ${compiled.sql}`,
       compiled.parameters as unknown[],
     );
     const plan = JSON.stringify(rows[0]['QUERY PLAN']);
-    expect(plan).toContain('"Index Name":"jobs_ready_idx"');
+    // A Merge Append of each ring partition's copy of jobs_ready_idx.
+    expect(plan).toContain('Merge Append');
+    expect(plan).toMatch(/"Index Name":"jobs_\d_queue_priority_run_at_id_idx"/);
     expect(plan).not.toContain('Seq Scan');
   });
 

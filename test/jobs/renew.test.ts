@@ -60,8 +60,8 @@ describe('renew', () => {
         await sql`SELECT pg_stat_force_next_flush()`.execute(single);
         await new Promise((r) => setTimeout(r, 50));
         const { rows } = await sql<{ upd: number; hot: number }>`
-          SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables
-          WHERE schemaname = 'baton' AND relname = 'jobs'`.execute(own.db);
+          SELECT sum(n_tup_upd)::int AS upd, sum(n_tup_hot_upd)::int AS hot FROM pg_stat_user_tables
+          WHERE schemaname = 'baton' AND relname ~ '^jobs_[0-9]+$'`.execute(own.db);
         return rows[0]!;
       };
       const before = await stats();

@@ -10,7 +10,7 @@ const database = useTestDatabase();
 const app = useTestApp(database);
 
 const makeDue = (queue: string) =>
-  sql`UPDATE baton.jobs SET run_at = now() - interval '1 second' WHERE queue = ${queue} AND state = 'scheduled'`.execute(
+  sql`UPDATE baton.scheduled_jobs SET run_at = now() - interval '1 second' WHERE queue = ${queue}`.execute(
     database.db,
   );
 

@@ -1,0 +1,142 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { isLockTimeout } from '../db/errors.js';
+import { RING_SLOTS } from '../jobs/ring.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Duty } from './duty.js';
+
+/**
+ * The ring: empty the slots of baton.jobs that ids have moved past, with TRUNCATE (jobs/ring.ts,
+ * migrations/0004_storage_ring.ts).
+ *
+ * Claims and acks leave a dead row version and a dead ready-index entry per job. Vacuum removes them
+ * only while no transaction in the database is older than they are; TRUNCATE removes a partition
+ * whatever transactions are open. So each pass, for every sealed slot (any but the one ids are
+ * drawn in now) that still has pages:
+ * 1. a slot with ready jobs left (a backlog) is left to the claims, which drain it oldest first;
+ * 2. claimed jobs that have been running for `carryAfterMs` are carried to the current slot (an
+ *    UPDATE of the partition key: the lease and its token go with the row; an ack waiting for the
+ *    row meanwhile gets 40001 and runs again, see jobs/ring.ts). FOR UPDATE SKIP LOCKED: a job a
+ *    worker is acking or renewing right now is left for the next pass;
+ * 3. once the slot holds no row, it is truncated in one transaction under `lock_timeout`: lock the
+ *    partition ACCESS EXCLUSIVE, check again that it is empty (a job inserted into it a moment ago,
+ *    by a slow enqueue or a promotion, is seen now and keeps the slot), TRUNCATE. A lock timeout in
+ *    any of these statements rolls the attempt back whole and is reported `blocked`, never an error;
+ *    claims wait at most that long behind the lock.
+ *
+ * Two leaders at once are harmless: the carry skips locked rows, and the truncation re-checks under
+ * its lock. Everything is bounded per pass: a slot's carry moves at most `carryBatch` jobs.
+ */
+
+export interface RingResult {
+  /** The slot new ids go into. */
+  current: number;
+  truncated: number[];
+  /** Jobs carried to the current slot. */
+  carried: number;
+  /** Sealed slots left alone this pass: ready jobs left, or jobs claimed too recently to carry. */
+  busy: number;
+  /** Truncations that timed out waiting for their lock (rolled back; tried again next pass). */
+  blocked: number;
+  /** Slots holding pages after this pass (the current one included). */
+  inUse: number;
+}
+
+export interface RingOptions {
+  lockTimeoutMs: number;
+  carryAfterMs: number;
+  carryBatch: number;
+}
+
+const partition = (slot: number) => sql.table(`baton.jobs_${slot}`);
+
+export async function maintainRing(db: Db, opts: RingOptions): Promise<RingResult> {
+  const { rows } = await sql<{ current: number; sizes: string[] }>`
+    SELECT baton.job_slot(last_value) AS current,
+           ARRAY(SELECT pg_relation_size(format('baton.jobs_%s', s)::regclass)::text
+                 FROM generate_series(0, ${RING_SLOTS - 1}) s ORDER BY s) AS sizes
+    FROM baton.jobs_id_seq`.execute(db);
+  const { current, sizes } = rows[0]!;
+  const result: RingResult = { current, truncated: [], carried: 0, busy: 0, blocked: 0, inUse: 0 };
+  for (let slot = 0; slot < RING_SLOTS; slot++) {
+    if (Number(sizes[slot]) === 0) continue;
+    if (slot === current) {
+      result.inUse++;
+      continue;
+    }
+    const outcome = await emptySlot(db, slot, current, opts);
+    result.carried += outcome.carried;
+    if (outcome.state === 'truncated') result.truncated.push(slot);
+    else {
+      result.inUse++;
+      if (outcome.state === 'blocked') result.blocked++;
+      else result.busy++;
+    }
+  }
+  return result;
+}
+
+async function emptySlot(
+  db: Db,
+  slot: number,
+  current: number,
+  opts: RingOptions,
+): Promise<{ state: 'truncated' | 'busy' | 'blocked'; carried: number }> {
+  const ready = await sql`SELECT 1 FROM ${partition(slot)} WHERE state = 'ready' LIMIT 1`.execute(db);
+  if (ready.rows.length > 0) return { state: 'busy', carried: 0 };
+
+  const carried = await sql`
+    WITH picked AS (
+      SELECT id FROM ${partition(slot)}
+      WHERE state = 'claimed' AND claimed_at < clock_timestamp() - ${opts.carryAfterMs}::integer * interval '1 millisecond'
+      LIMIT ${opts.carryBatch}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE baton.jobs j SET slot = ${current}::smallint
+    FROM picked p WHERE j.slot = ${slot}::smallint AND j.id = p.id`.execute(db);
+  const moved = Number(carried.numAffectedRows ?? 0);
+
+  const left = await sql`SELECT 1 FROM ${partition(slot)} LIMIT 1`.execute(db);
+  if (left.rows.length > 0) return { state: 'busy', carried: moved };
+
+  try {
+    const truncated = await db.transaction().execute(async (trx) => {
+      await sql`SELECT set_config('lock_timeout', ${`${opts.lockTimeoutMs}ms`}, true)`.execute(trx);
+      await sql`LOCK TABLE ${partition(slot)} IN ACCESS EXCLUSIVE MODE`.execute(trx);
+      // Under the lock, this sees every row committed before it: a slow enqueue or a promotion into
+      // this slot keeps it.
+      const again = await sql`SELECT 1 FROM ${partition(slot)} LIMIT 1`.execute(trx);
+      if (again.rows.length > 0) return false;
+      await sql`TRUNCATE ${partition(slot)}`.execute(trx);
+      return true;
+    });
+    return { state: truncated ? 'truncated' : 'busy', carried: moved };
+  } catch (err) {
+    if (isLockTimeout(err)) return { state: 'blocked', carried: moved };
+    throw err;
+  }
+}
+
+/** The ring duty: a pass every `intervalMs`, and again at once while a carry filled its batch. */
+export class RingDuty implements Duty<RingResult> {
+  readonly name = 'ring';
+  constructor(
+    private readonly db: Db,
+    private readonly metrics: Metrics,
+    private readonly intervalMs: number,
+    private readonly opts: RingOptions,
+  ) {}
+
+  async runOnce(): Promise<RingResult> {
+    const result = await maintainRing(this.db, this.opts);
+    this.metrics.ringTruncations.inc({ outcome: 'truncated' }, result.truncated.length);
+    this.metrics.ringTruncations.inc({ outcome: 'blocked' }, result.blocked);
+    this.metrics.ringCarried.inc(result.carried);
+    this.metrics.ringSlotsInUse.set(result.inUse);
+    return result;
+  }
+
+  nextRunInMs(last: RingResult | undefined): number {
+    return last && last.carried >= this.opts.carryBatch ? 0 : this.intervalMs;
+  }
+}

@@ -1,0 +1,100 @@
+import type { CompiledQuery } from 'kysely';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
+import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
+import { nackJob } from '../../src/jobs/nack.js';
+import { getJobs } from '../../src/jobs/read.js';
+import { renewLeases } from '../../src/jobs/renew.js';
+import { useTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api } from '../support/http.js';
+import { recordStatements } from '../support/recorded-statements.js';
+
+/**
+ * The ring's partitions are often empty when a session plans a statement (right after a
+ * truncation), and a generic plan made then is kept after they fill. The request pool's planner
+ * settings (PoolRole in src/db/database.ts) must make every hot statement's generic plan probe the
+ * ring by index whatever the partitions held at planning time: no sequential scan of a ring
+ * partition, no hash or merge join. Checked here with the server's own statements, taken from its
+ * query modules, planned in a session of the server's request pool.
+ */
+const database = useTestDatabase();
+const app = useTestApp(database);
+
+const TOKEN = '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001';
+
+async function hotStatements(): Promise<Record<string, CompiledQuery>> {
+  const first = async (run: Parameters<typeof recordStatements>[0]) => (await recordStatements(run))[0]!;
+  const items = [
+    { id: '1', leaseToken: TOKEN },
+    { id: '5000', leaseToken: TOKEN },
+  ];
+  return {
+    claim: claimStatement({ queue: 'plans', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(database.db),
+    ack: await first((db) => ackEach(db, items)),
+    'batch ack': await first((db) => ackBriefEach(db, items)),
+    renew: await first((db) => renewLeases(db, items)),
+    'nack (lock)': await first((db) =>
+      nackJob(db, { id: '1', leaseToken: TOKEN }, app.config).catch(() => undefined),
+    ),
+    release: await first((db) => releaseClaims(db, [{ id: '1', lease_token: TOKEN }])),
+    'get by id': await first((db) => getJobs(db, ['1', '5000'])),
+  };
+}
+
+const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
+/** A parameter as SQL text for EXECUTE: arrays as array literals. */
+const literal = (value: unknown): string => {
+  if (value === null || value === undefined) return 'NULL';
+  if (Array.isArray(value))
+    return quote(`{${value.map((v) => `"${String(v).replaceAll('"', '\\"')}"`).join(',')}}`);
+  return quote(String(value));
+};
+
+/** The generic plan of a statement, in one session of the server's request pool. */
+async function genericPlan(client: pg.PoolClient, name: string, compiled: CompiledQuery): Promise<string> {
+  const statement = `plan_${name.replace(/\W+/g, '_')}`;
+  await client.query(`DEALLOCATE ALL`);
+  await client.query(`PREPARE ${statement} AS ${compiled.sql}`);
+  const args = compiled.parameters.map(literal).join(', ');
+  const { rows } = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE ${statement}${args ? `(${args})` : ''}`);
+  return JSON.stringify(rows[0]['QUERY PLAN']);
+}
+
+describe('generic plans of the hot statements on the ring', () => {
+  let client: pg.PoolClient;
+  let statements: Record<string, CompiledQuery>;
+  beforeAll(async () => {
+    statements = await hotStatements();
+    client = await app.dbPool.connect();
+    await client.query(`SET plan_cache_mode = force_generic_plan`);
+  });
+  afterAll(() => client?.release());
+
+  const check = async (when: string) => {
+    for (const [name, compiled] of Object.entries(statements)) {
+      const plan = await genericPlan(client, name, compiled);
+      expect(plan, `${name} (${when}) scans a ring partition`).not.toMatch(
+        /"Node Type":"Seq Scan"[^}]*"Relation Name":"jobs_\d"/,
+      );
+      expect(plan, `${name} (${when})`).not.toMatch(/"Node Type":"(Hash|Merge) Join"/);
+    }
+  };
+
+  it('probe the ring by index while every partition is empty', async () => {
+    await check('empty ring');
+  });
+
+  it('and still do once the partitions hold thousands of jobs and have been analysed', async () => {
+    for (let b = 0; b < 10; b++) {
+      await api(app).enqueueBatch(
+        'plans',
+        Array.from({ length: 1000 }, (_, i) => ({ payload: i })),
+      );
+    }
+    await api(app).claim('plans', { max_jobs: 1000 });
+    await client.query('ANALYZE baton.jobs');
+    await check('full ring');
+  });
+});
