@@ -161,7 +161,12 @@ export async function down(db: Kysely<any>): Promise<void> {
     FROM baton.scheduled_jobs`.execute(db);
   await sql`DROP TABLE baton.jobs_ring, baton.scheduled_jobs`.execute(db);
   await sql`DROP FUNCTION baton.job_slot(bigint)`.execute(db);
-  // The sequence keeps its value; the old table drew ids from it by default.
+  // The old table drew ids from the sequence by default; it goes on above every id in use.
+  await sql`
+    SELECT setval('baton.jobs_id_seq', greatest(
+      (SELECT last_value FROM baton.jobs_id_seq),
+      (SELECT coalesce(max(id), 1) FROM baton.jobs),
+      (SELECT coalesce(max(id), 1) FROM baton.job_history)))`.execute(db);
   await sql`ALTER TABLE baton.jobs ALTER COLUMN id SET DEFAULT nextval('baton.jobs_id_seq')`.execute(db);
   await sql`ALTER SEQUENCE baton.jobs_id_seq OWNED BY baton.jobs.id`.execute(db);
   await sql`CREATE INDEX jobs_ready_idx ON baton.jobs (queue, priority DESC, run_at, id) WHERE state = 'ready'`.execute(
