@@ -17,8 +17,10 @@ import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/p
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
+import queueHistory from './routes/queue-history.js';
 import queueJobs from './routes/queue-jobs.js';
 import queues from './routes/queues.js';
+import whoami from './routes/whoami.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -94,5 +96,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(queueJobs);
   await app.register(jobs);
   await app.register(queues);
+  await app.register(queueHistory);
+  await app.register(whoami);
   return app;
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { HISTORY_MINUTES_MAX } from '../jobs/limits.js';
 import type { Duty } from './duty.js';
 import { STATS_BATCH } from './queue-stats.js';
 
@@ -28,7 +29,7 @@ import { STATS_BATCH } from './queue-stats.js';
  * removed queue's after the same time.
  */
 
-export const HISTORY_RETENTION_MS = 24 * 60 * 60 * 1000;
+export const HISTORY_RETENTION_MS = HISTORY_MINUTES_MAX * 60_000;
 const PRUNE_BATCH = 10_000;
 
 /** Sample the given queues (those whose counts are newer than their last sample); answers rows written. */
