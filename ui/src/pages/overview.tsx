@@ -1,0 +1,176 @@
+import { must, type Queue, type QueueHistory } from '../api.js';
+import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.js';
+import { Chart } from '../components/chart.js';
+import { HISTORY_REFRESH_MS, REFRESH_MS } from '../config.js';
+import { count, duration, percent } from '../format.js';
+import { perMinute, sum } from '../history.js';
+import { usePoll } from '../hooks.js';
+import { href } from '../router.js';
+import { useSession } from '../session.js';
+
+const PAGE = 50;
+
+/**
+ * Every queue with its counts, lag, pause flag, and the last hour's throughput and failure rate.
+ * Counts come from GET /v1/queues (the leader's cached figures), re-read every REFRESH_MS; each
+ * row's hour from GET /v1/queues/{queue}/history, re-read once a minute.
+ */
+export function Overview() {
+  const { api } = useSession();
+  const pager = usePager();
+  const list = usePoll(
+    (signal) =>
+      must(api.GET('/v1/queues', { params: { query: { limit: PAGE, cursor: pager.cursor } }, signal })),
+    REFRESH_MS,
+    [api, pager.cursor],
+  );
+  const queues = list.data?.queues;
+  return (
+    <>
+      <h1 tabIndex={-1}>Queues</h1>
+      <ErrorLine error={list.error} />
+      {!queues ? (
+        list.error ? null : (
+          <Loading />
+        )
+      ) : queues.length === 0 ? (
+        <p>
+          No queues yet. A queue appears with its first job, or when it is created with PUT
+          /v1/queues/&#123;queue&#125;.
+        </p>
+      ) : (
+        <>
+          <Freshness queues={queues} />
+          <Scroll label="Queues">
+            <table class="queues">
+              <caption class="visually-hidden">Queues with their jobs by state and the last hour</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Queue</th>
+                  <th scope="col" class="num">
+                    Ready
+                  </th>
+                  <th scope="col" class="num wide">
+                    Scheduled
+                  </th>
+                  <th scope="col" class="num wide">
+                    Claimed
+                  </th>
+                  <th scope="col" class="num">
+                    Dead
+                  </th>
+                  <th scope="col" class="num">
+                    Oldest ready
+                  </th>
+                  <th scope="col">Completed, last hour</th>
+                  <th scope="col">Failed, last hour</th>
+                </tr>
+              </thead>
+              <tbody>
+                {queues.map((q) => (
+                  <QueueRow key={q.name} queue={q} />
+                ))}
+              </tbody>
+            </table>
+          </Scroll>
+          <Pager pager={pager} nextCursor={list.data?.next_cursor} what="queues" />
+        </>
+      )}
+    </>
+  );
+}
+
+/** When the leader last counted: old counts mean no leader is running maintenance. */
+function Freshness({ queues }: { queues: Queue[] }) {
+  const times = queues.map((q) => q.stats.live_refreshed_at).filter((t): t is string => t !== null);
+  if (times.length === 0)
+    return <p class="muted">Not counted yet: the maintenance leader counts every few seconds.</p>;
+  const age = Date.now() - Math.max(...times.map((t) => Date.parse(t)));
+  const stale = age > 60_000;
+  return (
+    <p class={stale ? 'warning' : 'muted'}>
+      Counted by the maintenance leader {duration(Math.max(0, age))} ago
+      {stale
+        ? ': counts are not being refreshed. Is any replica running maintenance (BATON_MAINTENANCE)?'
+        : '.'}
+    </p>
+  );
+}
+
+function QueueRow({ queue: q }: { queue: Queue }) {
+  return (
+    <tr>
+      <th scope="row">
+        <a href={href('/queues', q.name)}>{q.name}</a>
+        {q.paused && <span class="badge paused">paused</span>}
+      </th>
+      <td class="num">{count(q.stats.ready)}</td>
+      <td class="num wide">{count(q.stats.scheduled)}</td>
+      <td class="num wide">{count(q.stats.claimed)}</td>
+      <td class={q.stats.dead > 0 ? 'num alert' : 'num'}>{count(q.stats.dead)}</td>
+      <td class="num">
+        {q.stats.oldest_ready_age_ms === null ? '—' : duration(q.stats.oldest_ready_age_ms)}
+      </td>
+      <Sparklines queue={q.name} />
+    </tr>
+  );
+}
+
+function Sparklines({ queue }: { queue: string }) {
+  const { api } = useSession();
+  const history = usePoll(
+    (signal) =>
+      must(
+        api.GET('/v1/queues/{queue}/history', {
+          params: { path: { queue }, query: { minutes: 60 } },
+          signal,
+        }),
+      ),
+    HISTORY_REFRESH_MS,
+    [api, queue],
+  );
+  if (!history.data)
+    return (
+      <td colSpan={2} class="muted">
+        {history.error ? 'no history' : '…'}
+      </td>
+    );
+  return <HourCells history={history.data} />;
+}
+
+function HourCells({ history }: { history: QueueHistory }) {
+  const m = perMinute(history, 60);
+  const completed = sum(m.completed);
+  const dead = sum(m.dead);
+  const rate = completed + dead === 0 ? undefined : dead / (completed + dead);
+  return (
+    <>
+      <td>
+        <div class="spark">
+          <Chart
+            small
+            data={[m.at, m.completed]}
+            series={[{ label: 'completed', color: '#2b7a3d' }]}
+            summary={`${count(completed)} completed in the last hour`}
+          />
+          <span aria-hidden="true">{count(completed)}</span>
+        </div>
+      </td>
+      <td>
+        <div class="spark">
+          <Chart
+            small
+            data={[m.at, m.failureRate.map((r) => (r === null ? null : r * 100))]}
+            series={[{ label: 'failure rate', color: '#b3261e' }]}
+            summary={
+              rate === undefined
+                ? 'nothing finished in the last hour'
+                : `${percent(rate)} failed in the last hour`
+            }
+          />
+          <span aria-hidden="true">{rate === undefined ? '—' : percent(rate)}</span>
+        </div>
+      </td>
+    </>
+  );
+}
