@@ -14,6 +14,7 @@ import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
+import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
@@ -88,6 +89,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   // Before any route, so that it sees every route's access declaration (see plugins/auth.ts).
   await app.register(auth);
   await app.register(openapi);
+  await app.register(ui);
   await app.register(metrics);
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });

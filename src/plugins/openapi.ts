@@ -111,9 +111,11 @@ export default fp(
       uiConfig: { docExpansion: 'list', deepLinking: true },
       theme: { title: 'Baton API' },
     });
-    // Someone who opens the server's address in a browser lands on the API page.
-    app.get('/', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, (_request, reply) =>
-      reply.redirect('/docs', 302),
+    // Someone who opens the server's address in a browser lands on the dashboard, or without it on
+    // the API page.
+    const home = app.config.ui ? 'ui' : 'docs';
+    app.get('/', { schema: { hide: true }, config: { access: { endpoint: home } } }, (_request, reply) =>
+      reply.redirect(`/${home}`, 302),
     );
     app.get('/openapi.json', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, async () =>
       app.swagger(),
