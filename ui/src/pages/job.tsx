@@ -1,6 +1,7 @@
-import { ApiError, type BatonClient, type Job, must } from '../api.js';
-import { type Action, ActionBar } from '../components/actions.js';
+import { ApiError, type Job, must } from '../api.js';
+import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Loading, Scroll, StateBadge } from '../components/bits.js';
+import { jobActions } from '../components/job-actions.js';
 import { REFRESH_MS } from '../config.js';
 import { json, time } from '../format.js';
 import { usePoll } from '../hooks.js';
@@ -120,42 +121,4 @@ function Errors({ job: j }: { job: Job }) {
       )}
     </section>
   );
-}
-
-function jobActions(api: BatonClient, j: Job): Action[] {
-  const actions: Action[] = [];
-  if (j.state === 'scheduled' || j.state === 'ready' || j.state === 'claimed') {
-    actions.push({
-      label: 'Cancel job',
-      name: `Cancel job ${j.id}`,
-      consequence:
-        `Job ${j.id} of ${j.queue} (now ${j.state}) will not run` +
-        (j.state === 'claimed' ? '; its worker’s lease ends and its ack will be refused' : '') +
-        '. 1 job is cancelled; this cannot be undone.',
-      confirm: `Cancel job ${j.id}`,
-      danger: true,
-      run: async () => {
-        await must(api.POST('/v1/jobs/{id}/cancel', { params: { path: { id: j.id } } }));
-        return `Job ${j.id} cancelled.`;
-      },
-    });
-  }
-  if (j.state === 'dead') {
-    actions.push({
-      label: 'Redrive job',
-      name: `Redrive job ${j.id}`,
-      consequence: `Dead job ${j.id} of ${j.queue} goes back to ready with fresh attempts (1 job; its error history is kept).`,
-      confirm: `Redrive job ${j.id}`,
-      run: async () => {
-        const { redriven } = await must(
-          api.POST('/v1/queues/{queue}/redrive', {
-            params: { path: { queue: j.queue } },
-            body: { ids: [j.id] },
-          }),
-        );
-        return redriven === 1 ? `Job ${j.id} redriven to ready.` : `Job ${j.id} was no longer dead.`;
-      },
-    });
-  }
-  return actions;
 }

@@ -1,9 +1,8 @@
-import { must, type Queue, type QueueHistory } from '../api.js';
+import { must, type Queue } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.js';
-import { Chart } from '../components/chart.js';
-import { HISTORY_REFRESH_MS, REFRESH_MS } from '../config.js';
-import { count, duration, percent } from '../format.js';
-import { perMinute, sum } from '../history.js';
+import { Sparklines } from '../components/sparklines.js';
+import { REFRESH_MS } from '../config.js';
+import { count, duration } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -113,64 +112,5 @@ function QueueRow({ queue: q }: { queue: Queue }) {
       </td>
       <Sparklines queue={q.name} />
     </tr>
-  );
-}
-
-function Sparklines({ queue }: { queue: string }) {
-  const { api } = useSession();
-  const history = usePoll(
-    (signal) =>
-      must(
-        api.GET('/v1/queues/{queue}/history', {
-          params: { path: { queue }, query: { minutes: 60 } },
-          signal,
-        }),
-      ),
-    HISTORY_REFRESH_MS,
-    [api, queue],
-  );
-  if (!history.data)
-    return (
-      <td colSpan={2} class="muted">
-        {history.error ? 'no history' : '…'}
-      </td>
-    );
-  return <HourCells history={history.data} />;
-}
-
-function HourCells({ history }: { history: QueueHistory }) {
-  const m = perMinute(history, 60);
-  const completed = sum(m.completed);
-  const dead = sum(m.dead);
-  const rate = completed + dead === 0 ? undefined : dead / (completed + dead);
-  return (
-    <>
-      <td>
-        <div class="spark">
-          <Chart
-            small
-            data={[m.at, m.completed]}
-            series={[{ label: 'completed', color: '#2b7a3d' }]}
-            summary={`${count(completed)} completed in the last hour`}
-          />
-          <span aria-hidden="true">{count(completed)}</span>
-        </div>
-      </td>
-      <td>
-        <div class="spark">
-          <Chart
-            small
-            data={[m.at, m.failureRate.map((r) => (r === null ? null : r * 100))]}
-            series={[{ label: 'failure rate', color: '#b3261e' }]}
-            summary={
-              rate === undefined
-                ? 'nothing finished in the last hour'
-                : `${percent(rate)} failed in the last hour`
-            }
-          />
-          <span aria-hidden="true">{rate === undefined ? '—' : percent(rate)}</span>
-        </div>
-      </td>
-    </>
   );
 }

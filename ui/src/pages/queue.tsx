@@ -1,13 +1,12 @@
 import type { FunctionComponent } from 'preact';
-import { ApiError, type JobState, must, type Queue, type QueueHistory } from '../api.js';
+import { ApiError, type JobState, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Loading } from '../components/bits.js';
-import { Chart } from '../components/chart.js';
 import { JobBrowser, STATES } from '../components/job-browser.js';
 import { queueActions } from '../components/queue-actions.js';
-import { HISTORY_REFRESH_MS, REFRESH_MS } from '../config.js';
+import { Activity } from '../components/queue-activity.js';
+import { REFRESH_MS } from '../config.js';
 import { count, duration, time } from '../format.js';
-import { max, perMinute, sum } from '../history.js';
 import { usePoll } from '../hooks.js';
 import { useSession } from '../session.js';
 import type { PageProps } from './index.js';
@@ -22,7 +21,7 @@ interface SectionProps {
  */
 const SECTIONS: [string, FunctionComponent<SectionProps>][] = [
   ['counts', Counts],
-  ['activity', Activity],
+  ['activity', ({ queue }) => <Activity queue={queue.name} />],
   ['settings', Settings],
 ];
 
@@ -93,70 +92,6 @@ function Counts({ queue: q }: SectionProps) {
     </section>
   );
 }
-
-function Activity({ queue: q }: SectionProps) {
-  const { api } = useSession();
-  const history = usePoll(
-    (signal) =>
-      must(
-        api.GET('/v1/queues/{queue}/history', {
-          params: { path: { queue: q.name }, query: { minutes: 60 } },
-          signal,
-        }),
-      ),
-    HISTORY_REFRESH_MS,
-    [api, q.name],
-  );
-  return (
-    <section aria-labelledby="activity-title">
-      <h2 id="activity-title">The last hour</h2>
-      <ErrorLine error={history.error} />
-      {history.data ? <HourCharts history={history.data} /> : history.error ? null : <Loading />}
-    </section>
-  );
-}
-
-function HourCharts({ history }: { history: QueueHistory }) {
-  const m = perMinute(history, 60);
-  return (
-    <div class="charts">
-      <div>
-        <h3>Jobs per minute</h3>
-        <Chart
-          data={[m.at, m.enqueued, m.completed, m.dead]}
-          series={[
-            { label: 'enqueued', color: '#1f4e79' },
-            { label: 'completed', color: '#2b7a3d' },
-            { label: 'failed (dead)', color: '#b3261e', bars: true },
-          ]}
-          summary={
-            `In the last hour: ${count(sum(m.enqueued))} enqueued, ${count(sum(m.completed))} completed, ` +
-            `${count(sum(m.dead))} failed (dead).`
-          }
-        />
-      </div>
-      <div>
-        <h3>Queue lag and ready jobs</h3>
-        <Chart
-          data={[m.at, m.ready, m.lagSeconds]}
-          series={[
-            { label: 'ready', color: '#1f4e79' },
-            { label: 'oldest ready (lag)', color: '#a15c00', right: true },
-          ]}
-          rightUnit={secondsTick}
-          summary={
-            `In the last hour: at most ${count(max(m.ready))} jobs ready; the oldest ready job waited at most ` +
-            `${duration(max(m.lagSeconds) * 1000)}.`
-          }
-        />
-      </div>
-    </div>
-  );
-}
-
-/** An axis tick in seconds, exact enough to tell ticks apart: 45 s, 1.5 min, 2 h. */
-const secondsTick = (v: number) =>
-  v < 60 ? `${+v.toFixed(1)} s` : v < 3600 ? `${+(v / 60).toFixed(1)} min` : `${+(v / 3600).toFixed(1)} h`;
 
 function Settings({ queue: q }: SectionProps) {
   const own = (field: string) => (q.inherited.includes(field) ? ' (server default)' : '');
