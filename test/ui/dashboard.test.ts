@@ -166,6 +166,26 @@ describe('the dashboard, with an admin key', () => {
     expect(claimed.body.jobs).toHaveLength(2);
   });
 
+  it('keyboard: a new page puts focus on its heading; a confirmation takes focus, and Escape gives it back', async () => {
+    const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.textContent);
+    await page.getByRole('link', { name: 'Queues' }).click();
+    await expect.poll(focused).toBe('Queues');
+    await page.getByRole('link', { name: 'emails' }).click();
+    await expect.poll(focused).toMatch(/^Queue emails/);
+
+    const pause = page.getByRole('button', { name: 'Pause queue emails' });
+    await pause.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    expect(await focused()).toBe('Back');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    expect(
+      await page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('aria-label')),
+    ).toBe('Pause queue emails');
+    expect((await asOps('GET', '/v1/queues/emails')).body.paused).toBe(false);
+  });
+
   it('takes the screenshots of docs/screenshots', async () => {
     for (const queue of ['emails', 'reports', 'thumbnails']) {
       await asOps('POST', `/v1/queues/${queue}/jobs/batch`, {
@@ -257,6 +277,25 @@ describe('the dashboard, with a wrong key', () => {
       expect(problems).toEqual([
         'console.error: Failed to load resource: the server responded with a status of 401 (Unauthorized)',
       ]);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('the dashboard of a server without keys (loopback only)', () => {
+  const open = useListeningApp(database, { BATON_MAINTENANCE: 'false' });
+
+  it('asks for no key, says that anyone who reaches the server may act, and offers the actions', async () => {
+    const { context, page, problems } = await openPage();
+    try {
+      await page.goto(`${open.url}/`);
+      await page.getByRole('heading', { name: 'Queues' }).waitFor();
+      await expect.poll(() => page.locator('header').textContent()).toContain('no API keys configured');
+      await page.getByRole('link', { name: 'emails' }).click();
+      await page.getByRole('button', { name: 'Pause queue emails' }).waitFor();
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+      expect(problems).toEqual([]);
     } finally {
       await context.close();
     }

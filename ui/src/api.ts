@@ -49,3 +49,10 @@ export async function must<R extends { data?: unknown; error?: unknown; response
   }
   return data as NonNullable<R['data']>;
 }
+
+/**
+ * The server's clock when it answered (its Date header, to the second), so that ages such as "counted
+ * 3 s ago" do not depend on the viewer's clock being right.
+ */
+export const serverClock = (response: Response): number =>
+  Date.parse(response.headers.get('date') ?? '') || Date.now();

@@ -68,6 +68,11 @@ function Confirm({ action, onClose }: { action: Action; onClose: (go: boolean) =
   useEffect(() => {
     dialog.current?.showModal();
   }, []);
+  // Close first: while the dialog is modal, the rest of the page is inert and cannot take focus back.
+  const close = (go: boolean) => {
+    dialog.current?.close();
+    onClose(go);
+  };
   return (
     <dialog
       ref={dialog}
@@ -76,16 +81,16 @@ function Confirm({ action, onClose }: { action: Action; onClose: (go: boolean) =
       aria-describedby="confirm-text"
       onCancel={(e) => {
         e.preventDefault();
-        onClose(false);
+        close(false);
       }}
     >
       <h2 id="confirm-title">{action.name}?</h2>
       <p id="confirm-text">{action.consequence}</p>
       <div class="buttons">
-        <button type="button" onClick={() => onClose(false)}>
+        <button type="button" onClick={() => close(false)}>
           Back
         </button>
-        <button type="button" class={action.danger ? 'danger' : 'primary'} onClick={() => onClose(true)}>
+        <button type="button" class={action.danger ? 'danger' : 'primary'} onClick={() => close(true)}>
           {action.confirm}
         </button>
       </div>

@@ -1,4 +1,4 @@
-import { must, type Queue } from '../api.js';
+import { must, type Queue, serverClock } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.js';
 import { Sparklines } from '../components/sparklines.js';
 import { REFRESH_MS } from '../config.js';
@@ -18,8 +18,13 @@ export function Overview() {
   const { api } = useSession();
   const pager = usePager();
   const list = usePoll(
-    (signal) =>
-      must(api.GET('/v1/queues', { params: { query: { limit: PAGE, cursor: pager.cursor } }, signal })),
+    async (signal) => {
+      const answer = await api.GET('/v1/queues', {
+        params: { query: { limit: PAGE, cursor: pager.cursor } },
+        signal,
+      });
+      return { ...(await must(Promise.resolve(answer))), now: serverClock(answer.response) };
+    },
     REFRESH_MS,
     [api, pager.cursor],
   );
@@ -39,7 +44,7 @@ export function Overview() {
         </p>
       ) : (
         <>
-          <Freshness queues={queues} />
+          <Freshness queues={queues} now={list.data!.now} />
           <Scroll label="Queues">
             <table class="queues">
               <caption class="visually-hidden">Queues with their jobs by state and the last hour</caption>
@@ -79,20 +84,23 @@ export function Overview() {
   );
 }
 
-/** When the leader last counted: old counts mean no leader is running maintenance. */
-function Freshness({ queues }: { queues: Queue[] }) {
+/** When the leader last counted (by the server's clock): old counts mean no leader is running maintenance. */
+function Freshness({ queues, now }: { queues: Queue[]; now: number }) {
   const times = queues.map((q) => q.stats.live_refreshed_at).filter((t): t is string => t !== null);
-  if (times.length === 0)
+  if (times.length === 0) {
     return <p class="muted">Not counted yet: the maintenance leader counts every few seconds.</p>;
-  const age = Date.now() - Math.max(...times.map((t) => Date.parse(t)));
-  const stale = age > 60_000;
+  }
+  const age = now - Math.max(...times.map((t) => Date.parse(t)));
+  if (age > 60_000) {
+    return (
+      <p class="warning" role="alert">
+        Counted {duration(age)} ago: counts are not being refreshed. Is any replica running maintenance
+        (BATON_MAINTENANCE)?
+      </p>
+    );
+  }
   return (
-    <p class={stale ? 'warning' : 'muted'}>
-      Counted by the maintenance leader {duration(Math.max(0, age))} ago
-      {stale
-        ? ': counts are not being refreshed. Is any replica running maintenance (BATON_MAINTENANCE)?'
-        : '.'}
-    </p>
+    <p class="muted">Counted by the maintenance leader {age < 2000 ? 'just now' : `${duration(age)} ago`}.</p>
   );
 }
 
