@@ -42,6 +42,11 @@ async function call(key: string, method: string, url: string, body?: unknown) {
 }
 const asOps = (method: string, url: string, body?: unknown) => call(SECRETS.ops, method, url, body);
 
+/** Until `read()` passes the check: pages re-read their figures every 2 s, on a machine shared with other tests. */
+const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000 });
+/** Each walk step waits on the browser; give it room when the machine is busy. */
+const WALK = { timeout: 90_000 };
+
 let browser: Browser;
 let shots: string;
 beforeAll(async () => {
@@ -68,7 +73,7 @@ async function signIn(page: Page, key: string) {
   await page.getByRole('heading', { name: 'Queues' }).waitFor();
 }
 
-describe('the dashboard, with an admin key', () => {
+describe('the dashboard, with an admin key', WALK, () => {
   let context: BrowserContext;
   let page: Page;
   let problems: string[];
@@ -90,7 +95,7 @@ describe('the dashboard, with an admin key', () => {
     expect(apiCalls).toEqual([]);
 
     await signIn(page, SECRETS.ops);
-    await expect.poll(() => page.locator('header').textContent()).toContain('signed in as ops (admin)');
+    await eventually(() => page.locator('header').textContent()).toContain('signed in as ops (admin)');
     expect(apiCalls.length).toBeGreaterThan(0);
     expect(apiCalls.join()).not.toContain(SECRETS.ops);
     expect(page.url()).not.toContain(SECRETS.ops);
@@ -105,7 +110,7 @@ describe('the dashboard, with an admin key', () => {
     ).toBe(201);
     const row = page.getByRole('row', { name: /emails/ });
     await row.waitFor({ timeout: 10_000 });
-    await expect.poll(() => row.getByRole('cell').first().textContent(), { timeout: 10_000 }).toBe('1');
+    await eventually(() => row.getByRole('cell').first().textContent()).toBe('1');
   });
 
   it('filters the queue’s jobs to dead ones and opens one: payload and error are shown as text', async () => {
@@ -128,7 +133,7 @@ describe('the dashboard, with an admin key', () => {
     await page.getByRole('heading', { name: `Job ${deadJob}` }).waitFor();
 
     const payload = page.getByTestId('payload');
-    await expect.poll(() => payload.textContent()).toContain(XSS.replaceAll('"', '\\"'));
+    await eventually(() => payload.textContent()).toContain(XSS.replaceAll('"', '\\"'));
     expect(await page.locator('main').textContent()).toContain('<b>smtp said no</b>');
     expect(await page.locator('main script, main img, main b').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
@@ -149,8 +154,8 @@ describe('the dashboard, with an admin key', () => {
   it('pauses the queue after a confirmation with its counts; claims stop until it is resumed', async () => {
     await page.getByRole('link', { name: 'emails', exact: true }).click();
     await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
-    await expect.poll(async () => (await asOps('GET', '/v1/queues/emails')).body.stats.ready).toBe(2);
-    await expect.poll(() => page.locator('dl.tiles').textContent(), { timeout: 10_000 }).toMatch(/Ready\s*2/);
+    await eventually(async () => (await asOps('GET', '/v1/queues/emails')).body.stats.ready).toBe(2);
+    await eventually(() => page.locator('dl.tiles').textContent()).toMatch(/Ready\s*2/);
 
     await page.getByRole('button', { name: 'Pause queue emails' }).click();
     const dialog = page.getByRole('dialog', { name: 'Pause queue emails?' });
@@ -169,9 +174,9 @@ describe('the dashboard, with an admin key', () => {
   it('keyboard: a new page puts focus on its heading; a confirmation takes focus, and Escape gives it back', async () => {
     const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.textContent);
     await page.getByRole('link', { name: 'Queues' }).click();
-    await expect.poll(focused).toBe('Queues');
+    await eventually(focused).toBe('Queues');
     await page.getByRole('link', { name: 'emails' }).click();
-    await expect.poll(focused).toMatch(/^Queue emails/);
+    await eventually(focused).toMatch(/^Queue emails/);
 
     const pause = page.getByRole('button', { name: 'Pause queue emails' });
     await pause.focus();
@@ -194,19 +199,8 @@ describe('the dashboard, with an admin key', () => {
       await seedHourOfHistory(database.db, queue);
     }
     await page.getByRole('link', { name: 'Queues' }).click();
-    await expect
-      .poll(
-        () =>
-          page
-            .getByRole('row', { name: /thumbnails/ })
-            .getByRole('cell')
-            .first()
-            .textContent(),
-        {
-          timeout: 10_000,
-        },
-      )
-      .toBe('12');
+    const thumbnails = page.getByRole('row', { name: /thumbnails/ });
+    await eventually(() => thumbnails.getByRole('cell').first().textContent()).toBe('12');
     await page.locator('tbody figure.chart canvas').nth(5).waitFor();
     await page.screenshot({ path: path.join(shots, 'overview.png') });
 
@@ -237,12 +231,12 @@ describe('the dashboard, with an admin key', () => {
   });
 });
 
-describe('the dashboard, with a key that may not act', () => {
+describe('the dashboard, with a key that may not act', WALK, () => {
   it('shows no action, and the API refuses the action anyway', async () => {
     const { context, page, problems } = await openPage();
     try {
       await signIn(page, SECRETS.viewer);
-      await expect.poll(() => page.locator('header').textContent()).toMatch(/signed in as viewer.*read-only/);
+      await eventually(() => page.locator('header').textContent()).toMatch(/signed in as viewer.*read-only/);
       await page.getByRole('link', { name: 'emails' }).click();
       await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
       await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
@@ -264,7 +258,7 @@ describe('the dashboard, with a key that may not act', () => {
   });
 });
 
-describe('the dashboard, with a wrong key', () => {
+describe('the dashboard, with a wrong key', WALK, () => {
   it('says so and stays on the login; the browser logs only the refused request', async () => {
     const { context, page, problems } = await openPage();
     try {
@@ -283,7 +277,7 @@ describe('the dashboard, with a wrong key', () => {
   });
 });
 
-describe('the dashboard of a server without keys (loopback only)', () => {
+describe('the dashboard of a server without keys (loopback only)', WALK, () => {
   const open = useListeningApp(database, { BATON_MAINTENANCE: 'false' });
 
   it('asks for no key, says that anyone who reaches the server may act, and offers the actions', async () => {
@@ -291,7 +285,7 @@ describe('the dashboard of a server without keys (loopback only)', () => {
     try {
       await page.goto(`${open.url}/`);
       await page.getByRole('heading', { name: 'Queues' }).waitFor();
-      await expect.poll(() => page.locator('header').textContent()).toContain('no API keys configured');
+      await eventually(() => page.locator('header').textContent()).toContain('no API keys configured');
       await page.getByRole('link', { name: 'emails' }).click();
       await page.getByRole('button', { name: 'Pause queue emails' }).waitFor();
       expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
