@@ -5,7 +5,7 @@
 # and append its `@sha256:...` here.
 ARG NODE_IMAGE=node:24.21.0-trixie-slim
 
-# Build stage: compile TypeScript to dist/.
+# Build stage: compile TypeScript to dist/, and bundle the dashboard into dist/ui/ (npm run build).
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -13,7 +13,9 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
-RUN npx tsc -p tsconfig.build.json
+COPY ui ./ui
+COPY openapi ./openapi
+RUN npm run build
 
 # Runtime stage: production dependencies only (no embedded PostgreSQL: DATABASE_URL is required).
 # test/process/production-layout.test.ts builds this same layout without Docker and runs it.

@@ -432,6 +432,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{queue}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue, minute by minute: counts, arrivals, completions, failures, lag
+         * @description Samples the maintenance leader takes once a minute and keeps for a day: live counts and queue lag at each sample, and the jobs that arrived, completed, died or were cancelled since the previous one. Reading it never counts jobs.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["getQueueHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API key in use: its name and scopes
+         * @description Any valid key may ask. A way to check a key before using it.
+         *
+         *     API key scopes: producer or consumer or admin.
+         */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -634,6 +678,37 @@ export interface components {
                 live_refreshed_at: string | null;
                 finished_refreshed_at: string | null;
             };
+        };
+        QueueSample: {
+            /**
+             * Format: date-time
+             * @description The minute the sample belongs to.
+             */
+            minute: string;
+            /**
+             * Format: date-time
+             * @description When the live counts were taken.
+             */
+            at: string;
+            /**
+             * Format: date-time
+             * @description Start of the window the flows cover: the previous sample (a minute earlier, unless the minutes between were idle or the service had no leader).
+             */
+            since: string;
+            /** @description Live count at `at`. */
+            scheduled: number;
+            /** @description Live count at `at`. */
+            ready: number;
+            /** @description Live count at `at`. */
+            claimed: number;
+            oldest_ready_age_ms: number | null;
+            enqueued: number | null;
+            /** @description Jobs completed in the window. */
+            completed: number;
+            /** @description Jobs that went dead in the window (attempts used up, or nacked dead). */
+            dead: number;
+            /** @description Jobs cancelled in the window (cancel, purge, forced delete). */
+            cancelled: number;
         };
     };
     responses: never;
@@ -2810,6 +2885,153 @@ export interface operations {
             };
             /** @description The body is not application/json (unsupported_media_type). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getQueueHistory: {
+        parameters: {
+            query?: {
+                /** @description How far back: the current minute and the ones before it (history is kept a day). */
+                minutes?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The samples, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        queue: string;
+                        /**
+                         * Format: date-time
+                         * @description The database clock when this was read.
+                         */
+                        now: string;
+                        /** @description Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing finished (or the service had no maintenance leader then). */
+                        samples: components["schemas"]["QueueSample"][];
+                    };
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false when the server has no API keys configured: then every request may do everything. */
+                        authenticated: boolean;
+                        name: string | null;
+                        /** @description What the key may do (admin: everything). */
+                        scopes: ("producer" | "consumer" | "admin")[];
+                        /** @description The key may use only the queues its patterns match. */
+                        queue_limited: boolean;
+                    };
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

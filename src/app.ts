@@ -14,11 +14,14 @@ import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
+import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
+import queueHistory from './routes/queue-history.js';
 import queueJobs from './routes/queue-jobs.js';
 import queues from './routes/queues.js';
+import whoami from './routes/whoami.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -86,6 +89,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   // Before any route, so that it sees every route's access declaration (see plugins/auth.ts).
   await app.register(auth);
   await app.register(openapi);
+  await app.register(ui);
   await app.register(metrics);
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });
@@ -94,5 +98,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(queueJobs);
   await app.register(jobs);
   await app.register(queues);
+  await app.register(queueHistory);
+  await app.register(whoami);
   return app;
 }

@@ -167,6 +167,13 @@ export const settings = {
     doc: 'Which of readyz, metrics and docs answer without a key when keys are configured (none: all need one). /healthz is always open.',
     parse: endpointList,
   }),
+  ui: setting({
+    env: 'BATON_UI',
+    default: true,
+    unit: 'boolean',
+    doc: 'Serve the web dashboard at /ui (and send / there). Its files hold no data: it shows what the API answers to the key typed into it. Off: no /ui, and / leads to /docs.',
+    parse: boolean,
+  }),
   shedEventLoopDelayMs: setting({
     env: 'BATON_SHED_EVENT_LOOP_DELAY_MS',
     default: 1000,

@@ -66,7 +66,8 @@ async function main() {
     await app.listen({
       port: config.port,
       host: config.host,
-      listenTextResolver: (address) => `Baton is listening: API ${address}, docs ${address}/docs`,
+      listenTextResolver: (address) =>
+        `Baton is listening: API ${address}, ${config.ui ? `dashboard ${address}/ui, ` : ''}docs ${address}/docs`,
     });
   } catch (err) {
     await app.close().catch(() => {});

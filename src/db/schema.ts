@@ -13,6 +13,7 @@ export interface Database {
   'baton.idempotency_keys': IdempotencyKeysTable;
   'baton.leader': LeaderTable;
   'baton.queue_stats': QueueStatsTable;
+  'baton.queue_history': QueueHistoryTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -122,4 +123,20 @@ export interface QueueStatsTable {
   cancelled: BigIntString;
   completed_last_minute: BigIntString;
   finished_refreshed_at: Timestamp | null;
+}
+
+/** One sample per queue and minute (src/maintenance/queue-history.ts). */
+export interface QueueHistoryTable {
+  queue: string;
+  minute: Timestamp;
+  at: Timestamp;
+  since: Timestamp;
+  scheduled: BigIntString;
+  ready: BigIntString;
+  claimed: BigIntString;
+  oldest_ready_age_ms: BigIntString | null;
+  enqueued: BigIntString | null;
+  completed: BigIntString;
+  dead: BigIntString;
+  cancelled: BigIntString;
 }

@@ -1,5 +1,6 @@
 import type { ClaimedRow } from '../jobs/claim.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
+import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
 
@@ -104,5 +105,24 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
       live_refreshed_at: iso(liveAt),
       finished_refreshed_at: iso(stats?.finished_refreshed_at),
     },
+  };
+}
+
+const count = (value: string | null) => (value === null ? null : Number(value));
+
+/** One per-minute sample of a queue's history. */
+export function toQueueSample(row: QueueSampleRow) {
+  return {
+    minute: row.minute.toISOString(),
+    at: row.at.toISOString(),
+    since: row.since.toISOString(),
+    scheduled: Number(row.scheduled),
+    ready: Number(row.ready),
+    claimed: Number(row.claimed),
+    oldest_ready_age_ms: count(row.oldest_ready_age_ms),
+    enqueued: count(row.enqueued),
+    completed: Number(row.completed),
+    dead: Number(row.dead),
+    cancelled: Number(row.cancelled),
   };
 }

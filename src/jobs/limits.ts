@@ -51,6 +51,8 @@ export const RETENTION_MS_MAX = 10 * YEAR;
 
 /** Rows per page of a list (queues, jobs). */
 export const LIST_LIMIT_MAX = 500;
+/** Queue history is kept a day: GET /v1/queues/{queue}/history goes back at most this many minutes. */
+export const HISTORY_MINUTES_MAX = 24 * 60;
 
 /** Jobs per batch enqueue, claim or batch ack. */
 export const MAX_BATCH = 1000;

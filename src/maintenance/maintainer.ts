@@ -10,6 +10,7 @@ import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
 import { PruneDuty } from './prune.js';
 import { QueueGcDuty } from './queue-gc.js';
+import { QueueHistoryDuty } from './queue-history.js';
 import { QueueStatsDuty } from './queue-stats.js';
 import { RearmDuty } from './rearm.js';
 import { RingDuty } from './ring.js';
@@ -74,6 +75,8 @@ export class Maintainer {
       new ExpireKeysDuty(db, metrics, config.tickMs),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),
+      // After queue_stats, so that runOnce() samples the counts it just took.
+      new QueueHistoryDuty(db),
       new VacuumDuty(db, metrics, log, config.tickMs, config.vacuumDeadRows),
     ];
   }

@@ -21,7 +21,12 @@ import { queuesOfJobs } from '../jobs/read.js';
  * indistinguishable from a job that does not exist (404, or `not_found` for a batch item), and a job
  * whose queue cannot be found is treated the same way (fail closed). Operations endpoints are open
  * when listed in BATON_OPEN_ENDPOINTS (`healthz` always is); otherwise they need a key, and
- * `/metrics`, which reports every queue, a key not limited to queue patterns.
+ * `/metrics`, which reports every queue, a key not limited to queue patterns. The dashboard's files
+ * (`ui`) are always open: they hold no data, and a browser cannot send a key with a page load; the
+ * page asks for a key and sends it with every API call.
+ *
+ * Whatever the keys, a request that changes something is refused when the browser says it comes
+ * from a page of another site (Sec-Fetch-Site): see crossSiteWrite() below.
  *
  * Keys are presented as `Authorization: Bearer <key>`. With no keys configured, authentication is
  * off (and config.ts only lets the server bind a loopback address, unless
@@ -30,7 +35,7 @@ import { queuesOfJobs } from '../jobs/read.js';
 
 export type Access =
   | { scopes: Scope[]; queue?: 'param' | 'job' | 'batch' }
-  | { endpoint: OpenEndpoint | 'healthz' };
+  | { endpoint: OpenEndpoint | 'healthz' | 'ui' };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -61,6 +66,21 @@ function forbidden(key: ApiKey, what: string): ProblemError {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Cross-site request forgery: a page of another site can make a visitor's browser send a bare
+ * POST here (a form, or a fetch in no-cors mode). With keys configured it cannot attach the key,
+ * but with none (a developer's loopback server) nothing else would stop it. Browsers label every
+ * request with Sec-Fetch-Site; the dashboard's own calls are `same-origin`, tools such as curl send
+ * none. Answers the label of a write that came from another site, else undefined.
+ */
+function crossSiteWrite(request: FastifyRequest): string | undefined {
+  if (SAFE_METHODS.has(request.method)) return undefined;
+  const site = request.headers['sec-fetch-site'];
+  return site === 'cross-site' || site === 'same-site' ? site : undefined;
+}
+
 /** The jobs a batch route names, for the queue check. */
 function batchIds(request: FastifyRequest): string[] {
   const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[] };
@@ -82,9 +102,19 @@ export default fp(
       }
     });
 
+    app.addHook('onRequest', async (request) => {
+      const site = crossSiteWrite(request);
+      if (site) {
+        throw new ProblemError(
+          'forbidden',
+          `a page of another site may not change anything here (the browser sent Sec-Fetch-Site: ${site})`,
+        );
+      }
+    });
+
     const keys = apiKeysOf(app.config);
     if (keys.length === 0) return;
-    const open = new Set<string>(['healthz', ...app.config.openEndpoints]);
+    const open = new Set<string>(['healthz', 'ui', ...app.config.openEndpoints]);
 
     const authenticate = (request: FastifyRequest, reply: FastifyReply): ApiKey => {
       const header = request.headers.authorization;

@@ -4,12 +4,12 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ClaimedJob, EnqueuedJob, EnqueueRequest, Job } from '../http/schemas/jobs.js';
 import { ProblemSchema } from '../http/schemas/problem.js';
-import { Queue } from '../http/schemas/queues.js';
+import { Queue, QueueSample } from '../http/schemas/queues.js';
 import { problemResponse } from '../http/schemas/responses.js';
 import type { Access } from './auth.js';
 
 /** Schemas shared by several routes: named components in the document, named types in clients. */
-const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue];
+const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue, QueueSample];
 
 const DESCRIPTION = `Baton is a job queue over plain HTTP with PostgreSQL as its only state.
 
@@ -93,7 +93,7 @@ export default fp(
           { name: 'leases', description: 'What the holder of a lease does: renew, ack, nack.' },
           { name: 'queues', description: 'Configure and operate queues.' },
           { name: 'health', description: 'Liveness and readiness probes.' },
-          { name: 'operations', description: 'Metrics and the API document.' },
+          { name: 'operations', description: 'Metrics, the API document, and the key in use.' },
         ],
       },
       transform: ({ schema, url, route }) => {
@@ -111,9 +111,11 @@ export default fp(
       uiConfig: { docExpansion: 'list', deepLinking: true },
       theme: { title: 'Baton API' },
     });
-    // Someone who opens the server's address in a browser lands on the API page.
-    app.get('/', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, (_request, reply) =>
-      reply.redirect('/docs', 302),
+    // Someone who opens the server's address in a browser lands on the dashboard, or without it on
+    // the API page.
+    const home = app.config.ui ? 'ui' : 'docs';
+    app.get('/', { schema: { hide: true }, config: { access: { endpoint: home } } }, (_request, reply) =>
+      reply.redirect(`/${home}`, 302),
     );
     app.get('/openapi.json', { schema: { hide: true }, config: { access: { endpoint: 'docs' } } }, async () =>
       app.swagger(),

@@ -30,6 +30,7 @@ describe('maintainer', () => {
       'promote',
       'prune',
       'queue_gc',
+      'queue_history',
       'queue_stats',
       'rearm',
       'ring',

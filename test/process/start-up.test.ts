@@ -23,13 +23,17 @@ async function failedStart(env: Record<string, string>) {
 }
 
 describe('start-up', () => {
-  it('prints the URL of the API and of its docs', async () => {
+  it('prints the URL of the API, its dashboard and its docs; the dashboard is built from source', async () => {
     const port = await freePort();
     const server = await ServerProcess.start({ DATABASE_URL: database.url, LOG_LEVEL: 'info' }, port);
     try {
       const base = `http://127.0.0.1:${port}`;
-      expect(server.output).toContain(`"msg":"Baton is listening: API ${base}, docs ${base}/docs"`);
+      expect(server.output).toContain(
+        `"msg":"Baton is listening: API ${base}, dashboard ${base}/ui, docs ${base}/docs"`,
+      );
       expect((await fetch(`${base}/docs`)).status).toBe(200);
+      // Run from source (as npm start does), the server bundles ui/ on the first request.
+      expect((await fetch(`${base}/ui/app.js`)).status).toBe(200);
     } finally {
       server.signal('SIGTERM');
       await server.exited;

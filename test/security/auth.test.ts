@@ -145,6 +145,18 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'queue history',
+      method: 'GET',
+      url: (q) => `/v1/queues/${q}/history?minutes=5`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'whoami',
+      method: 'GET',
+      url: () => '/v1/whoami',
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
       name: 'list jobs',
       method: 'GET',
       url: (q) => `/v1/queues/${q}/jobs?state=ready`,
@@ -181,7 +193,7 @@ describe('API keys', () => {
                 ? 404
                 : outside && BATCH_ROUTES.includes(route.name)
                   ? 'hidden item'
-                  : outside && !['list queues', 'delete queue', 'cancel'].includes(route.name)
+                  : outside && !['list queues', 'delete queue', 'cancel', 'whoami'].includes(route.name)
                     ? 403
                     : 'allowed';
         it(`${route.name} with ${who === 'limited' ? `a key limited to allowed.* on ${queue}` : `${who} key`} → ${expected}`, async () => {

@@ -251,7 +251,18 @@ describe('fuzzing every route', () => {
   it('queue administration and listing', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('put', 'get', 'list', 'pause', 'resume', 'purge', 'redrive', 'jobs', 'delete'),
+        fc.constantFrom(
+          'put',
+          'get',
+          'list',
+          'pause',
+          'resume',
+          'purge',
+          'redrive',
+          'jobs',
+          'delete',
+          'history',
+        ),
         fc.oneof(queueName, oddSegment),
         body(
           fieldsOf([
@@ -266,7 +277,7 @@ describe('fuzzing every route', () => {
           ]),
         ),
         fc.dictionary(
-          fc.constantFrom('state', 'limit', 'cursor', 'order', 'include_payload', 'force', 'x'),
+          fc.constantFrom('state', 'limit', 'cursor', 'order', 'include_payload', 'force', 'minutes', 'x'),
           weirdString,
           { maxKeys: 4 },
         ),
@@ -297,6 +308,8 @@ describe('fuzzing every route', () => {
         return send('GET', `/v1/queues?${qs}`);
       case 'jobs':
         return send('GET', `${q}/jobs?${qs}`);
+      case 'history':
+        return send('GET', `${q}/history?${qs}`);
       case 'delete':
         return send('DELETE', `${q}?${qs}`);
       case 'redrive':

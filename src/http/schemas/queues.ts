@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import {
   BACKOFF_BASE_MS_MAX,
   BACKOFF_MAX_MS_MAX,
+  HISTORY_MINUTES_MAX,
   LEASE_MS_MAX,
   LEASE_MS_MIN,
   LIST_LIMIT_MAX,
@@ -135,3 +136,56 @@ export const RedriveRequest = Type.Object(
 );
 
 export const RedriveResponse = Type.Object({ redriven: Type.Integer() });
+
+export const QueueHistoryQuery = Type.Object(
+  {
+    minutes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: HISTORY_MINUTES_MAX,
+        default: 60,
+        description: 'How far back: the current minute and the ones before it (history is kept a day).',
+      }),
+    ),
+  },
+  strict,
+);
+
+const Count = (description: string) => Type.Integer({ minimum: 0, description });
+
+export const QueueSample = Type.Object(
+  {
+    minute: Timestamp('The minute the sample belongs to.'),
+    at: Timestamp('When the live counts were taken.'),
+    since: Timestamp(
+      'Start of the window the flows cover: the previous sample (a minute earlier, unless the minutes ' +
+        'between were idle or the service had no leader).',
+    ),
+    scheduled: Count('Live count at `at`.'),
+    ready: Count('Live count at `at`.'),
+    claimed: Count('Live count at `at`.'),
+    oldest_ready_age_ms: Nullable(
+      Count('Queue lag at `at`: age of the oldest ready job (null: none ready).'),
+    ),
+    enqueued: Nullable(
+      Count(
+        'Jobs that arrived in the window (enqueued or redriven), derived as live now − live at `since` + ' +
+          'finished in the window; null on the first sample of a queue that existed before history did.',
+      ),
+    ),
+    completed: Count('Jobs completed in the window.'),
+    dead: Count('Jobs that went dead in the window (attempts used up, or nacked dead).'),
+    cancelled: Count('Jobs cancelled in the window (cancel, purge, forced delete).'),
+  },
+  { $id: 'QueueSample' },
+);
+
+export const QueueHistory = Type.Object({
+  queue: Type.String(),
+  now: Timestamp('The database clock when this was read.'),
+  samples: Type.Array(ref(QueueSample), {
+    description:
+      'Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing ' +
+      'finished (or the service had no maintenance leader then).',
+  }),
+});

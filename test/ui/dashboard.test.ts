@@ -1,0 +1,297 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/auth/api-keys.js';
+import { useListeningApp } from '../support/app.js';
+import { launchChromium, watchProblems } from '../support/browser.js';
+import { useTestDatabase } from '../support/database.js';
+import { seedHourOfHistory } from './history-seed.js';
+
+/**
+ * The walk an operator takes, in headless Chromium against a real server (with a maintenance
+ * leader counting every 200 ms) and a real PostgreSQL. The pages are built from ui/ on the first
+ * request, as `npm start` does. `npm run screenshots` also writes the screenshots in docs/.
+ */
+const database = useTestDatabase();
+const SECRETS = { ops: 'bk_ops_dashboard_test', viewer: 'bk_viewer_dashboard_test' };
+const KEYS = JSON.stringify([
+  { name: 'ops', sha256: sha256(SECRETS.ops).toString('hex'), scopes: ['admin'] },
+  { name: 'viewer', sha256: sha256(SECRETS.viewer).toString('hex'), scopes: ['producer', 'consumer'] },
+]);
+const server = useListeningApp(database, {
+  BATON_API_KEYS: KEYS,
+  BATON_MAINTENANCE: 'true',
+  BATON_TICK_MS: '200',
+});
+
+const XSS = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">';
+
+/** The API, as a worker or an operator's script would call it. */
+async function call(key: string, method: string, url: string, body?: unknown) {
+  const res = await fetch(`${server.url}${url}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+const asOps = (method: string, url: string, body?: unknown) => call(SECRETS.ops, method, url, body);
+
+/** Until `read()` passes the check: pages re-read their figures every 2 s, on a machine shared with other tests. */
+const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000 });
+/** Each walk step waits on the browser; give it room when the machine is busy. */
+const WALK = { timeout: 90_000 };
+
+let browser: Browser;
+let shots: string;
+beforeAll(async () => {
+  browser = await launchChromium();
+  shots = process.env.UPDATE_SCREENSHOTS
+    ? 'docs/screenshots'
+    : await fs.mkdtemp(path.join(os.tmpdir(), 'baton-screenshots-'));
+});
+afterAll(async () => {
+  await browser?.close();
+  if (!process.env.UPDATE_SCREENSHOTS && shots) await fs.rm(shots, { recursive: true, force: true });
+});
+
+async function openPage(viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  return { context, page, problems: watchProblems(page) };
+}
+
+async function signIn(page: Page, key: string) {
+  await page.goto(`${server.url}/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Queues' }).waitFor();
+}
+
+describe('the dashboard, with an admin key', WALK, () => {
+  let context: BrowserContext;
+  let page: Page;
+  let problems: string[];
+  let deadJob: string;
+  beforeAll(async () => {
+    ({ context, page, problems } = await openPage());
+  });
+  afterAll(() => context?.close());
+
+  it('shows only a login until a key works, and keeps the key out of URLs and cookies', async () => {
+    const apiCalls: string[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname.startsWith('/v1/')) apiCalls.push(r.url());
+    });
+    await page.goto(`${server.url}/`);
+    expect(new URL(page.url()).pathname).toBe('/ui');
+    await page.getByLabel('API key').waitFor();
+    expect(await page.locator('main').textContent()).not.toMatch(/queue/i);
+    expect(apiCalls).toEqual([]);
+
+    await signIn(page, SECRETS.ops);
+    await eventually(() => page.locator('header').textContent()).toContain('signed in as ops (admin)');
+    expect(apiCalls.length).toBeGreaterThan(0);
+    expect(apiCalls.join()).not.toContain(SECRETS.ops);
+    expect(page.url()).not.toContain(SECRETS.ops);
+    expect(await context.cookies()).toEqual([]);
+    expect(await page.evaluate(() => sessionStorage.getItem('baton.apiKey'))).toBe(SECRETS.ops);
+  });
+
+  it('shows a queue once a job is enqueued to it', async () => {
+    await page.getByText('No queues yet').waitFor();
+    expect(
+      (await asOps('POST', '/v1/queues/emails/jobs', { payload: { to: 'ada@example.com' } })).status,
+    ).toBe(201);
+    const row = page.getByRole('row', { name: /emails/ });
+    await row.waitFor({ timeout: 10_000 });
+    await eventually(() => row.getByRole('cell').first().textContent()).toBe('1');
+  });
+
+  it('filters the queue’s jobs to dead ones and opens one: payload and error are shown as text', async () => {
+    await asOps('POST', '/v1/queues/emails/jobs', { payload: { html: XSS }, priority: 10 });
+    const claim = await asOps('POST', '/v1/queues/emails/claim', { worker_id: 'mailer-7' });
+    const [job] = claim.body.jobs;
+    deadJob = job.id;
+    const nack = await asOps('POST', `/v1/jobs/${job.id}/nack`, {
+      lease_token: job.lease_token,
+      dead: true,
+      error: { message: '<b>smtp said no</b>', details: { code: 550 } },
+    });
+    expect(nack.body.state).toBe('dead');
+
+    await page.getByRole('link', { name: 'emails' }).click();
+    await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
+    await page.getByLabel('State').selectOption('dead');
+    expect(page.url()).toContain('state=dead');
+    await page.getByRole('link', { name: deadJob, exact: true }).click();
+    await page.getByRole('heading', { name: `Job ${deadJob}` }).waitFor();
+
+    const payload = page.getByTestId('payload');
+    await eventually(() => payload.textContent()).toContain(XSS.replaceAll('"', '\\"'));
+    expect(await page.locator('main').textContent()).toContain('<b>smtp said no</b>');
+    expect(await page.locator('main script, main img, main b').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator('main').textContent()).toContain('mailer-7');
+  });
+
+  it('redrives the dead job after a confirmation naming it, and sees it move to ready', async () => {
+    await page.getByRole('button', { name: `Redrive job ${deadJob}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Redrive job ${deadJob}?` });
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toMatch(/goes back to ready.*\(1 job/);
+    await dialog.getByRole('button', { name: `Redrive job ${deadJob}` }).click();
+    await page.getByRole('status').getByText(`Job ${deadJob} redriven to ready.`).waitFor();
+    await page.getByRole('heading', { name: `Job ${deadJob} ready` }).waitFor();
+    expect((await asOps('GET', `/v1/jobs/${deadJob}`)).body.state).toBe('ready');
+  });
+
+  it('pauses the queue after a confirmation with its counts; claims stop until it is resumed', async () => {
+    await page.getByRole('link', { name: 'emails', exact: true }).click();
+    await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
+    await eventually(async () => (await asOps('GET', '/v1/queues/emails')).body.stats.ready).toBe(2);
+    await eventually(() => page.locator('dl.tiles').textContent()).toMatch(/Ready\s*2/);
+
+    await page.getByRole('button', { name: 'Pause queue emails' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Pause queue emails?' });
+    expect(await dialog.textContent()).toContain('2 ready jobs will wait');
+    await dialog.getByRole('button', { name: 'Pause emails' }).click();
+    await page.getByRole('heading', { name: 'Queue emails paused' }).waitFor();
+    expect((await asOps('POST', '/v1/queues/emails/claim', { max_jobs: 10 })).body.jobs).toEqual([]);
+
+    await page.getByRole('button', { name: 'Resume queue emails' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Resume emails' }).click();
+    await page.getByRole('heading', { name: 'Queue emails', exact: true }).waitFor();
+    const claimed = await asOps('POST', '/v1/queues/emails/claim', { max_jobs: 10, worker_id: 'mailer-8' });
+    expect(claimed.body.jobs).toHaveLength(2);
+  });
+
+  it('keyboard: a new page puts focus on its heading; a confirmation takes focus, and Escape gives it back', async () => {
+    const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.textContent);
+    await page.getByRole('link', { name: 'Queues' }).click();
+    await eventually(focused).toBe('Queues');
+    await page.getByRole('link', { name: 'emails' }).click();
+    await eventually(focused).toMatch(/^Queue emails/);
+
+    const pause = page.getByRole('button', { name: 'Pause queue emails' });
+    await pause.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    expect(await focused()).toBe('Back');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    expect(
+      await page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('aria-label')),
+    ).toBe('Pause queue emails');
+    expect((await asOps('GET', '/v1/queues/emails')).body.paused).toBe(false);
+  });
+
+  it('takes the screenshots of docs/screenshots', async () => {
+    for (const queue of ['emails', 'reports', 'thumbnails']) {
+      await asOps('POST', `/v1/queues/${queue}/jobs/batch`, {
+        jobs: Array.from({ length: 12 }, (_, i) => ({ payload: { n: i } })),
+      });
+      await seedHourOfHistory(database.db, queue);
+    }
+    await page.getByRole('link', { name: 'Queues' }).click();
+    const thumbnails = page.getByRole('row', { name: /thumbnails/ });
+    await eventually(() => thumbnails.getByRole('cell').first().textContent()).toBe('12');
+    await page.locator('tbody figure.chart canvas').nth(5).waitFor();
+    await page.screenshot({ path: path.join(shots, 'overview.png') });
+
+    await page.getByRole('link', { name: 'reports' }).click();
+    await page.getByRole('heading', { name: 'Queue reports' }).waitFor();
+    await page.locator('.charts canvas').nth(1).waitFor();
+    await page.screenshot({ path: path.join(shots, 'queue.png'), fullPage: true });
+
+    await page.goto(`${server.url}/ui#/jobs/${deadJob}`);
+    await page.getByRole('heading', { name: `Job ${deadJob}` }).waitFor();
+    await page.getByRole('heading', { name: 'Failed attempts' }).waitFor();
+    await page.screenshot({ path: path.join(shots, 'job.png'), fullPage: true });
+
+    const phone = await openPage({ width: 390, height: 844 });
+    await signIn(phone.page, SECRETS.ops);
+    await phone.page.getByRole('row', { name: /thumbnails/ }).waitFor();
+    await phone.page.locator('tbody figure.chart canvas').nth(5).waitFor();
+    await phone.page.screenshot({ path: path.join(shots, 'overview-phone.png') });
+    expect(phone.problems).toEqual([]);
+    await phone.context.close();
+    for (const name of ['overview.png', 'queue.png', 'job.png', 'overview-phone.png']) {
+      expect((await fs.stat(path.join(shots, name))).size, name).toBeGreaterThan(10_000);
+    }
+  });
+
+  it('logged no console error or warning, and threw nothing, on any page', () => {
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('the dashboard, with a key that may not act', WALK, () => {
+  it('shows no action, and the API refuses the action anyway', async () => {
+    const { context, page, problems } = await openPage();
+    try {
+      await signIn(page, SECRETS.viewer);
+      await eventually(() => page.locator('header').textContent()).toMatch(/signed in as viewer.*read-only/);
+      await page.getByRole('link', { name: 'emails' }).click();
+      await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
+      await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
+      expect(await page.getByRole('button', { name: /pause|resume|redrive|purge|cancel/i }).count()).toBe(0);
+      const jobs = page.getByRole('table').last().getByRole('link');
+      await jobs.first().click();
+      await page.getByRole('heading', { name: /^Job \d+/ }).waitFor();
+      await page.getByRole('heading', { name: 'Payload' }).waitFor();
+      expect(await page.getByRole('button', { name: /cancel|redrive/i }).count()).toBe(0);
+
+      const refused = await call(SECRETS.viewer, 'POST', '/v1/queues/emails/pause');
+      expect(refused.status).toBe(403);
+      expect(refused.body.code).toBe('forbidden');
+      expect((await asOps('GET', '/v1/queues/emails')).body.paused).toBe(false);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('the dashboard, with a wrong key', WALK, () => {
+  it('says so and stays on the login; the browser logs only the refused request', async () => {
+    const { context, page, problems } = await openPage();
+    try {
+      await page.goto(`${server.url}/ui`);
+      await page.getByLabel('API key').fill('not-a-key');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').getByText('The server does not accept this key.').waitFor();
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+      // Chromium reports every refused fetch on its console, whatever the page does with it.
+      expect(problems).toEqual([
+        'console.error: Failed to load resource: the server responded with a status of 401 (Unauthorized)',
+      ]);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('the dashboard of a server without keys (loopback only)', WALK, () => {
+  const open = useListeningApp(database, { BATON_MAINTENANCE: 'false' });
+
+  it('asks for no key, says that anyone who reaches the server may act, and offers the actions', async () => {
+    const { context, page, problems } = await openPage();
+    try {
+      await page.goto(`${open.url}/`);
+      await page.getByRole('heading', { name: 'Queues' }).waitFor();
+      await eventually(() => page.locator('header').textContent()).toContain('no API keys configured');
+      await page.getByRole('link', { name: 'emails' }).click();
+      await page.getByRole('button', { name: 'Pause queue emails' }).waitFor();
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { must, type QueueHistory } from '../api.js';
+import { HISTORY_REFRESH_MS } from '../config.js';
+import { count, percent } from '../format.js';
+import { perMinute, sum } from '../history.js';
+import { usePoll } from '../hooks.js';
+import { useSession } from '../session.js';
+import { Chart } from './chart.js';
+
+/** A queue's last hour in two table cells: completions and failure rate, each a sparkline and a figure. */
+export function Sparklines({ queue }: { queue: string }) {
+  const { api } = useSession();
+  const history = usePoll(
+    (signal) =>
+      must(
+        api.GET('/v1/queues/{queue}/history', {
+          params: { path: { queue }, query: { minutes: 60 } },
+          signal,
+        }),
+      ),
+    HISTORY_REFRESH_MS,
+    [api, queue],
+  );
+  if (!history.data)
+    return (
+      <td colSpan={2} class="muted">
+        {history.error ? 'no history' : '…'}
+      </td>
+    );
+  return <HourCells history={history.data} />;
+}
+
+function HourCells({ history }: { history: QueueHistory }) {
+  const m = perMinute(history, 60);
+  const completed = sum(m.completed);
+  const dead = sum(m.dead);
+  const rate = completed + dead === 0 ? undefined : dead / (completed + dead);
+  return (
+    <>
+      <td>
+        <div class="spark">
+          <Chart
+            small
+            data={[m.at, m.completed]}
+            series={[{ label: 'completed', color: '#2b7a3d' }]}
+            summary={`${count(completed)} completed in the last hour`}
+          />
+          <span aria-hidden="true">{count(completed)}</span>
+        </div>
+      </td>
+      <td>
+        <div class="spark">
+          <Chart
+            small
+            data={[m.at, m.failureRate.map((r) => (r === null ? null : r * 100))]}
+            series={[{ label: 'failure rate', color: '#b3261e' }]}
+            summary={
+              rate === undefined
+                ? 'nothing finished in the last hour'
+                : `${percent(rate)} failed in the last hour`
+            }
+          />
+          <span aria-hidden="true">{rate === undefined ? '—' : percent(rate)}</span>
+        </div>
+      </td>
+    </>
+  );
+}

@@ -1,0 +1,63 @@
+import type { QueueHistory } from './api.js';
+
+/**
+ * A queue's history (GET /v1/queues/{queue}/history) as one value per minute, ready to chart. A
+ * past minute without a sample was idle (the server writes none then), so it reads as zero. The
+ * current minute may not be sampled yet (the leader samples early in each minute): without a
+ * sample it is a gap, as is an unknown arrival count (null).
+ */
+type Series = (number | null)[];
+export interface Minutes {
+  /** Unix seconds of each minute, oldest first, ending with the current one. */
+  at: number[];
+  enqueued: Series;
+  completed: Series;
+  dead: Series;
+  ready: Series;
+  /** Queue lag: age of the oldest ready job, in seconds. */
+  lagSeconds: Series;
+  /** dead / (completed + dead); null in a minute where nothing finished. */
+  failureRate: Series;
+}
+
+export function perMinute(history: QueueHistory, minutes: number): Minutes {
+  const last = Math.floor(Date.parse(history.now) / 60_000) * 60;
+  const bySecond = new Map(history.samples.map((s) => [Date.parse(s.minute) / 1000, s]));
+  const out: Minutes = {
+    at: [],
+    enqueued: [],
+    completed: [],
+    dead: [],
+    ready: [],
+    lagSeconds: [],
+    failureRate: [],
+  };
+  for (let t = last - (minutes - 1) * 60; t <= last; t += 60) {
+    const s = bySecond.get(t);
+    out.at.push(t);
+    if (!s && t === last) {
+      for (const series of [
+        out.enqueued,
+        out.completed,
+        out.dead,
+        out.ready,
+        out.lagSeconds,
+        out.failureRate,
+      ])
+        series.push(null);
+      continue;
+    }
+    out.enqueued.push(s ? s.enqueued : 0);
+    out.completed.push(s?.completed ?? 0);
+    out.dead.push(s?.dead ?? 0);
+    out.ready.push(s?.ready ?? 0);
+    out.lagSeconds.push((s?.oldest_ready_age_ms ?? 0) / 1000);
+    const finished = (s?.completed ?? 0) + (s?.dead ?? 0);
+    out.failureRate.push(finished === 0 ? null : (s?.dead ?? 0) / finished);
+  }
+  return out;
+}
+
+export const sum = (values: (number | null)[]): number => values.reduce<number>((a, v) => a + (v ?? 0), 0);
+export const max = (values: (number | null)[]): number =>
+  values.reduce<number>((a, v) => Math.max(a, v ?? 0), 0);

@@ -1,0 +1,124 @@
+import { ApiError, type Job, must } from '../api.js';
+import { ActionBar } from '../components/actions.js';
+import { ErrorLine, Loading, Scroll, StateBadge } from '../components/bits.js';
+import { jobActions } from '../components/job-actions.js';
+import { REFRESH_MS } from '../config.js';
+import { json, time } from '../format.js';
+import { usePoll } from '../hooks.js';
+import { href } from '../router.js';
+import { useSession } from '../session.js';
+import type { PageProps } from './index.js';
+
+/** One job: what it carries, where it is, every failed attempt; cancel or redrive it (admin). */
+export function JobPage({ params }: PageProps) {
+  const { api, canAct } = useSession();
+  const id = params.id!;
+  const job = usePoll(
+    (signal) => must(api.GET('/v1/jobs/{id}', { params: { path: { id } }, signal })),
+    REFRESH_MS,
+    [api, id],
+  );
+  const j = job.data;
+  const missing = job.error instanceof ApiError && job.error.status === 404;
+  return (
+    <>
+      <h1 tabIndex={-1}>
+        Job {id} {j && <StateBadge state={j.state} />}
+      </h1>
+      {missing ? (
+        <p role="alert">There is no job {id} (or it was pruned after its retention).</p>
+      ) : (
+        <ErrorLine error={job.error} />
+      )}
+      {!j ? (
+        job.error ? null : (
+          <Loading />
+        )
+      ) : (
+        <>
+          {canAct && <ActionBar actions={jobActions(api, j)} onDone={job.reload} />}
+          <Facts job={j} />
+          <section aria-labelledby="payload-title">
+            <h2 id="payload-title">Payload</h2>
+            <pre class="json" data-testid="payload">
+              {json(j.payload)}
+            </pre>
+          </section>
+          {j.state === 'completed' && (
+            <section aria-labelledby="result-title">
+              <h2 id="result-title">Result</h2>
+              <pre class="json">{json(j.result)}</pre>
+            </section>
+          )}
+          <Errors job={j} />
+        </>
+      )}
+    </>
+  );
+}
+
+function Facts({ job: j }: { job: Job }) {
+  const rows: [string, string | preact.JSX.Element][] = [
+    ['Queue', <a href={href('/queues', j.queue)}>{j.queue}</a>],
+    ['State', j.state + (j.dead_reason ? ` (${j.dead_reason.replaceAll('_', ' ')})` : '')],
+    ['Attempts', `${j.attempts} of ${j.max_attempts}`],
+    ['Priority', String(j.priority)],
+    ['Enqueued', time(j.created_at)],
+    ['Run at', time(j.run_at)],
+  ];
+  if (j.claimed_at) rows.push(['Last claimed', time(j.claimed_at)]);
+  if (j.state === 'claimed') {
+    rows.push(['Lease holder', j.worker_id ?? '(no worker id given)']);
+    rows.push(['Lease expires', time(j.lease_expires_at)]);
+  } else if (j.worker_id) rows.push(['Last worker', j.worker_id]);
+  if (j.finished_at) rows.push(['Finished', time(j.finished_at)]);
+  if (j.idempotency_key) rows.push(['Idempotency key', j.idempotency_key]);
+  return (
+    <dl class="settings">
+      {rows.map(([label, value]) => (
+        <div key={label}>
+          <dt>{label}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+function Errors({ job: j }: { job: Job }) {
+  return (
+    <section aria-labelledby="errors-title">
+      <h2 id="errors-title">Failed attempts</h2>
+      {j.errors.length === 0 ? (
+        <p>None.</p>
+      ) : (
+        <Scroll label="Failed attempts">
+          <table class="errors">
+            <caption class="visually-hidden">Failed attempts, oldest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Attempt</th>
+                <th scope="col">When</th>
+                <th scope="col">Worker</th>
+                <th scope="col">Error</th>
+              </tr>
+            </thead>
+            <tbody>
+              {j.errors.map((e) => (
+                <tr key={`${e.attempt}-${e.at}`}>
+                  <th scope="row">{e.attempt}</th>
+                  <td>{time(e.at)}</td>
+                  <td>{e.worker_id ?? '—'}</td>
+                  <td class="message">
+                    {e.message}
+                    {e.details !== undefined && <pre class="json">{json(e.details)}</pre>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Scroll>
+      )}
+    </section>
+  );
+}

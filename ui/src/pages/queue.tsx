@@ -1,0 +1,125 @@
+import type { FunctionComponent } from 'preact';
+import { ApiError, type JobState, must, type Queue } from '../api.js';
+import { ActionBar } from '../components/actions.js';
+import { ErrorLine, Loading } from '../components/bits.js';
+import { JobBrowser, STATES } from '../components/job-browser.js';
+import { queueActions } from '../components/queue-actions.js';
+import { Activity } from '../components/queue-activity.js';
+import { REFRESH_MS } from '../config.js';
+import { count, duration, time } from '../format.js';
+import { usePoll } from '../hooks.js';
+import { useSession } from '../session.js';
+import type { PageProps } from './index.js';
+
+interface SectionProps {
+  queue: Queue;
+}
+
+/**
+ * The parts of a queue's page, in order. A part for a feature that does not exist yet slots in
+ * here (groups and their limits, once flow control exists: see docs/dashboard.md).
+ */
+const SECTIONS: [string, FunctionComponent<SectionProps>][] = [
+  ['counts', Counts],
+  ['activity', ({ queue }) => <Activity queue={queue.name} />],
+  ['settings', Settings],
+];
+
+export function QueuePage({ params, query }: PageProps) {
+  const { api, canAct } = useSession();
+  const name = params.queue!;
+  const q = usePoll(
+    (signal) => must(api.GET('/v1/queues/{queue}', { params: { path: { queue: name } }, signal })),
+    REFRESH_MS,
+    [api, name],
+  );
+  const state = (STATES as string[]).includes(query.get('state') ?? '')
+    ? (query.get('state') as JobState)
+    : 'ready';
+  const order = query.get('order') === 'desc' ? 'desc' : 'asc';
+  const missing = q.error instanceof ApiError && q.error.status === 404;
+  return (
+    <>
+      <h1 tabIndex={-1}>
+        Queue {name}
+        {q.data?.paused && <span class="badge paused">paused</span>}
+      </h1>
+      {missing ? <p role="alert">There is no queue named {name}.</p> : <ErrorLine error={q.error} />}
+      {!q.data ? (
+        q.error ? null : (
+          <Loading />
+        )
+      ) : (
+        <>
+          {canAct && <ActionBar actions={queueActions(api, q.data)} onDone={q.reload} />}
+          {SECTIONS.map(([key, Section]) => (
+            <Section key={key} queue={q.data!} />
+          ))}
+          <JobBrowser queue={name} state={state} order={order} />
+        </>
+      )}
+    </>
+  );
+}
+
+function Counts({ queue: q }: SectionProps) {
+  const s = q.stats;
+  const cells: [string, string][] = [
+    ['Ready', count(s.ready)],
+    ['Scheduled', count(s.scheduled)],
+    ['Claimed', count(s.claimed)],
+    ['Dead', count(s.dead)],
+    ['Completed', count(s.completed)],
+    ['Cancelled', count(s.cancelled)],
+    ['Oldest ready', s.oldest_ready_age_ms === null ? '—' : duration(s.oldest_ready_age_ms)],
+    ['Completed, last minute', count(s.completed_last_minute)],
+  ];
+  return (
+    <section aria-labelledby="counts-title">
+      <h2 id="counts-title">Now</h2>
+      <dl class="tiles">
+        {cells.map(([label, value]) => (
+          <div key={label}>
+            <dt>{label}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+      <p class="muted">
+        Live counts as of {time(s.live_refreshed_at)}; finished ones (within retention) as of{' '}
+        {time(s.finished_refreshed_at)}.
+      </p>
+    </section>
+  );
+}
+
+function Settings({ queue: q }: SectionProps) {
+  const own = (field: string) => (q.inherited.includes(field) ? ' (server default)' : '');
+  const rows: [string, string][] = [
+    ['Paused', q.paused ? 'yes: claims get nothing' : 'no'],
+    ['Lease', duration(q.lease_ms) + own('lease_ms')],
+    ['Max attempts', String(q.max_attempts) + own('max_attempts')],
+    [
+      'Backoff',
+      `${duration(q.backoff.base_ms)} doubling to ${duration(q.backoff.max_ms)}` +
+        `${q.backoff.jitter ? ', with jitter' : ''}${own('backoff.base_ms')}`,
+    ],
+    ['Keep completed', duration(q.retention.completed_ms) + own('retention.completed_ms')],
+    ['Keep dead', duration(q.retention.dead_ms) + own('retention.dead_ms')],
+    ['Created', `${time(q.created_at)}${q.auto_created ? ' by a first enqueue (removed when idle)' : ''}`],
+    ['Updated', time(q.updated_at)],
+  ];
+  return (
+    <section aria-labelledby="settings-title">
+      <h2 id="settings-title">Settings</h2>
+      <dl class="settings">
+        {rows.map(([label, value]) => (
+          <div key={label}>
+            <dt>{label}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+    </section>
+  );
+}
