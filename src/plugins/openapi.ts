@@ -2,14 +2,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ClaimedJob, EnqueuedJob, EnqueueRequest, Job } from '../http/schemas/jobs.js';
-import { ProblemSchema } from '../http/schemas/problem.js';
-import { Queue } from '../http/schemas/queues.js';
+import { COMPONENTS } from '../http/schemas/components.js';
 import { problemResponse } from '../http/schemas/responses.js';
 import type { Access } from './auth.js';
-
-/** Schemas shared by several routes: named components in the document, named types in clients. */
-const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue];
 
 const DESCRIPTION = `Baton is a job queue over plain HTTP with PostgreSQL as its only state.
 
