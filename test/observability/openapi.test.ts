@@ -102,7 +102,7 @@ describe('the OpenAPI document', () => {
     const doc = checkedIn();
     const shape = (s: any): string =>
       JSON.stringify(s, (key, value) => (key === 'description' || key === 'examples' ? undefined : value));
-    const seen = new Map(
+    const seen = new Map<string, string>(
       Object.entries<any>(doc.components.schemas).map(
         ([name, s]) => [shape(s), `component ${name}`] as const,
       ),
