@@ -69,7 +69,12 @@ export default fp(
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: 'Baton', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT' } },
+        info: {
+          title: 'Baton',
+          version: '1.0.0',
+          description: DESCRIPTION,
+          license: { name: 'MIT', identifier: 'MIT' },
+        },
         // Generated clients take their default base URL from here; point yours at your deployment.
         servers: [{ url: 'http://127.0.0.1:8080', description: 'A server started with npm start' }],
         components: {
