@@ -49,13 +49,17 @@ LEASE_MS = int(os.environ.get("LEASE_MS", "30000"))
 WAIT_MS = int(os.environ.get("WAIT_MS", "20000"))
 WORKER_ID = os.environ.get("WORKER_ID", f"py-worker-{os.getpid()}")
 
-_log_lock = threading.RLock()  # re-entrant: the signal handler may log while the main thread does
+_log_lock = threading.Lock()
 
 
 def log(event, **fields):
+    """One JSON line per event, written whole (threads log concurrently; the signal handler never
+    logs, since it may run in the middle of a line the main thread is writing)."""
     at = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    line = json.dumps({"at": at, "worker": WORKER_ID, "event": event, **fields}) + "\n"
     with _log_lock:
-        print(json.dumps({"at": at, "worker": WORKER_ID, "event": event, **fields}), flush=True)
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 class Failure(Exception):
@@ -111,27 +115,30 @@ class Refused(Exception):
 
 
 class Abandoned(BaseException):
-    """Raised by the signal handler into a long-poll, to stop waiting (not an Exception: nothing
-    between here and the claim loop may catch it)."""
+    """Raised by the signal handler into a long-poll's network wait, to stop waiting (not an
+    Exception: nothing between there and the claim loop may catch it)."""
 
 
-def call(method, path, body=None, timeout=30.0, retry_while=lambda: True):
+def call(method, path, body=None, timeout=30.0, retry_while=lambda: True, abortable=None):
     """One request, answered JSON. Retries while retry_while() holds: after Retry-After when the
-    server sends one, else after a growing, jittered pause (0.1 s doubling to 5 s)."""
+    server sends one, else after a growing, jittered pause (0.1 s doubling to 5 s). `abortable` (the
+    worker) has its `polling` flag set while the request waits on the network, and only then."""
     pause = 0.1
     while True:
         try:
-            return send(method, path, body, timeout)
+            return send(method, path, body, timeout, abortable)
         except Unavailable as err:
             if not retry_while():
                 raise
             wait = err.retry_after if err.retry_after is not None else pause * random.uniform(0.5, 1)
             log("retry", method=method, path=path, reason=str(err), wait_s=round(wait, 3))
-            time.sleep(wait)
+            until = time.monotonic() + wait
+            while time.monotonic() < until and retry_while():  # a stop cuts the pause short
+                time.sleep(min(0.1, until - time.monotonic()))
             pause = min(pause * 2, 5.0)
 
 
-def send(method, path, body, timeout):
+def send(method, path, body, timeout, abortable=None):
     headers = {"accept": "application/json"}
     if os.environ.get("BATON_API_KEY"):
         headers["authorization"] = f"Bearer {os.environ['BATON_API_KEY']}"
@@ -141,8 +148,14 @@ def send(method, path, body, timeout):
         headers["content-type"] = "application/json"
     request = urllib.request.Request(BATON_URL + path, data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read() or b"null")
+        if abortable:
+            abortable.polling = True
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                raw = response.read()
+        finally:
+            if abortable:
+                abortable.polling = False
     except urllib.error.HTTPError as err:
         text = err.read()
         if err.code in (502, 503, 504):
@@ -154,6 +167,7 @@ def send(method, path, body, timeout):
         raise Refused(err.code, problem if isinstance(problem, dict) else {}) from None
     except (urllib.error.URLError, OSError, HTTPException) as err:  # refused, reset, timed out
         raise Unavailable(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
+    return json.loads(raw or b"null")
 
 
 def seconds(retry_after):
@@ -174,6 +188,7 @@ class Worker:
         self.changed = threading.Condition()
         self.pool = ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="job")
         self.stopping = False
+        self.stop_signal = None
         self.polling = False
         self.finished = threading.Event()
 
@@ -187,6 +202,7 @@ class Worker:
             free = self.wait_for_room()
             if free and not self.stopping:
                 self.dispatch(self.claim(free))
+        log("stopping", signal=self.stop_signal, in_flight=len(self.held))
         self.pool.shutdown(wait=True)  # drain: the jobs in hand finish and settle
         self.finished.set()
         renewer.join()
@@ -194,10 +210,12 @@ class Worker:
         return 0
 
     def on_signal(self, signum, _frame):
+        """Runs in the main thread between two of its bytecodes: sets flags, logs nothing, and
+        interrupts only a long-poll's network wait."""
         if self.stopping:
             return
         self.stopping = True
-        log("stopping", signal=signal.Signals(signum).name, in_flight=len(self.held))
+        self.stop_signal = signal.Signals(signum).name
         if self.polling:
             raise Abandoned()
 
@@ -214,11 +232,8 @@ class Worker:
         body = {"max_jobs": max_jobs, "lease_ms": LEASE_MS, "wait_ms": WAIT_MS, "worker_id": WORKER_ID}
         path = f"/v1/queues/{urllib.parse.quote(QUEUE, safe='')}/claim"
         try:
-            self.polling = True
-            try:
-                return call("POST", path, body, WAIT_MS / 1000 + 30, lambda: not self.stopping)["jobs"]
-            finally:
-                self.polling = False
+            answer = call("POST", path, body, WAIT_MS / 1000 + 30, lambda: not self.stopping, abortable=self)
+            return answer["jobs"]
         except (Abandoned, Unavailable):
             return []
         except Refused as err:  # a bad setting or key: say so, and keep trying slowly

@@ -116,6 +116,7 @@ async function stop(worker: WorkerProcess) {
   worker.child.kill('SIGTERM');
   expect(await worker.exited).toBe(0);
   expect(worker.events.at(-1)).toMatchObject({ event: 'drained' });
+  expect(worker.events.filter((e) => e.event === 'not_json')).toEqual([]);
 }
 
 describe('examples/worker.py', () => {
@@ -186,6 +187,7 @@ describe('examples/worker.py', () => {
       expect(new Set(idsOf(first.events, 'acked'))).toEqual(new Set(claimed));
       expect(first.events.map((e) => e.event)).toContain('stopping');
       expect(first.events.at(-1)).toMatchObject({ event: 'drained' });
+      expect(first.events.filter((e) => e.event === 'not_json')).toEqual([]);
 
       second = python(q, { CONCURRENCY: '4', LEASE_MS: '5000' });
       await until(async () => (await finished(q)).length === ids.length, 30_000);

@@ -18,7 +18,15 @@ export function startWorker(command: string, args: string[], env: Record<string,
     buffer += chunk;
     const lines = buffer.split('\n');
     buffer = lines.pop()!;
-    for (const line of lines) if (line.trim()) events.push(JSON.parse(line));
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      // A line that is not JSON (two events written into one, say) is an event too, for tests to refuse.
+      try {
+        events.push(JSON.parse(line));
+      } catch {
+        events.push({ event: 'not_json', line });
+      }
+    }
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, events, exited };
