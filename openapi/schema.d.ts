@@ -485,22 +485,36 @@ export interface components {
             /** @description URI naming the problem type: urn:baton:problem:<code> */
             type: string;
             title: string;
+            /** Format: int32 */
             status: number;
-            /**
-             * @description Stable machine-readable code; branch on this.
-             * @enum {string}
-             */
-            code: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
+            code: components["schemas"]["ProblemCode"];
             /** @description What went wrong, naming the field or resource. */
             detail: string;
             instance?: string;
             request_id?: string;
             /** @description For validation_failed: each invalid field, e.g. jobs[3].priority. */
-            errors?: {
-                field: string;
-                message: string;
-            }[];
+            errors?: components["schemas"]["FieldError"][];
         };
+        /**
+         * @description Stable machine-readable code; branch on this.
+         * @enum {string}
+         */
+        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
+        /** @description One invalid field, e.g. jobs[3].priority, and what is wrong with it. */
+        FieldError: {
+            field: string;
+            message: string;
+        };
+        /**
+         * @description Live: scheduled, ready, claimed. Finished: completed, dead, cancelled.
+         * @enum {string}
+         */
+        JobState: "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
+        /**
+         * @description Why a dead job died.
+         * @enum {string}
+         */
+        DeadReason: "lease_expired" | "attempts_exhausted" | "nacked_dead";
         /**
          * @example {
          *       "payload": {
@@ -513,37 +527,47 @@ export interface components {
             /** @description Any JSON value; handed to the worker as is. */
             payload: unknown;
             /**
+             * Format: int32
              * @description Higher runs first.
              * @default 0
              */
             priority?: number;
-            /** @description Run no earlier than this long from now. */
+            /**
+             * Format: int64
+             * @description Run no earlier than this long from now.
+             */
             delay_ms?: number;
             /**
              * Format: date-time
              * @description Run no earlier than this time (RFC 3339). Not with delay_ms.
              */
             run_at?: string;
-            /** @description Claims allowed before the job is dead-lettered. Default: the queue setting. */
+            /**
+             * Format: int32
+             * @description Claims allowed before the job is dead-lettered. Default: the queue setting.
+             */
             max_attempts?: number;
-            /** @description Re-sending the same key to the same queue within the key retention returns the original job and creates nothing. */
+            /**
+             * Format: printable
+             * @description Re-sending the same key to the same queue within the key retention returns the original job and creates nothing.
+             */
             idempotency_key?: string;
         };
+        /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state. */
         EnqueuedJob: {
             id: string;
             queue: string;
-            /**
-             * @description A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state.
-             * @enum {string}
-             */
-            state: "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
+            state: components["schemas"]["JobState"];
+            /** Format: int32 */
             priority: number;
             /**
              * Format: date-time
              * @description When the job becomes claimable.
              */
             run_at: string;
+            /** Format: int32 */
             attempts: number;
+            /** Format: int32 */
             max_attempts: number;
             idempotency_key: string | null;
             /**
@@ -552,14 +576,98 @@ export interface components {
              */
             created_at: string;
         };
+        /**
+         * @example {
+         *       "jobs": [
+         *         {
+         *           "payload": {
+         *             "n": 1
+         *           }
+         *         },
+         *         {
+         *           "payload": {
+         *             "n": 2
+         *           },
+         *           "delay_ms": 60000
+         *         }
+         *       ]
+         *     }
+         */
+        BatchEnqueueRequest: {
+            jobs: components["schemas"]["EnqueueRequest"][];
+        };
+        /** @description An EnqueuedJob, and whether this request created it. */
+        BatchEnqueuedJob: {
+            id: string;
+            queue: string;
+            state: components["schemas"]["JobState"];
+            /** Format: int32 */
+            priority: number;
+            /**
+             * Format: date-time
+             * @description When the job becomes claimable.
+             */
+            run_at: string;
+            /** Format: int32 */
+            attempts: number;
+            /** Format: int32 */
+            max_attempts: number;
+            idempotency_key: string | null;
+            /**
+             * Format: date-time
+             * @description When the job was enqueued.
+             */
+            created_at: string;
+            /** @description false when an idempotency key matched an existing job. */
+            created: boolean;
+        };
+        BatchEnqueueResponse: {
+            jobs: components["schemas"]["BatchEnqueuedJob"][];
+        };
+        /**
+         * @example {
+         *       "max_jobs": 10,
+         *       "lease_ms": 60000,
+         *       "wait_ms": 20000,
+         *       "worker_id": "worker-1"
+         *     }
+         */
+        ClaimRequest: {
+            /**
+             * Format: int32
+             * @default 1
+             */
+            max_jobs?: number;
+            /**
+             * Format: int32
+             * @description Lease length. Default: the queue setting.
+             */
+            lease_ms?: number;
+            /**
+             * Format: int32
+             * @description Long-poll: wait up to this long for a job when none is ready.
+             * @default 0
+             */
+            wait_ms?: number;
+            /**
+             * Format: printable
+             * @description Shown on the job.
+             */
+            worker_id?: string;
+        };
         ClaimedJob: {
             id: string;
             queue: string;
             /** @description The payload given at enqueue. */
             payload: unknown;
+            /** Format: int32 */
             priority: number;
-            /** @description 1 on the first claim, 2 on the second, ... */
+            /**
+             * Format: int32
+             * @description 1 on the first claim, 2 on the second, ...
+             */
             attempt: number;
+            /** Format: int32 */
             max_attempts: number;
             /**
              * Format: uuid
@@ -582,21 +690,23 @@ export interface components {
              */
             created_at: string;
         };
+        ClaimResponse: {
+            jobs: components["schemas"]["ClaimedJob"][];
+        };
         Job: {
             id: string;
             queue: string;
-            /**
-             * @description A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state.
-             * @enum {string}
-             */
-            state: "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
+            state: components["schemas"]["JobState"];
+            /** Format: int32 */
             priority: number;
             /**
              * Format: date-time
              * @description When the job becomes claimable.
              */
             run_at: string;
+            /** Format: int32 */
             attempts: number;
+            /** Format: int32 */
             max_attempts: number;
             idempotency_key: string | null;
             /**
@@ -612,32 +722,224 @@ export interface components {
             finished_at: string | null;
             /** @description What the worker gave at ack (null until then). */
             result: unknown;
-            last_error: {
-                attempt: number;
-                /**
-                 * Format: date-time
-                 * @description When the attempt failed.
-                 */
-                at: string;
-                message: string;
-                /** @description As given by the worker. */
-                details?: unknown;
-                worker_id?: string | null;
-            } | null;
+            last_error: components["schemas"]["JobError"] | null;
             /** @description Failed attempts, oldest first (the last 20). */
-            errors: {
-                attempt: number;
-                /**
-                 * Format: date-time
-                 * @description When the attempt failed.
-                 */
-                at: string;
-                message: string;
-                /** @description As given by the worker. */
-                details?: unknown;
-                worker_id?: string | null;
-            }[];
-            dead_reason: ("lease_expired" | "attempts_exhausted" | "nacked_dead") | null;
+            errors: components["schemas"]["JobError"][];
+            dead_reason: components["schemas"]["DeadReason"] | null;
+        };
+        /** @description One failed attempt, as its nack (or the lost lease) recorded it. */
+        JobError: {
+            /** Format: int32 */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When the attempt failed.
+             */
+            at: string;
+            message: string;
+            /** @description As given by the worker. */
+            details?: unknown;
+            worker_id?: string | null;
+        };
+        JobList: {
+            jobs: components["schemas"]["Job"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+         *       "lease_ms": 60000
+         *     }
+         */
+        RenewRequest: {
+            /**
+             * Format: uuid
+             * @description The token minted by the claim that handed you this job.
+             */
+            lease_token: string;
+            /**
+             * Format: int32
+             * @description New lease length from now. Default: the length the claim (or the last renew) used.
+             */
+            lease_ms?: number;
+        };
+        RenewResponse: {
+            id: string;
+            /**
+             * Format: date-time
+             * @description The new expiry.
+             */
+            lease_expires_at: string;
+            /** Format: int32 */
+            lease_ms: number;
+        };
+        /**
+         * @example {
+         *       "renewals": [
+         *         {
+         *           "id": "42",
+         *           "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+         *           "lease_ms": 60000
+         *         }
+         *       ]
+         *     }
+         */
+        BatchRenewRequest: {
+            renewals: components["schemas"]["BatchRenewItem"][];
+        };
+        BatchRenewItem: {
+            /**
+             * @description Job id: a decimal string without leading zeros.
+             * @example 42
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The token minted by the claim that handed you this job.
+             */
+            lease_token: string;
+            /**
+             * Format: int32
+             * @description New lease length from now. Default: the length the claim (or the last renew) used.
+             */
+            lease_ms?: number;
+        };
+        BatchRenewResult: {
+            id: string;
+            outcome: components["schemas"]["RenewOutcome"];
+            /**
+             * Format: date-time
+             * @description The new expiry (renewed leases only).
+             */
+            lease_expires_at?: string;
+            /** Format: int32 */
+            lease_ms?: number;
+        };
+        /** @enum {string} */
+        RenewOutcome: "renewed" | "lease_lost" | "not_found";
+        BatchRenewResponse: {
+            /** @description One per renewal, in request order. */
+            results: components["schemas"]["BatchRenewResult"][];
+            /** Format: int32 */
+            renewed: number;
+            /** Format: int32 */
+            failed: number;
+        };
+        /**
+         * @example {
+         *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+         *       "result": {
+         *         "sent": true
+         *       }
+         *     }
+         */
+        AckRequest: {
+            /**
+             * Format: uuid
+             * @description The token minted by the claim that handed you this job.
+             */
+            lease_token: string;
+            /** @description Stored and shown on the job. */
+            result?: unknown;
+        };
+        /**
+         * @example {
+         *       "acks": [
+         *         {
+         *           "id": "42",
+         *           "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001"
+         *         }
+         *       ]
+         *     }
+         */
+        BatchAckRequest: {
+            acks: components["schemas"]["BatchAckItem"][];
+        };
+        BatchAckItem: {
+            /**
+             * @description Job id: a decimal string without leading zeros.
+             * @example 42
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The token minted by the claim that handed you this job.
+             */
+            lease_token: string;
+            /** @description Stored and shown on the job. */
+            result?: unknown;
+        };
+        BatchAckResult: {
+            id: string;
+            outcome: components["schemas"]["AckOutcome"];
+        };
+        /** @enum {string} */
+        AckOutcome: "acked" | "lease_lost" | "not_found";
+        BatchAckResponse: {
+            /** @description One per ack, in request order. */
+            results: components["schemas"]["BatchAckResult"][];
+            /** Format: int32 */
+            acked: number;
+            /** Format: int32 */
+            failed: number;
+        };
+        /**
+         * @example {
+         *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
+         *       "error": {
+         *         "message": "SMTP timeout",
+         *         "details": {
+         *           "code": 421
+         *         }
+         *       },
+         *       "retry_in_ms": 60000
+         *     }
+         */
+        NackRequest: {
+            /**
+             * Format: uuid
+             * @description The token minted by the claim that handed you this job.
+             */
+            lease_token: string;
+            error?: components["schemas"]["WorkerError"];
+            /**
+             * Format: int64
+             * @description Retry after this long instead of the queue's backoff.
+             */
+            retry_in_ms?: number;
+            /** @description Give up now: the job goes to dead whatever its attempts. */
+            dead?: boolean;
+        };
+        /** @description What went wrong, as the worker tells it. */
+        WorkerError: {
+            message: string;
+            /** @description Anything that helps: a stack trace, a status code... */
+            details?: unknown;
+        };
+        /**
+         * @description Fields you give are set; fields you leave out keep their value (a new queue starts at the server defaults); null resets a field to the server default.
+         * @example {
+         *       "lease_ms": 120000,
+         *       "max_attempts": 10,
+         *       "backoff": {
+         *         "base_ms": 5000,
+         *         "max_ms": 600000
+         *       }
+         *     }
+         */
+        QueueConfigRequest: {
+            lease_ms?: number | null;
+            max_attempts?: number | null;
+            backoff?: {
+                base_ms?: number | null;
+                max_ms?: number | null;
+                jitter?: boolean | null;
+            };
+            retention?: {
+                completed_ms?: number | null;
+                dead_ms?: number | null;
+            };
+            paused?: boolean;
         };
         Queue: {
             name: string;
@@ -645,15 +947,21 @@ export interface components {
             auto_created: boolean;
             /** @description A paused queue accepts enqueues but hands out nothing. */
             paused: boolean;
+            /** Format: int32 */
             lease_ms: number;
+            /** Format: int32 */
             max_attempts: number;
             backoff: {
+                /** Format: int32 */
                 base_ms: number;
+                /** Format: int64 */
                 max_ms: number;
                 jitter: boolean;
             };
             retention: {
+                /** Format: int64 */
                 completed_ms: number;
+                /** Format: int64 */
                 dead_ms: number;
             };
             /** @description Settings that follow the server default. */
@@ -664,20 +972,78 @@ export interface components {
             updated_at: string;
             /** @description Counts maintained by the maintenance leader (not counted per request): live counts every tick, finished counts every minute, exact as of the refreshed_at times (null before the first count). */
             stats: {
+                /** Format: int64 */
                 scheduled: number;
+                /** Format: int64 */
                 ready: number;
+                /** Format: int64 */
                 claimed: number;
-                /** @description Within retention. */
+                /**
+                 * Format: int64
+                 * @description Within retention.
+                 */
                 completed: number;
-                /** @description Within retention. */
+                /**
+                 * Format: int64
+                 * @description Within retention.
+                 */
                 dead: number;
-                /** @description Within retention. */
+                /**
+                 * Format: int64
+                 * @description Within retention.
+                 */
                 cancelled: number;
                 oldest_ready_age_ms: number | null;
+                /** Format: int64 */
                 completed_last_minute: number;
                 live_refreshed_at: string | null;
                 finished_refreshed_at: string | null;
             };
+        };
+        QueueList: {
+            queues: components["schemas"]["Queue"][];
+            next_cursor: string | null;
+        };
+        /** @description A deleted queue, and how many live jobs its deletion cancelled. */
+        DeletedQueue: {
+            name: string;
+            /** @enum {boolean} */
+            deleted: true;
+            /**
+             * Format: int64
+             * @description Live jobs cancelled by force.
+             */
+            cancelled: number;
+        };
+        PurgeResponse: {
+            /** Format: int64 */
+            cancelled: number;
+        };
+        /**
+         * @description Exactly one of ids, dead_since or all: true.
+         * @example {
+         *       "all": true
+         *     }
+         * @example {
+         *       "ids": [
+         *         "41",
+         *         "42"
+         *       ]
+         *     }
+         */
+        RedriveRequest: {
+            ids?: string[];
+            /**
+             * Format: date-time
+             * @description Dead jobs that died at or after this.
+             */
+            dead_since?: string;
+            /** @description Every dead job of the queue. */
+            all?: boolean;
+        };
+        RedriveResponse: {
+            /** Format: int64 */
+            redriven: number;
         };
         QueueSample: {
             /**
@@ -695,20 +1061,65 @@ export interface components {
              * @description Start of the window the flows cover: the previous sample (a minute earlier, unless the minutes between were idle or the service had no leader).
              */
             since: string;
-            /** @description Live count at `at`. */
+            /**
+             * Format: int64
+             * @description Live count at `at`.
+             */
             scheduled: number;
-            /** @description Live count at `at`. */
+            /**
+             * Format: int64
+             * @description Live count at `at`.
+             */
             ready: number;
-            /** @description Live count at `at`. */
+            /**
+             * Format: int64
+             * @description Live count at `at`.
+             */
             claimed: number;
             oldest_ready_age_ms: number | null;
             enqueued: number | null;
-            /** @description Jobs completed in the window. */
+            /**
+             * Format: int64
+             * @description Jobs completed in the window.
+             */
             completed: number;
-            /** @description Jobs that went dead in the window (attempts used up, or nacked dead). */
+            /**
+             * Format: int64
+             * @description Jobs that went dead in the window (attempts used up, or nacked dead).
+             */
             dead: number;
-            /** @description Jobs cancelled in the window (cancel, purge, forced delete). */
+            /**
+             * Format: int64
+             * @description Jobs cancelled in the window (cancel, purge, forced delete).
+             */
             cancelled: number;
+        };
+        QueueHistory: {
+            queue: string;
+            /**
+             * Format: date-time
+             * @description The database clock when this was read.
+             */
+            now: string;
+            /** @description Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing finished (or the service had no maintenance leader then). */
+            samples: components["schemas"]["QueueSample"][];
+        };
+        Whoami: {
+            /** @description false when the server has no API keys configured: then every request may do everything. */
+            authenticated: boolean;
+            name: string | null;
+            /** @description What the key may do (admin: everything). */
+            scopes: ("producer" | "consumer" | "admin")[];
+            /** @description The key may use only the queues its patterns match. */
+            queue_limited: boolean;
+        };
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        Readiness: {
+            /** @enum {string} */
+            status: "ready";
         };
     };
     responses: never;
@@ -781,10 +1192,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
@@ -813,10 +1221,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ready";
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
             /** @description Missing or unknown API key (unauthorized). */
@@ -842,7 +1247,7 @@ export interface operations {
     listJobs: {
         parameters: {
             query: {
-                state: "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
+                state: components["schemas"]["JobState"];
                 limit?: number;
                 /** @description next_cursor of the previous page. */
                 cursor?: string;
@@ -869,10 +1274,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        jobs: components["schemas"]["Job"][];
-                        next_cursor: string | null;
-                    };
+                    "application/json": components["schemas"]["JobList"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -1057,26 +1459,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "jobs": [
-                 *         {
-                 *           "payload": {
-                 *             "n": 1
-                 *           }
-                 *         },
-                 *         {
-                 *           "payload": {
-                 *             "n": 2
-                 *           },
-                 *           "delay_ms": 60000
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    jobs: components["schemas"]["EnqueueRequest"][];
-                };
+                "application/json": components["schemas"]["BatchEnqueueRequest"];
             };
         };
         responses: {
@@ -1086,33 +1469,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        jobs: {
-                            id: string;
-                            queue: string;
-                            /**
-                             * @description A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state.
-                             * @enum {string}
-                             */
-                            state: "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
-                            priority: number;
-                            /**
-                             * Format: date-time
-                             * @description When the job becomes claimable.
-                             */
-                            run_at: string;
-                            attempts: number;
-                            max_attempts: number;
-                            idempotency_key: string | null;
-                            /**
-                             * Format: date-time
-                             * @description When the job was enqueued.
-                             */
-                            created_at: string;
-                            /** @description false when an idempotency key matched an existing job. */
-                            created: boolean;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["BatchEnqueueResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -1213,27 +1570,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "max_jobs": 10,
-                 *       "lease_ms": 60000,
-                 *       "wait_ms": 20000,
-                 *       "worker_id": "worker-1"
-                 *     }
-                 */
-                "application/json": {
-                    /** @default 1 */
-                    max_jobs?: number;
-                    /** @description Lease length. Default: the queue setting. */
-                    lease_ms?: number;
-                    /**
-                     * @description Long-poll: wait up to this long for a job when none is ready.
-                     * @default 0
-                     */
-                    wait_ms?: number;
-                    /** @description Shown on the job. */
-                    worker_id?: string;
-                };
+                "application/json": components["schemas"]["ClaimRequest"];
             };
         };
         responses: {
@@ -1243,9 +1580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        jobs: components["schemas"]["ClaimedJob"][];
-                    };
+                    "application/json": components["schemas"]["ClaimResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -1417,21 +1752,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
-                 *       "lease_ms": 60000
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * Format: uuid
-                     * @description The token minted by the claim that handed you this job.
-                     */
-                    lease_token: string;
-                    /** @description New lease length from now. Default: the length the claim (or the last renew) used. */
-                    lease_ms?: number;
-                };
+                "application/json": components["schemas"]["RenewRequest"];
             };
         };
         responses: {
@@ -1441,15 +1762,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /**
-                         * Format: date-time
-                         * @description The new expiry.
-                         */
-                        lease_expires_at: string;
-                        lease_ms: number;
-                    };
+                    "application/json": components["schemas"]["RenewResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -1553,33 +1866,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "renewals": [
-                 *         {
-                 *           "id": "42",
-                 *           "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
-                 *           "lease_ms": 60000
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    renewals: {
-                        /**
-                         * @description Job id: a decimal string without leading zeros.
-                         * @example 42
-                         */
-                        id: string;
-                        /**
-                         * Format: uuid
-                         * @description The token minted by the claim that handed you this job.
-                         */
-                        lease_token: string;
-                        /** @description New lease length from now. Default: the length the claim (or the last renew) used. */
-                        lease_ms?: number;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchRenewRequest"];
             };
         };
         responses: {
@@ -1589,21 +1876,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One per renewal, in request order. */
-                        results: {
-                            id: string;
-                            outcome: "renewed" | "lease_lost" | "not_found";
-                            /**
-                             * Format: date-time
-                             * @description The new expiry (renewed leases only).
-                             */
-                            lease_expires_at?: string;
-                            lease_ms?: number;
-                        }[];
-                        renewed: number;
-                        failed: number;
-                    };
+                    "application/json": components["schemas"]["BatchRenewResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -1686,23 +1959,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
-                 *       "result": {
-                 *         "sent": true
-                 *       }
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * Format: uuid
-                     * @description The token minted by the claim that handed you this job.
-                     */
-                    lease_token: string;
-                    /** @description Stored and shown on the job. */
-                    result?: unknown;
-                };
+                "application/json": components["schemas"]["AckRequest"];
             };
         };
         responses: {
@@ -1816,32 +2073,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "acks": [
-                 *         {
-                 *           "id": "42",
-                 *           "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    acks: {
-                        /**
-                         * @description Job id: a decimal string without leading zeros.
-                         * @example 42
-                         */
-                        id: string;
-                        /**
-                         * Format: uuid
-                         * @description The token minted by the claim that handed you this job.
-                         */
-                        lease_token: string;
-                        /** @description Stored and shown on the job. */
-                        result?: unknown;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchAckRequest"];
             };
         };
         responses: {
@@ -1851,15 +2083,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One per ack, in request order. */
-                        results: {
-                            id: string;
-                            outcome: "acked" | "lease_lost" | "not_found";
-                        }[];
-                        acked: number;
-                        failed: number;
-                    };
+                    "application/json": components["schemas"]["BatchAckResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -1942,34 +2166,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
-                 *       "error": {
-                 *         "message": "SMTP timeout",
-                 *         "details": {
-                 *           "code": 421
-                 *         }
-                 *       },
-                 *       "retry_in_ms": 60000
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * Format: uuid
-                     * @description The token minted by the claim that handed you this job.
-                     */
-                    lease_token: string;
-                    error?: {
-                        message: string;
-                        /** @description Anything that helps: a stack trace, a status code... */
-                        details?: unknown;
-                    };
-                    /** @description Retry after this long instead of the queue's backoff. */
-                    retry_in_ms?: number;
-                    /** @description Give up now: the job goes to dead whatever its attempts. */
-                    dead?: boolean;
-                };
+                "application/json": components["schemas"]["NackRequest"];
             };
         };
         responses: {
@@ -2181,10 +2378,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        queues: components["schemas"]["Queue"][];
-                        next_cursor: string | null;
-                    };
+                    "application/json": components["schemas"]["QueueList"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -2318,33 +2512,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Fields you give are set; fields you leave out keep their value (a new queue starts at the server defaults); null resets a field to the server default. */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "lease_ms": 120000,
-                 *       "max_attempts": 10,
-                 *       "backoff": {
-                 *         "base_ms": 5000,
-                 *         "max_ms": 600000
-                 *       }
-                 *     }
-                 */
-                "application/json": {
-                    lease_ms?: number | null;
-                    max_attempts?: number | null;
-                    backoff?: {
-                        base_ms?: number | null;
-                        max_ms?: number | null;
-                        jitter?: boolean | null;
-                    };
-                    retention?: {
-                        completed_ms?: number | null;
-                        dead_ms?: number | null;
-                    };
-                    paused?: boolean;
-                };
+                "application/json": components["schemas"]["QueueConfigRequest"];
             };
         };
         responses: {
@@ -2464,13 +2634,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        name: string;
-                        /** @enum {boolean} */
-                        deleted: true;
-                        /** @description Live jobs cancelled by force. */
-                        cancelled: number;
-                    };
+                    "application/json": components["schemas"]["DeletedQueue"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -2719,9 +2883,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        cancelled: number;
-                    };
+                    "application/json": components["schemas"]["PurgeResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -2793,19 +2955,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Exactly one of ids, dead_since or all: true. */
         requestBody: {
             content: {
-                "application/json": {
-                    ids?: string[];
-                    /**
-                     * Format: date-time
-                     * @description Dead jobs that died at or after this.
-                     */
-                    dead_since?: string;
-                    /** @description Every dead job of the queue. */
-                    all?: boolean;
-                };
+                "application/json": components["schemas"]["RedriveRequest"];
             };
         };
         responses: {
@@ -2815,9 +2967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        redriven: number;
-                    };
+                    "application/json": components["schemas"]["RedriveResponse"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -2927,16 +3077,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        queue: string;
-                        /**
-                         * Format: date-time
-                         * @description The database clock when this was read.
-                         */
-                        now: string;
-                        /** @description Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing finished (or the service had no maintenance leader then). */
-                        samples: components["schemas"]["QueueSample"][];
-                    };
+                    "application/json": components["schemas"]["QueueHistory"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -3010,15 +3151,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false when the server has no API keys configured: then every request may do everything. */
-                        authenticated: boolean;
-                        name: string | null;
-                        /** @description What the key may do (admin: everything). */
-                        scopes: ("producer" | "consumer" | "admin")[];
-                        /** @description The key may use only the queues its patterns match. */
-                        queue_limited: boolean;
-                    };
+                    "application/json": components["schemas"]["Whoami"];
                 };
             };
             /** @description Missing or unknown API key (unauthorized). */

@@ -1,8 +1,10 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import {
+  isPrintable,
   JOB_ID_PATTERN,
   LEASE_TOKEN_PATTERN,
+  PRINTABLE_FORMAT,
   PRINTABLE_PATTERN,
   QUEUE_NAME_PATTERN,
 } from '../jobs/limits.js';
@@ -28,6 +30,10 @@ function makeAjv(coerce: boolean) {
   addFormats(ajv);
   // What the schema calls a date-time is exactly what Baton can store (see timestamps.ts).
   ajv.addFormat('date-time', { type: 'string', validate: isTimestamp });
+  ajv.addFormat(PRINTABLE_FORMAT, { type: 'string', validate: isPrintable });
+  // An integer's int32/int64 format tells clients which type holds it; its minimum and maximum are
+  // what the server checks (and what its 400 names), so the width itself is not checked again.
+  for (const width of ['int32', 'int64']) ajv.addFormat(width, { type: 'number', validate: () => true });
   return ajv;
 }
 
@@ -79,13 +85,16 @@ function messageOf(e: ErrorObject): string {
   if (e.keyword === 'format' && params.format === 'date-time') return TIMESTAMP_MESSAGE;
   if (e.keyword === 'format' && params.format === 'uuid')
     return 'must be a lease token (a UUID as claims issue them)';
+  if (e.keyword === 'format' && params.format === PRINTABLE_FORMAT) return PRINTABLE_MESSAGE;
   if (e.keyword === 'pattern') return PATTERN_MESSAGES[String(params.pattern)] ?? e.message ?? 'is invalid';
   return e.message ?? 'is invalid';
 }
 
+const PRINTABLE_MESSAGE = 'must not contain control characters or unpaired UTF-16 surrogates';
+
 const PATTERN_MESSAGES: Record<string, string> = {
   [JOB_ID_PATTERN]: 'must be a job id: a decimal number without leading zeros, at most 18 digits',
   [LEASE_TOKEN_PATTERN]: 'must be a lease token: a UUID such as 3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001',
-  [PRINTABLE_PATTERN]: 'must not contain control characters or unpaired UTF-16 surrogates',
+  [PRINTABLE_PATTERN]: PRINTABLE_MESSAGE,
   [QUEUE_NAME_PATTERN]: 'must be a queue name: 1-128 letters, digits, ".", "_" or "-"',
 };

@@ -34,10 +34,22 @@ export const LEASE_TOKEN_PATTERN =
 
 /**
  * Printable text: no control characters (PostgreSQL text cannot hold NUL at all) and no unpaired
- * UTF-16 surrogates (not Unicode; PostgreSQL refuses them in JSON). The validator compiles patterns
- * with the `u` flag, where a paired surrogate is one code point outside this range.
+ * UTF-16 surrogates (not Unicode; PostgreSQL refuses them in JSON). With the `u` flag a paired
+ * surrogate is one code point outside the range, so only unpaired ones match.
  */
-export const PRINTABLE_PATTERN = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const PRINTABLE = /^[^\u0000-\u001f\u007f\ud800-\udfff]*$/u;
+export const isPrintable = (text: string): boolean => PRINTABLE.test(text);
+/** The name of that rule as a string format, in request schemas and the API document. */
+export const PRINTABLE_FORMAT = 'printable';
+/**
+ * The control-character half of the rule as a pattern that every regex dialect reads alike (`\x`
+ * escapes only): the API document's pattern for printable text, checked by generated clients too.
+ * The surrogate half cannot be written portably (`\ud800` is not Go's or Rust's syntax, a range of
+ * surrogates means something else without JavaScript's `u` flag, and @hey-api/openapi-ts 0.99 turns
+ * `\uXXXX` into raw characters), so it lives in the format, which clients may ignore.
+ */
+export const PRINTABLE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
 
 /** Lease lengths, for claims, renewals, queue settings and the server default. */
 export const LEASE_MS_MIN = SECOND;

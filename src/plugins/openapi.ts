@@ -2,14 +2,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ClaimedJob, EnqueuedJob, EnqueueRequest, Job } from '../http/schemas/jobs.js';
-import { ProblemSchema } from '../http/schemas/problem.js';
-import { Queue, QueueSample } from '../http/schemas/queues.js';
+import { COMPONENTS } from '../http/schemas/components.js';
 import { problemResponse } from '../http/schemas/responses.js';
 import type { Access } from './auth.js';
-
-/** Schemas shared by several routes: named components in the document, named types in clients. */
-const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue, QueueSample];
 
 const DESCRIPTION = `Baton is a job queue over plain HTTP with PostgreSQL as its only state.
 
@@ -74,7 +69,12 @@ export default fp(
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: 'Baton', version: '1.0.0', description: DESCRIPTION, license: { name: 'MIT' } },
+        info: {
+          title: 'Baton',
+          version: '1.0.0',
+          description: DESCRIPTION,
+          license: { name: 'MIT', identifier: 'MIT' },
+        },
         // Generated clients take their default base URL from here; point yours at your deployment.
         servers: [{ url: 'http://127.0.0.1:8080', description: 'A server started with npm start' }],
         components: {

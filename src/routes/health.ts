@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { unappliedMigrations } from '../db/readiness.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem.js';
+import { Health, Readiness } from '../http/schemas/health.js';
+import { ref } from '../http/schemas/ref.js';
 import { ok, problemResponse } from '../http/schemas/responses.js';
 
 const READY_CHECK_TIMEOUT_MS = 2000;
@@ -26,7 +27,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Liveness: the process is up',
         description: 'Answers 200 while the process runs. It does not touch the database.',
         response: {
-          200: ok(Type.Object({ status: Type.Literal('ok') }), 'The process is up.'),
+          200: ok(ref(Health), 'The process is up.'),
           503: problemResponse(503),
         },
       },
@@ -47,7 +48,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
           'Answers 200 when the database is reachable and every migration this build knows is applied; ' +
           '503 problem+json otherwise, and while the server is shutting down.',
         response: {
-          200: ok(Type.Object({ status: Type.Literal('ready') }), 'Ready to serve.'),
+          200: ok(ref(Readiness), 'Ready to serve.'),
           503: problemResponse(503),
         },
       },

@@ -1,18 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { jobNotFound, leaseLost } from '../errors.js';
 import { jsonText } from '../http/json-input.js';
+import { Job, JobParams } from '../http/schemas/jobs.js';
 import {
   AckRequest,
   BatchAckRequest,
   BatchAckResponse,
   BatchRenewRequest,
   BatchRenewResponse,
-  Job,
-  JobParams,
   NackRequest,
   RenewRequest,
   RenewResponse,
-} from '../http/schemas/jobs.js';
+} from '../http/schemas/leases.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
@@ -93,8 +92,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of ' +
           'the lease.',
         params: JobParams,
-        body: RenewRequest,
-        response: { 200: ok(RenewResponse, 'The new expiry.'), ...errorResponses(404, 409) },
+        body: ref(RenewRequest),
+        response: { 200: ok(ref(RenewResponse), 'The new expiry.'), ...errorResponses(404, 409) },
       },
     },
     async (request) => {
@@ -118,9 +117,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or ' +
           "fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; " +
           'or not_found) in request order, so one lost lease does not fail the others.',
-        body: BatchRenewRequest,
+        body: ref(BatchRenewRequest),
         response: {
-          200: ok(BatchRenewResponse, 'Each renewal’s outcome, in request order.'),
+          200: ok(ref(BatchRenewResponse), 'Each renewal’s outcome, in request order.'),
           ...errorResponses(),
         },
       },
@@ -161,7 +160,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone ' +
           'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.',
         params: JobParams,
-        body: AckRequest,
+        body: ref(AckRequest),
         response: { 200: ok(ref(Job), 'The completed job.'), ...errorResponses(404, 409) },
       },
     },
@@ -192,8 +191,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every ' +
           "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
           'the others.',
-        body: BatchAckRequest,
-        response: { 200: ok(BatchAckResponse, 'Each ack’s outcome, in request order.'), ...errorResponses() },
+        body: ref(BatchAckRequest),
+        response: {
+          200: ok(ref(BatchAckResponse), 'Each ack’s outcome, in request order.'),
+          ...errorResponses(),
+        },
       },
     },
     async (request) => {
@@ -232,7 +234,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it ' +
           'goes to dead instead. Answers the job with its new state and run_at.',
         params: JobParams,
-        body: NackRequest,
+        body: ref(NackRequest),
         response: {
           200: ok(ref(Job), 'The job with its new state (scheduled, ready or dead) and run_at.'),
           ...errorResponses(404, 409),

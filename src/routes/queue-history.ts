@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queueNotFound } from '../errors.js';
 import { QueueParams } from '../http/schemas/jobs.js';
 import { QueueHistory, QueueHistoryQuery } from '../http/schemas/queues.js';
+import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toQueueSample } from '../http/views.js';
 import { readQueueHistory } from '../queues/queue-history.js';
@@ -22,7 +23,7 @@ const queueHistory: FastifyPluginAsyncTypebox = async (app) => {
           'Reading it never counts jobs.',
         params: QueueParams,
         querystring: QueueHistoryQuery,
-        response: { 200: ok(QueueHistory, 'The samples, oldest first.'), ...errorResponses(404) },
+        response: { 200: ok(ref(QueueHistory), 'The samples, oldest first.'), ...errorResponses(404) },
       },
     },
     async (request) => {

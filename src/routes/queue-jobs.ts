@@ -97,9 +97,9 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'The answer lists the jobs in request order; `created` is false for an item whose idempotency key ' +
           'matched an existing job.',
         params: QueueParams,
-        body: BatchEnqueueRequest,
+        body: ref(BatchEnqueueRequest),
         response: {
-          201: ok(BatchEnqueueResponse, 'The jobs, in request order.'),
+          201: ok(ref(BatchEnqueueResponse), 'The jobs, in request order.'),
           ...errorResponses(400, 404, 413, 415),
         },
       },
@@ -131,9 +131,9 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'for a job when none is ready (long-poll) and answers an empty list if none comes. A paused queue ' +
           'hands out nothing. The body may be omitted (all defaults).',
         params: QueueParams,
-        body: ClaimRequest,
+        body: ref(ClaimRequest),
         response: {
-          200: ok(ClaimResponse, 'The claimed jobs; an empty list when none was ready within wait_ms.'),
+          200: ok(ref(ClaimResponse), 'The claimed jobs; an empty list when none was ready within wait_ms.'),
           ...errorResponses(400, 413, 415),
         },
       },
@@ -189,7 +189,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'pages even while jobs are added. Each page is one short index scan; no transaction spans pages.',
         params: QueueParams,
         querystring: JobListQuery,
-        response: { 200: ok(JobList, 'A page of jobs.'), ...errorResponses(400) },
+        response: { 200: ok(ref(JobList), 'A page of jobs.'), ...errorResponses(400) },
       },
     },
     async (request) => {

@@ -4,8 +4,8 @@ import { invalidField, queueNotFound } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { QueueParams } from '../http/schemas/jobs.js';
 import {
+  DeletedQueue,
   DeleteQueueQuery,
-  DeleteQueueResponse,
   PurgeResponse,
   Queue,
   QueueConfigRequest,
@@ -48,7 +48,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'List queues with their settings and counts',
         description: 'In name order, a page at a time (limit up to 500; pass next_cursor as cursor).',
         querystring: QueueListQuery,
-        response: { 200: ok(QueueList, 'A page of queues.'), ...errorResponses(400) },
+        response: { 200: ok(ref(QueueList), 'A page of queues.'), ...errorResponses(400) },
       },
     },
     async (request) => {
@@ -96,7 +96,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           'Creates the queue (201) or updates it (200). A queue configured here is explicitly managed: the ' +
           'leader never collects it. Changes apply at once on every replica (settings are read per request).',
         params: QueueParams,
-        body: QueueConfigRequest,
+        body: ref(QueueConfigRequest),
         response: {
           200: ok(ref(Queue), 'Updated.'),
           201: ok(ref(Queue), 'Created.'),
@@ -170,7 +170,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           '?force=true, which cancels them first. Finished jobs stay readable until their retention ends.',
         params: QueueParams,
         querystring: DeleteQueueQuery,
-        response: { 200: ok(DeleteQueueResponse, 'Deleted.'), ...errorResponses(400, 404, 409) },
+        response: { 200: ok(ref(DeletedQueue), 'Deleted.'), ...errorResponses(400, 404, 409) },
       },
     },
     async (request) => {
@@ -191,7 +191,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Cancel every ready and scheduled job',
         description: 'Claimed jobs are left to their workers. Answers how many jobs were cancelled.',
         params: QueueParams,
-        response: { 200: ok(PurgeResponse, 'How many jobs were cancelled.'), ...errorResponses(404) },
+        response: { 200: ok(ref(PurgeResponse), 'How many jobs were cancelled.'), ...errorResponses(404) },
       },
     },
     async (request) => {
@@ -214,9 +214,9 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
           'With attempts reset (error history kept). All dead jobs ({"all": true}), a list of ids, or those dead ' +
           'since a time. Works in batches of 1,000, each its own transaction.',
         params: QueueParams,
-        body: RedriveRequest,
+        body: ref(RedriveRequest),
         response: {
-          200: ok(RedriveResponse, 'How many jobs went back to ready.'),
+          200: ok(ref(RedriveResponse), 'How many jobs went back to ready.'),
           ...errorResponses(400, 404, 413, 415),
         },
       },

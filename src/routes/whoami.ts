@@ -1,19 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
-import { SCOPES, type Scope } from '../auth/api-keys.js';
-import { Nullable } from '../http/schemas/common.js';
+import { SCOPES } from '../auth/api-keys.js';
+import { Whoami } from '../http/schemas/keys.js';
+import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-
-const Whoami = Type.Object({
-  authenticated: Type.Boolean({
-    description: 'false when the server has no API keys configured: then every request may do everything.',
-  }),
-  name: Nullable(Type.String({ description: 'The key’s configured name.' })),
-  scopes: Type.Array(Type.Unsafe<Scope>(Type.String({ enum: [...SCOPES] })), {
-    description: 'What the key may do (admin: everything).',
-  }),
-  queue_limited: Type.Boolean({ description: 'The key may use only the queues its patterns match.' }),
-});
 
 /**
  * GET /v1/whoami: the key a request presents, as the server sees it (never its secret or digest).
@@ -29,7 +18,7 @@ const whoami: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'whoami',
         summary: 'The API key in use: its name and scopes',
         description: 'Any valid key may ask. A way to check a key before using it.',
-        response: { 200: ok(Whoami, 'The key.'), ...errorResponses() },
+        response: { 200: ok(ref(Whoami), 'The key.'), ...errorResponses() },
       },
     },
     async (request) => {

@@ -1,34 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { until } from '../support/until.js';
+import { startWorker as start } from '../support/worker-process.js';
 
 const database = useTestDatabase();
-
-interface Running {
-  child: ChildProcess;
-  events: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
-function start(command: string, args: string[], env: Record<string, string>): Running {
-  const child = spawn(command, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const events: Record<string, unknown>[] = [];
-  let buffer = '';
-  child.stdout!.on('data', (chunk) => {
-    buffer += chunk;
-    const lines = buffer.split('\n');
-    buffer = lines.pop()!;
-    for (const line of lines) if (line.trim()) events.push(JSON.parse(line));
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, events, exited };
-}
 
 describe('example workers', () => {
   const server = useListeningApp(database, { BATON_MAINTENANCE: 'true', BATON_TICK_MS: '500' });

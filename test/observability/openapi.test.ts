@@ -42,8 +42,99 @@ describe('the OpenAPI document', () => {
         }
       }
     }
-    for (const name of ['Job', 'ClaimedJob', 'EnqueuedJob', 'EnqueueRequest', 'Queue', 'Problem']) {
+    for (const name of [
+      'Job',
+      'ClaimedJob',
+      'EnqueuedJob',
+      'EnqueueRequest',
+      'JobError',
+      'Queue',
+      'Problem',
+    ]) {
       expect(doc.components.schemas[name], name).toBeDefined();
+    }
+  });
+
+  /** Every schema in the document, with where it sits (components included). */
+  const schemasIn = (doc: any) => {
+    const found: { at: string; schema: any }[] = [];
+    const walk = (node: any, at: string, isSchema: boolean) => {
+      if (Array.isArray(node)) {
+        node.forEach((n, i) => {
+          walk(n, `${at}[${i}]`, isSchema);
+        });
+        return;
+      }
+      if (!node || typeof node !== 'object') return;
+      if (isSchema) found.push({ at, schema: node });
+      for (const [key, value] of Object.entries<any>(node)) {
+        const child = `${at}/${key}`;
+        if (key === 'schema' || key === 'items') walk(value, child, true);
+        else if (key === 'properties' || key === 'schemas') {
+          for (const [name, sub] of Object.entries(value ?? {})) walk(sub, `${child}/${name}`, true);
+        } else if (key === 'anyOf' || key === 'oneOf' || key === 'allOf') walk(value, child, true);
+        else if (typeof value === 'object' && key !== 'examples' && key !== 'example')
+          walk(value, child, false);
+      }
+    };
+    walk(doc.paths, '#/paths', false);
+    walk(doc.components, '#/components', false);
+    return found;
+  };
+
+  it('names every request and response body, so every generator gives it a named type', () => {
+    const doc = checkedIn();
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        const bodies = [
+          ['request', op.requestBody?.content?.['application/json']?.schema],
+          ...Object.entries<any>(op.responses).map(([status, r]) => [
+            status,
+            (r.content?.['application/json'] ?? r.content?.['application/problem+json'])?.schema,
+          ]),
+        ];
+        for (const [which, schema] of bodies) {
+          if (schema === undefined) continue;
+          expect(schema, `${method.toUpperCase()} ${path} ${which}`).toEqual({
+            $ref: expect.stringMatching(/^#\/components\/schemas\/\w+$/),
+          });
+        }
+      }
+    }
+  });
+
+  it('has no inline schema twice, and none that copies a component (each copy is another anonymous type)', () => {
+    const doc = checkedIn();
+    const shape = (s: any): string =>
+      JSON.stringify(s, (key, value) => (key === 'description' || key === 'examples' ? undefined : value));
+    const seen = new Map<string, string>(
+      Object.entries<any>(doc.components.schemas).map(
+        ([name, s]) => [shape(s), `component ${name}`] as const,
+      ),
+    );
+    for (const { at, schema } of schemasIn(doc)) {
+      if (/^#\/components\/schemas\/\w+$/.test(at)) continue;
+      // Objects and enums are what generators name; a bare string or integer is no type of its own.
+      if (!schema.properties && !(schema.enum?.length > 1)) continue;
+      const first = seen.get(shape(schema));
+      expect(first, `${at} repeats ${first}`).toBeUndefined();
+      seen.set(shape(schema), at);
+    }
+  });
+
+  it('gives every integer its width and writes patterns only with syntax every regex dialect shares', () => {
+    const INT32_MAX = 2 ** 31 - 1;
+    for (const { at, schema } of schemasIn(checkedIn())) {
+      if (schema.type === 'integer') {
+        expect(['int32', 'int64'], `${at} says its width`).toContain(schema.format);
+        if (schema.format === 'int32') {
+          expect(Math.abs(schema.maximum ?? 0), at).toBeLessThanOrEqual(INT32_MAX);
+          expect(Math.abs(schema.minimum ?? 0), at).toBeLessThanOrEqual(INT32_MAX + 1);
+        }
+      }
+      // \uXXXX is not Go's or Rust's syntax (and @hey-api/openapi-ts writes it out as raw characters);
+      // \p{...} is not Python's; both mean something else without JavaScript's u flag.
+      if (schema.pattern) expect(schema.pattern, at).not.toMatch(/\\[up]/);
     }
   });
 

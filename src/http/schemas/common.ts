@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import {
   JOB_ID_PATTERN,
   LEASE_TOKEN_PATTERN,
+  PRINTABLE_FORMAT,
   PRINTABLE_PATTERN,
   QUEUE_NAME_PATTERN,
 } from '../../jobs/limits.js';
@@ -18,12 +19,23 @@ export const Timestamp = (description?: string) =>
 export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) =>
   Type.Union([t, Type.Null()]);
 
+/**
+ * Integers say their width, so generated clients in typed languages pick a type that holds every
+ * value: an integer without a format is a 32-bit int to OpenAPI Generator's Java and Go, and a
+ * retention or delay in ms (up to ten years) overflows it. Int32 is for values bounded well inside
+ * it (attempts, priorities, batch sizes, leases); Int64 for durations that can exceed 24.8 days and
+ * for counts of jobs. (The server checks the bounds, not the width: see http/validation.ts.)
+ */
+type IntegerOptions = NonNullable<Parameters<typeof Type.Integer>[0]>;
+export const Int32 = (options: IntegerOptions = {}) => Type.Integer({ format: 'int32', ...options });
+export const Int64 = (options: IntegerOptions = {}) => Type.Integer({ format: 'int64', ...options });
+
 /** Any JSON value, passed through as is. */
 export const Json = (description: string) => Type.Unknown({ description });
 
-/** Text of bounded length with no control characters or unpaired surrogates. */
+/** Text of bounded length with no control characters or unpaired surrogates (see jobs/limits.ts). */
 export const PrintableText = (maxLength: number, description: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: PRINTABLE_PATTERN, description });
+  Type.String({ minLength: 1, maxLength, pattern: PRINTABLE_PATTERN, format: PRINTABLE_FORMAT, description });
 
 export const QueueName = Type.String({
   pattern: QUEUE_NAME_PATTERN,

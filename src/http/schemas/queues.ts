@@ -10,18 +10,18 @@ import {
   MAX_BATCH,
   RETENTION_MS_MAX,
 } from '../../jobs/limits.js';
-import { JobId, Nullable, strict, Timestamp } from './common.js';
+import { Int32, Int64, JobId, Nullable, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
 
 export const QueueConfigRequest = Type.Object(
   {
-    lease_ms: Type.Optional(Nullable(Type.Integer({ minimum: LEASE_MS_MIN, maximum: LEASE_MS_MAX }))),
-    max_attempts: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_LIMIT }))),
+    lease_ms: Type.Optional(Nullable(Int32({ minimum: LEASE_MS_MIN, maximum: LEASE_MS_MAX }))),
+    max_attempts: Type.Optional(Nullable(Int32({ minimum: 1, maximum: MAX_ATTEMPTS_LIMIT }))),
     backoff: Type.Optional(
       Type.Object(
         {
-          base_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: BACKOFF_BASE_MS_MAX }))),
-          max_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: BACKOFF_MAX_MS_MAX }))),
+          base_ms: Type.Optional(Nullable(Int32({ minimum: 0, maximum: BACKOFF_BASE_MS_MAX }))),
+          max_ms: Type.Optional(Nullable(Int64({ minimum: 0, maximum: BACKOFF_MAX_MS_MAX }))),
           jitter: Type.Optional(Nullable(Type.Boolean())),
         },
         strict,
@@ -30,8 +30,8 @@ export const QueueConfigRequest = Type.Object(
     retention: Type.Optional(
       Type.Object(
         {
-          completed_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: RETENTION_MS_MAX }))),
-          dead_ms: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: RETENTION_MS_MAX }))),
+          completed_ms: Type.Optional(Nullable(Int64({ minimum: 0, maximum: RETENTION_MS_MAX }))),
+          dead_ms: Type.Optional(Nullable(Int64({ minimum: 0, maximum: RETENTION_MS_MAX }))),
         },
         strict,
       ),
@@ -40,6 +40,7 @@ export const QueueConfigRequest = Type.Object(
   },
   {
     ...strict,
+    $id: 'QueueConfigRequest',
     description:
       'Fields you give are set; fields you leave out keep their value (a new queue starts at the server ' +
       'defaults); null resets a field to the server default.',
@@ -54,25 +55,23 @@ export const Queue = Type.Object(
       description: 'Created by a first enqueue; collected by the leader when idle.',
     }),
     paused: Type.Boolean({ description: 'A paused queue accepts enqueues but hands out nothing.' }),
-    lease_ms: Type.Integer(),
-    max_attempts: Type.Integer(),
-    backoff: Type.Object({ base_ms: Type.Integer(), max_ms: Type.Integer(), jitter: Type.Boolean() }),
-    retention: Type.Object({ completed_ms: Type.Integer(), dead_ms: Type.Integer() }),
+    lease_ms: Int32(),
+    max_attempts: Int32(),
+    backoff: Type.Object({ base_ms: Int32(), max_ms: Int64(), jitter: Type.Boolean() }),
+    retention: Type.Object({ completed_ms: Int64(), dead_ms: Int64() }),
     inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
     created_at: Timestamp(),
     updated_at: Timestamp(),
     stats: Type.Object(
       {
-        scheduled: Type.Integer(),
-        ready: Type.Integer(),
-        claimed: Type.Integer(),
-        completed: Type.Integer({ description: 'Within retention.' }),
-        dead: Type.Integer({ description: 'Within retention.' }),
-        cancelled: Type.Integer({ description: 'Within retention.' }),
-        oldest_ready_age_ms: Nullable(
-          Type.Integer({ description: 'Age of the oldest ready job when counted.' }),
-        ),
-        completed_last_minute: Type.Integer(),
+        scheduled: Int64(),
+        ready: Int64(),
+        claimed: Int64(),
+        completed: Int64({ description: 'Within retention.' }),
+        dead: Int64({ description: 'Within retention.' }),
+        cancelled: Int64({ description: 'Within retention.' }),
+        oldest_ready_age_ms: Nullable(Int64({ description: 'Age of the oldest ready job when counted.' })),
+        completed_last_minute: Int64(),
         live_refreshed_at: Nullable(Timestamp()),
         finished_refreshed_at: Nullable(Timestamp()),
       },
@@ -86,14 +85,19 @@ export const Queue = Type.Object(
   { $id: 'Queue' },
 );
 
-export const QueueList = Type.Object({
-  queues: Type.Array(ref(Queue)),
-  next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })),
-});
+export const QueueList = Type.Object(
+  {
+    queues: Type.Array(ref(Queue)),
+    next_cursor: Nullable(
+      Type.String({ description: 'Pass as cursor for the next page; null on the last.' }),
+    ),
+  },
+  { $id: 'QueueList' },
+);
 
 export const QueueListQuery = Type.Object(
   {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
+    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
   },
   strict,
@@ -108,13 +112,16 @@ export const DeleteQueueQuery = Type.Object(
   strict,
 );
 
-export const DeleteQueueResponse = Type.Object({
-  name: Type.String(),
-  deleted: Type.Literal(true),
-  cancelled: Type.Integer({ description: 'Live jobs cancelled by force.' }),
-});
+export const DeletedQueue = Type.Object(
+  {
+    name: Type.String(),
+    deleted: Type.Literal(true),
+    cancelled: Int64({ description: 'Live jobs cancelled by force.' }),
+  },
+  { $id: 'DeletedQueue', description: 'A deleted queue, and how many live jobs its deletion cancelled.' },
+);
 
-export const PurgeResponse = Type.Object({ cancelled: Type.Integer() });
+export const PurgeResponse = Type.Object({ cancelled: Int64() }, { $id: 'PurgeResponse' });
 
 export const RedriveRequest = Type.Object(
   {
@@ -130,17 +137,19 @@ export const RedriveRequest = Type.Object(
   },
   {
     ...strict,
+    $id: 'RedriveRequest',
     description: 'Exactly one of ids, dead_since or all: true.',
     examples: [{ all: true }, { ids: ['41', '42'] }],
   },
 );
 
-export const RedriveResponse = Type.Object({ redriven: Type.Integer() });
+export const RedriveResponse = Type.Object({ redriven: Int64() }, { $id: 'RedriveResponse' });
 
 export const QueueHistoryQuery = Type.Object(
   {
     minutes: Type.Optional(
       Type.Integer({
+        format: 'int32',
         minimum: 1,
         maximum: HISTORY_MINUTES_MAX,
         default: 60,
@@ -151,7 +160,7 @@ export const QueueHistoryQuery = Type.Object(
   strict,
 );
 
-const Count = (description: string) => Type.Integer({ minimum: 0, description });
+const Count = (description: string) => Int64({ minimum: 0, description });
 
 export const QueueSample = Type.Object(
   {
@@ -180,12 +189,15 @@ export const QueueSample = Type.Object(
   { $id: 'QueueSample' },
 );
 
-export const QueueHistory = Type.Object({
-  queue: Type.String(),
-  now: Timestamp('The database clock when this was read.'),
-  samples: Type.Array(ref(QueueSample), {
-    description:
-      'Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing ' +
-      'finished (or the service had no maintenance leader then).',
-  }),
-});
+export const QueueHistory = Type.Object(
+  {
+    queue: Type.String(),
+    now: Timestamp('The database clock when this was read.'),
+    samples: Type.Array(ref(QueueSample), {
+      description:
+        'Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing ' +
+        'finished (or the service had no maintenance leader then).',
+    }),
+  },
+  { $id: 'QueueHistory' },
+);

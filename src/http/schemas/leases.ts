@@ -1,0 +1,121 @@
+import { Type } from 'typebox';
+import { ERROR_MESSAGE_MAX, LEASE_MS_MAX, LEASE_MS_MIN, MAX_BATCH, MAX_DELAY_MS } from '../../jobs/limits.js';
+import { Int32, Int64, JobId, Json, LeaseToken, strict, Timestamp } from './common.js';
+import { ref } from './ref.js';
+
+/** Schemas of what the holder of a lease sends and gets back: renew, ack and nack, one or many. */
+
+const EXAMPLE_TOKEN = '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001';
+
+const leaseMs = Int32({
+  minimum: LEASE_MS_MIN,
+  maximum: LEASE_MS_MAX,
+  description: 'New lease length from now. Default: the length the claim (or the last renew) used.',
+});
+
+export const RenewRequest = Type.Object(
+  { lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs) },
+  { ...strict, $id: 'RenewRequest', examples: [{ lease_token: EXAMPLE_TOKEN, lease_ms: 60000 }] },
+);
+export const RenewResponse = Type.Object(
+  { id: Type.String(), lease_expires_at: Timestamp('The new expiry.'), lease_ms: Int32() },
+  { $id: 'RenewResponse' },
+);
+
+export const BatchRenewItem = Type.Object(
+  { id: JobId, lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs) },
+  { ...strict, $id: 'BatchRenewItem' },
+);
+export const BatchRenewRequest = Type.Object(
+  { renewals: Type.Array(ref(BatchRenewItem), { minItems: 1, maxItems: MAX_BATCH }) },
+  {
+    ...strict,
+    $id: 'BatchRenewRequest',
+    examples: [{ renewals: [{ id: '42', lease_token: EXAMPLE_TOKEN, lease_ms: 60000 }] }],
+  },
+);
+export const RenewOutcome = Type.Unsafe<'renewed' | 'lease_lost' | 'not_found'>(
+  Type.String({ $id: 'RenewOutcome', enum: ['renewed', 'lease_lost', 'not_found'] }),
+);
+export const BatchRenewResult = Type.Object(
+  {
+    id: Type.String(),
+    outcome: ref(RenewOutcome),
+    lease_expires_at: Type.Optional(Timestamp('The new expiry (renewed leases only).')),
+    lease_ms: Type.Optional(Int32()),
+  },
+  { $id: 'BatchRenewResult' },
+);
+export const BatchRenewResponse = Type.Object(
+  {
+    results: Type.Array(ref(BatchRenewResult), { description: 'One per renewal, in request order.' }),
+    renewed: Int32(),
+    failed: Int32(),
+  },
+  { $id: 'BatchRenewResponse' },
+);
+
+export const AckRequest = Type.Object(
+  { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
+  { ...strict, $id: 'AckRequest', examples: [{ lease_token: EXAMPLE_TOKEN, result: { sent: true } }] },
+);
+
+export const BatchAckItem = Type.Object(
+  { id: JobId, lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
+  { ...strict, $id: 'BatchAckItem' },
+);
+export const BatchAckRequest = Type.Object(
+  { acks: Type.Array(ref(BatchAckItem), { minItems: 1, maxItems: MAX_BATCH }) },
+  { ...strict, $id: 'BatchAckRequest', examples: [{ acks: [{ id: '42', lease_token: EXAMPLE_TOKEN }] }] },
+);
+export const AckOutcome = Type.Unsafe<'acked' | 'lease_lost' | 'not_found'>(
+  Type.String({ $id: 'AckOutcome', enum: ['acked', 'lease_lost', 'not_found'] }),
+);
+export const BatchAckResult = Type.Object(
+  { id: Type.String(), outcome: ref(AckOutcome) },
+  { $id: 'BatchAckResult' },
+);
+export const BatchAckResponse = Type.Object(
+  {
+    results: Type.Array(ref(BatchAckResult), { description: 'One per ack, in request order.' }),
+    acked: Int32(),
+    failed: Int32(),
+  },
+  { $id: 'BatchAckResponse' },
+);
+
+export const WorkerError = Type.Object(
+  {
+    message: Type.String({ maxLength: ERROR_MESSAGE_MAX }),
+    details: Type.Optional(Json('Anything that helps: a stack trace, a status code...')),
+  },
+  { ...strict, $id: 'WorkerError', description: 'What went wrong, as the worker tells it.' },
+);
+
+export const NackRequest = Type.Object(
+  {
+    lease_token: LeaseToken,
+    error: Type.Optional(ref(WorkerError)),
+    retry_in_ms: Type.Optional(
+      Int64({
+        minimum: 0,
+        maximum: MAX_DELAY_MS,
+        description: "Retry after this long instead of the queue's backoff.",
+      }),
+    ),
+    dead: Type.Optional(
+      Type.Boolean({ description: 'Give up now: the job goes to dead whatever its attempts.' }),
+    ),
+  },
+  {
+    ...strict,
+    $id: 'NackRequest',
+    examples: [
+      {
+        lease_token: EXAMPLE_TOKEN,
+        error: { message: 'SMTP timeout', details: { code: 421 } },
+        retry_in_ms: 60000,
+      },
+    ],
+  },
+);
