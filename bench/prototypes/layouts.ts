@@ -11,27 +11,43 @@ import type pg from 'pg';
  * history) but for one claimant, a fixed lease and no queue-settings read, the same for every layout.
  *
  *   single      today's baton.jobs + baton.job_history (the leader's vacuum duty as maintenance)
+ *   single-nohist  the same, the ack only deleting (the share of the history write)
  *   ring1       one ring of LIST partitions by slot; claim updates in place; ack moves to history;
  *               a slot is truncated once it holds no row at all (so a long-running job pins it)
  *   ring1-carry the same, and the leader carries claimed rows (claimed over a second ago) out of a
  *               sealed slot that has no ready row left into the current slot, so the slot empties
+ *   ring1-inplace  ring1-carry with the ack a HOT update in place (state completed); the leader
+ *               copies a slot's completed rows to history in the transaction that truncates it
+ *   ring1-nohist   ring1-carry with the ack only deleting (no history kept)
  *   ring        a ready ring and a claimed ring; claim moves the row from one to the other; ack
  *               moves it to history; the leader carries long-running claimed rows forward
  *   ring-inplace  the same rings; ack marks the row completed in place, and the leader copies a
  *               claimed slot's finished rows to history just before it truncates the slot
  *
- * The lease token's first byte names the slot the row was in when it was claimed; ack and renew use
- * it to go to one partition. A row the leader has carried since is not there: the statement then
+ * Ack and renew go to one partition: in `ring1*` the slot of the id (slots are a function of the
+ * id), in `ring*` the slot named by the lease token's first byte (the claimed ring's slot at claim). A row the leader has carried since is not there: the statement then
  * matches fewer items, and the caller runs `ackAnywhere` / `renewAnywhere` (every partition) for
  * the rest; a statement that waited for a row the carry was moving fails with 40001 and is retried.
  */
 
-export const LAYOUTS = ['single', 'ring1', 'ring1-carry', 'ring', 'ring-inplace'] as const;
+export const LAYOUTS = [
+  'single',
+  'single-nohist',
+  'ring1',
+  'ring1-carry',
+  'ring1-inplace',
+  'ring1-nohist',
+  'ring',
+  'ring-inplace',
+] as const;
 export type LayoutName = (typeof LAYOUTS)[number];
 
 export interface RingOptions {
   slots: number;
+  /** Time-based rings (`ring`, `ring-inplace`): how long a slot is current. */
   periodMs: number;
+  /** Id-based rings (`ring1*`): consecutive ids per slot. */
+  slotIds: number;
   /** lock_timeout of a truncation attempt. */
   lockTimeoutMs: number;
 }
@@ -86,6 +102,11 @@ export interface Layout {
   history: string;
   /** Empty every table of the layout. */
   reset: string;
+  /**
+   * In-place-ack layouts: copy every finished row to history and truncate, whatever the slot (the
+   * drain measurement calls it once claims are over, so the deferred copy is inside its CPU figure).
+   */
+  flush?: (pool: pg.Pool) => Promise<void>;
 }
 
 const SQL_DIR = resolve(import.meta.dirname, 'sql');
@@ -116,39 +137,46 @@ async function relationsLike(client: pg.ClientBase, schema: string, patterns: st
 }
 
 // ---------------------------------------------------------------------------------------------
-// single: today's layout.
+// single: today's layout. `history` false: the ack only deletes (what it costs to keep no history).
 
-function single(): Layout {
+function single(history: boolean): Layout {
+  const s = history ? 'single' : 'single_nohist';
   let lastVacuum = 0;
   return {
-    name: 'single',
-    schema: 'single',
-    ddl: template('single.sql', {}),
-    enqueue: `INSERT INTO single.jobs (queue, state, priority, run_at, max_attempts, payload)
+    name: history ? 'single' : 'single-nohist',
+    schema: s,
+    ddl: template('single.sql', { SCHEMA: s }),
+    enqueue: `INSERT INTO ${s}.jobs (queue, state, priority, run_at, max_attempts, payload)
       SELECT $1, 'ready', 0, now(), 5, jsonb_build_object('i', g) FROM generate_series(1, $2::int) g`,
     claim: (n) => `
       WITH picked AS (
-        SELECT j.id FROM single.jobs j
+        SELECT j.id FROM ${s}.jobs j
         WHERE j.queue = $1 AND j.state = 'ready'
         ORDER BY j.priority DESC, j.run_at, j.id
         LIMIT ${n}
         FOR UPDATE SKIP LOCKED
       )
-      UPDATE single.jobs j SET state = 'claimed', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+      UPDATE ${s}.jobs j SET state = 'claimed', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_ms = 60000, lease_expires_at = clock_timestamp() + interval '60 seconds',
         claimed_at = clock_timestamp(), worker_id = $2
       FROM picked WHERE j.id = picked.id
       RETURNING j.${RETURNED.replaceAll(', ', ', j.')}`,
-    ack: `
+    ack: history
+      ? `
       WITH ${ACK_INPUT}, done AS (
-        DELETE FROM single.jobs j USING input i
+        DELETE FROM ${s}.jobs j USING input i
         WHERE j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
         RETURNING j.*
       )
-      INSERT INTO single.job_history AS h (${HISTORY_COLUMNS})
+      INSERT INTO ${s}.job_history AS h (${HISTORY_COLUMNS})
       SELECT ${COMPLETED_VALUES} FROM done
-      RETURNING h.id`,
-    renew: `UPDATE single.jobs SET lease_expires_at = clock_timestamp() + interval '60 seconds'
+      RETURNING h.id`
+      : `
+      WITH ${ACK_INPUT}
+      DELETE FROM ${s}.jobs j USING input i
+      WHERE j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
+      RETURNING j.id`,
+    renew: `UPDATE ${s}.jobs SET lease_expires_at = clock_timestamp() + interval '60 seconds'
       WHERE id = $1 AND state = 'claimed' AND lease_token = $2::uuid RETURNING id`,
     get ackAnywhere() {
       return this.ack;
@@ -156,26 +184,26 @@ function single(): Layout {
     get renewAnywhere() {
       return this.renew;
     },
-    lookup: `SELECT id, state FROM single.jobs WHERE id = $1
-      UNION ALL SELECT id, state FROM single.job_history WHERE id = $1`,
-    claimRelations: async () => ['single.jobs', 'single.jobs_ready_idx'],
-    liveRelations: (c) => relationsLike(c, 'single', ['jobs%']),
+    lookup: `SELECT id, state FROM ${s}.jobs WHERE id = $1
+      UNION ALL SELECT id, state FROM ${s}.job_history WHERE id = $1`,
+    claimRelations: async () => [`${s}.jobs`, `${s}.jobs_ready_idx`],
+    liveRelations: (c) => relationsLike(c, s, ['jobs%']),
     // The leader's vacuum duty (src/maintenance/vacuum.ts) at its defaults: every 5 s, VACUUM once
     // PostgreSQL counts 10,000 dead rows.
     maintain: async (pool) => {
       if (performance.now() - lastVacuum < 5_000) return { truncations: [], vacuums: 0 };
       lastVacuum = performance.now();
       const { rows } = await pool.query(
-        `SELECT n_dead_tup::int AS dead FROM pg_stat_user_tables WHERE relid = 'single.jobs'::regclass`,
+        `SELECT n_dead_tup::int AS dead FROM pg_stat_user_tables WHERE relid = '${s}.jobs'::regclass`,
       );
       if ((rows[0]?.dead ?? 0) < 10_000) return { truncations: [], vacuums: 0 };
-      await pool.query('VACUUM (SKIP_LOCKED) single.jobs');
+      await pool.query(`VACUUM (SKIP_LOCKED) ${s}.jobs`);
       return { truncations: [], vacuums: 1 };
     },
     scanRelation: 'jobs',
-    live: 'SELECT count(*)::int AS n FROM single.jobs',
-    history: 'SELECT count(*)::int AS n FROM single.job_history',
-    reset: 'TRUNCATE single.jobs, single.job_history',
+    live: `SELECT count(*)::int AS n FROM ${s}.jobs`,
+    history: history ? `SELECT count(*)::int AS n FROM ${s}.job_history` : `SELECT -1 AS n`,
+    reset: `TRUNCATE ${s}.jobs, ${s}.job_history`,
   };
 }
 
@@ -240,6 +268,21 @@ async function sealedSlots(
   return Array.from({ length: slots }, (_, s) => s).filter((s) => s !== cur && s !== nxt);
 }
 
+/** Id-based rings: slots other than the one ids are drawn from now and the next. */
+async function sealedIdSlots(
+  pool: pg.Pool,
+  schema: string,
+  slotIds: number,
+  slots: number,
+): Promise<number[]> {
+  const { rows } = await pool.query(
+    `SELECT ${schema}.slot_of(last_value) AS cur, ${schema}.slot_of(last_value + ${slotIds}) AS nxt
+     FROM ${schema}.job_id_seq`,
+  );
+  const { cur, nxt } = rows[0];
+  return Array.from({ length: slots }, (_, s) => s).filter((s) => s !== cur && s !== nxt);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Carrying claimed rows out of a sealed slot: those claimed over a second ago (a short job in flight
 // is simply waited for), taken FOR UPDATE SKIP LOCKED (a row being acked right now is left for the
@@ -249,7 +292,7 @@ async function sealedSlots(
 // partition") instead of silently finding nothing; the callers retry on 40001 (a DELETE + INSERT
 // carry was tried first: a renew waiting for the row lost it without an error).
 
-function carrySql(schema: string, parent: string, slot: number): string {
+function carrySql(schema: string, parent: string, slot: number, target?: string): string {
   return `
     WITH picked AS (
       SELECT id FROM ${schema}.${parent}_${slot}
@@ -257,7 +300,7 @@ function carrySql(schema: string, parent: string, slot: number): string {
       LIMIT 1000
       FOR UPDATE SKIP LOCKED
     )
-    UPDATE ${schema}.${parent} j SET slot = ${schema}.slot_at(clock_timestamp())
+    UPDATE ${schema}.${parent} j SET slot = ${target ?? `${schema}.slot_at(clock_timestamp())`}
     FROM picked p WHERE j.slot = ${slot} AND j.id = p.id`;
 }
 
@@ -266,42 +309,69 @@ async function carry(pool: pg.Pool, sql: string): Promise<number> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ring1: one ring, claim in place.
+// ring1: one ring, claim in place. Variants:
+//   plain    no carry (a long-running job pins its slot)
+//   carry    the leader carries claimed rows out of sealed slots that have no ready row left
+//   inplace  carry, and the ack marks the row completed in place (a HOT update); the leader copies a
+//            slot's completed rows to history in the transaction that truncates it
+//   nohist   carry, and the ack only deletes (no history kept)
 
-function ring1(o: RingOptions, withCarry: boolean): Layout {
-  const s = withCarry ? 'ring1_carry' : 'ring1';
-  const ack = (hinted: boolean) => `
+type Ring1Variant = 'plain' | 'carry' | 'inplace' | 'nohist';
+
+function ring1(o: RingOptions, variant: Ring1Variant): Layout {
+  const s = variant === 'plain' ? 'ring1' : `ring1_${variant}`;
+  const hint = (hinted: boolean, alias: string, id: string) =>
+    hinted ? `${alias}.slot = ${s}.slot_of(${id}) AND ` : '';
+  const ack = (hinted: boolean) => {
+    const where = `${hint(hinted, 'j', 'i.id')}j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token`;
+    switch (variant) {
+      case 'inplace':
+        return `
+      WITH ${ACK_INPUT}
+      UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), ack_token = j.lease_token
+      FROM input i
+      WHERE ${where}
+      RETURNING j.id`;
+      case 'nohist':
+        return `
+      WITH ${ACK_INPUT}
+      DELETE FROM ${s}.jobs j USING input i
+      WHERE ${where}
+      RETURNING j.id`;
+      default:
+        return `
       WITH ${ACK_INPUT}, done AS (
         DELETE FROM ${s}.jobs j USING input i
-        WHERE ${hinted ? `j.slot = ${s}.token_slot(i.token) AND ` : ''}j.id = i.id AND j.state = 'claimed'
-          AND j.lease_token = i.token
+        WHERE ${where}
         RETURNING j.*
       )
       INSERT INTO ${s}.job_history AS h (${HISTORY_COLUMNS})
       SELECT ${COMPLETED_VALUES} FROM done
       RETURNING h.id`;
+    }
+  };
   const renew = (
     hinted: boolean,
-  ) => `UPDATE ${s}.jobs SET lease_expires_at = clock_timestamp() + interval '60 seconds'
-      WHERE ${hinted ? `slot = ${s}.token_slot($2::uuid) AND ` : ''}id = $1 AND state = 'claimed' AND lease_token = $2::uuid
-      RETURNING id`;
+  ) => `UPDATE ${s}.jobs j SET lease_expires_at = clock_timestamp() + interval '60 seconds'
+      WHERE ${hint(hinted, 'j', '$1::bigint')}j.id = $1 AND j.state = 'claimed' AND j.lease_token = $2::uuid
+      RETURNING j.id`;
+  const withCarry = variant !== 'plain';
   return {
-    name: withCarry ? 'ring1-carry' : 'ring1',
+    name: variant === 'plain' ? 'ring1' : (`ring1-${variant}` as LayoutName),
     schema: s,
-    ddl: template('ring1.sql', { SCHEMA: s, SLOTS: o.slots, PERIOD_MS: o.periodMs }),
+    ddl: template('ring1.sql', { SCHEMA: s, SLOTS: o.slots, SLOT_IDS: o.slotIds }),
     enqueue: `INSERT INTO ${s}.jobs (slot, id, queue, state, priority, run_at, max_attempts, payload)
-      SELECT ${s}.slot_at(clock_timestamp()), nextval('${s}.job_id_seq'), $1, 'ready', 0, now(), 5,
-             jsonb_build_object('i', g)
-      FROM generate_series(1, $2::int) g`,
+      SELECT ${s}.slot_of(n.id), n.id, $1, 'ready', 0, now(), 5, jsonb_build_object('i', n.g)
+      FROM (SELECT nextval('${s}.job_id_seq') AS id, g FROM generate_series(1, $2::int) g) n`,
     claim: (n) => `
       WITH picked AS (
         SELECT j.slot, j.id FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'ready'
+        WHERE j.queue = $1 AND j.claimed_at IS NULL
         ORDER BY j.priority DESC, j.run_at, j.id
         LIMIT ${n}
         FOR UPDATE SKIP LOCKED
       )
-      UPDATE ${s}.jobs j SET state = 'claimed', attempts = j.attempts + 1, lease_token = ${s}.token_in(j.slot),
+      UPDATE ${s}.jobs j SET state = 'claimed', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_ms = 60000, lease_expires_at = clock_timestamp() + interval '60 seconds',
         claimed_at = clock_timestamp(), worker_id = $2
       FROM picked p WHERE j.id = p.id AND j.slot = p.slot
@@ -317,21 +387,57 @@ function ring1(o: RingOptions, withCarry: boolean): Layout {
     maintain: async (pool) => {
       const truncations: TruncateOutcome[] = [];
       let carried = 0;
-      for (const slot of await sealedSlots(pool, s, o.periodMs, o.slots)) {
+      for (const slot of await sealedIdSlots(pool, s, o.slotIds, o.slots)) {
         const rel = `${s}.jobs_${slot}`;
         if (withCarry) {
-          const ready = await pool.query(`SELECT 1 FROM ${rel} WHERE state = 'ready' LIMIT 1`);
-          if (ready.rows.length === 0) carried += await carry(pool, carrySql(s, 'jobs', slot));
+          const ready = await pool.query(`SELECT 1 FROM ${rel} WHERE claimed_at IS NULL LIMIT 1`);
+          if (ready.rows.length === 0)
+            carried += await carry(pool, carrySql(s, 'jobs', slot, `${s}.current_slot()`));
         }
-        const r = await truncateSlot(pool, rel, `SELECT 1 FROM ${rel} LIMIT 1`, o.lockTimeoutMs);
+        const r = await truncateSlot(
+          pool,
+          rel,
+          variant === 'inplace'
+            ? `SELECT 1 FROM ${rel} WHERE state <> 'completed' LIMIT 1`
+            : `SELECT 1 FROM ${rel} LIMIT 1`,
+          o.lockTimeoutMs,
+          variant === 'inplace'
+            ? `INSERT INTO ${s}.job_history (${HISTORY_COLUMNS})
+               SELECT id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+                      created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token
+               FROM ${rel}`
+            : undefined,
+        );
         if (r) truncations.push(r);
       }
       return { truncations, vacuums: 0, carried };
     },
     scanRelation: 'jobs_',
-    live: `SELECT count(*)::int AS n FROM ${s}.jobs`,
-    history: `SELECT count(*)::int AS n FROM ${s}.job_history`,
+    live:
+      variant === 'inplace'
+        ? `SELECT count(*)::int AS n FROM ${s}.jobs WHERE state <> 'completed'`
+        : `SELECT count(*)::int AS n FROM ${s}.jobs`,
+    history: variant === 'nohist' ? `SELECT -1 AS n` : `SELECT count(*)::int AS n FROM ${s}.job_history`,
     reset: `TRUNCATE ${s}.jobs, ${s}.job_history`,
+    ...(variant === 'inplace'
+      ? {
+          flush: async (pool: pg.Pool) => {
+            for (let slot = 0; slot < o.slots; slot++) {
+              const rel = `${s}.jobs_${slot}`;
+              await truncateSlot(
+                pool,
+                rel,
+                `SELECT 1 FROM ${rel} WHERE state <> 'completed' LIMIT 1`,
+                10_000,
+                `INSERT INTO ${s}.job_history (${HISTORY_COLUMNS})
+                 SELECT id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+                        created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token
+                 FROM ${rel}`,
+              );
+            }
+          },
+        }
+      : {}),
   };
 }
 
@@ -374,13 +480,13 @@ function ring(o: RingOptions, inPlace: boolean): Layout {
       FROM generate_series(1, $2::int) g`,
     claim: (n) => `
       WITH picked AS (
-        SELECT r.slot, r.id FROM ${s}.ready r
+        SELECT r.slot, r.ctid AS tid FROM ${s}.ready r
         WHERE r.queue = $1
         ORDER BY r.priority DESC, r.run_at, r.id
         LIMIT ${n}
         FOR UPDATE SKIP LOCKED
       ), moved AS (
-        DELETE FROM ${s}.ready r USING picked p WHERE r.id = p.id AND r.slot = p.slot
+        DELETE FROM ${s}.ready r USING picked p WHERE r.slot = p.slot AND r.ctid = p.tid
         RETURNING r.*
       ), lease AS (
         SELECT ${s}.slot_at(clock_timestamp()) AS slot
@@ -436,17 +542,41 @@ function ring(o: RingOptions, inPlace: boolean): Layout {
       : `SELECT (SELECT count(*) FROM ${s}.ready) + (SELECT count(*) FROM ${s}.claimed) AS n`,
     history: `SELECT count(*)::int AS n FROM ${s}.job_history`,
     reset: `TRUNCATE ${s}.ready, ${s}.claimed, ${s}.job_history`,
+    ...(inPlace
+      ? {
+          flush: async (pool: pg.Pool) => {
+            for (let slot = 0; slot < o.slots; slot++) {
+              await truncateSlot(
+                pool,
+                `${s}.claimed_${slot}`,
+                `SELECT 1 FROM ${s}.claimed_${slot} WHERE state = 'claimed' LIMIT 1`,
+                10_000,
+                `INSERT INTO ${s}.job_history (${HISTORY_COLUMNS})
+                 SELECT id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+                        created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token
+                 FROM ${s}.claimed_${slot} WHERE state = 'completed'`,
+              );
+            }
+          },
+        }
+      : {}),
   };
 }
 
 export function layout(name: LayoutName, o: RingOptions): Layout {
   switch (name) {
     case 'single':
-      return single();
+      return single(true);
+    case 'single-nohist':
+      return single(false);
     case 'ring1':
-      return ring1(o, false);
+      return ring1(o, 'plain');
     case 'ring1-carry':
-      return ring1(o, true);
+      return ring1(o, 'carry');
+    case 'ring1-inplace':
+      return ring1(o, 'inplace');
+    case 'ring1-nohist':
+      return ring1(o, 'nohist');
     case 'ring':
       return ring(o, false);
     case 'ring-inplace':

@@ -49,8 +49,16 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '100000' },
     slots: { type: 'string', default: '8' },
     'period-ms': { type: 'string', default: '2000' },
+    'slot-ids': { type: 'string', default: '4000' },
     'lock-timeout-ms': { type: 'string', default: '50' },
     'long-fraction': { type: 'string', default: '0.005' },
+    // Baton's sessions would run the hot statements with these off (see docs/design/storage-ring.md,
+    // "Plans"): ring partitions swing between empty and thousands of rows every few seconds, and a
+    // generic plan made while a partition looked empty keeps a sequential scan or a hash join over
+    // every partition. jit=off goes with it: a disabled plan node adds 1e10 to the cost on
+    // PostgreSQL 15, which is over jit_above_cost, and JIT compiling took 40-700 ms per statement.
+    // `off` measures without the guard.
+    'planner-guard': { type: 'string', default: 'on' },
     out: { type: 'string' },
   },
 });
@@ -60,6 +68,7 @@ const QUEUE = 'proto';
 const ring: RingOptions = {
   slots: Number(values.slots),
   periodMs: Number(values['period-ms']),
+  slotIds: Number(values['slot-ids']),
   lockTimeoutMs: Number(values['lock-timeout-ms']),
 };
 const selected = values.layouts!.split(',').map((s) => s.trim()) as LayoutName[];
@@ -69,8 +78,19 @@ const started = Date.now();
 const log = (m: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${m}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function pool(max: number, name: string): pg.Pool {
-  const p = new pg.Pool({ connectionString: `${SERVER_URL}/${DB}`, max, application_name: name });
+const GUARD =
+  values['planner-guard'] === 'on'
+    ? '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off'
+    : '';
+
+/** Pools for a ring layout's statements get the planner guard; today's layout runs as Baton does now. */
+function pool(max: number, name: string, guarded = true): pg.Pool {
+  const p = new pg.Pool({
+    connectionString: `${SERVER_URL}/${DB}`,
+    max,
+    application_name: name,
+    ...(GUARD && name !== 'bench-admin' && guarded ? { options: GUARD } : {}),
+  });
   p.on('error', () => {});
   return p;
 }
@@ -202,10 +222,10 @@ function leader(l: Layout, p: pg.Pool, everyMs: number) {
 
 async function plans(): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
-  const p = pool(4, 'proto-plans');
-  const c = await p.connect();
-  try {
-    for (const l of layouts) {
+  for (const l of layouts) {
+    const p = pool(2, 'proto-plans', !l.name.startsWith('single'));
+    const c = await p.connect();
+    try {
       await c.query(l.enqueue, [QUEUE, 5_000]);
       const claimed = await c.query(l.claim(100), [QUEUE, 'w']);
       const acks = JSON.stringify(
@@ -216,7 +236,7 @@ async function plans(): Promise<Record<string, unknown>> {
       await c.query(`ANALYZE`);
       const finished = claimed.rows[0]!;
       const ready = await c.query(
-        `SELECT max(id) AS id FROM ${l.schema}.${l.name === 'single' || l.name.startsWith('ring1') ? 'jobs' : 'ready'}`,
+        `SELECT max(id) AS id FROM ${l.schema}.${l.name.startsWith('single') || l.name.startsWith('ring1') ? 'jobs' : 'ready'}`,
       );
       const statements: Record<string, [string, unknown[]]> = {
         claim: [l.claim(50), [QUEUE, 'w']],
@@ -252,10 +272,10 @@ async function plans(): Promise<Record<string, unknown>> {
         );
       }
       out[l.name] = plansOf;
+    } finally {
+      c.release();
+      await p.end();
     }
-  } finally {
-    c.release();
-    await p.end();
   }
   return out;
 }
@@ -283,8 +303,8 @@ interface CpuRun {
 
 async function drain(l: Layout, round: number, jobs: number): Promise<CpuRun> {
   const admin = pool(2, 'bench-admin');
-  const work = pool(4, 'proto-work');
-  const lead = pool(2, 'proto-leader');
+  const work = pool(4, 'proto-work', !l.name.startsWith('single'));
+  const lead = pool(2, 'proto-leader', !l.name.startsWith('single'));
   try {
     await admin.query(l.reset);
     for (let done = 0; done < jobs; done += 10_000)
@@ -322,10 +342,14 @@ async function drain(l: Layout, round: number, jobs: number): Promise<CpuRun> {
         }
       }),
     );
-    // The in-place variant writes history in the leader's copy: wait for it, it is part of the cost.
-    while ((await count(admin, l.history)) < jobs && performance.now() - t0 < 120_000) await sleep(50);
-    const seconds = (performance.now() - t0) / 1000;
+    // The in-place variants write history in the leader's copy: finish it, it is part of the cost.
     await leaderRun.stop();
+    if (l.flush) await l.flush(lead);
+    for (let h = await count(admin, l.history); h >= 0 && h < jobs && performance.now() - t0 < 120_000; ) {
+      await sleep(50);
+      h = await count(admin, l.history);
+    }
+    const seconds = (performance.now() - t0) / 1000;
     const cpu = await meter.stop();
     if (acked !== jobs) throw new Error(`${l.name}: acked ${acked} of ${jobs}`);
     const t = leaderRun.truncations;
@@ -401,13 +425,18 @@ interface HoldInterval {
   carried: number;
   fallbacks: number;
   movedRetries: number;
+  renewals: number;
+  renewP99: number;
+  /** Updates and HOT updates in the layout's schema (pg_stat_user_tables) during the interval. */
+  updates: number;
+  hotUpdates: number;
   load1: number;
 }
 
 async function holdRun(l: Layout): Promise<HoldInterval[]> {
   const admin = pool(2, 'bench-admin');
-  const work = pool(7, 'proto-work');
-  const lead = pool(2, 'proto-leader');
+  const work = pool(7, 'proto-work', !l.name.startsWith('single'));
+  const lead = pool(2, 'proto-leader', !l.name.startsWith('single'));
   const rate = Number(values.rate);
   const perTick = Math.round(rate / 10);
   const cleanS = Number(values['clean-seconds']);
@@ -421,10 +450,20 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
   let claimedTotal = 0;
   let acked = 0;
   let claims: [number, number][] = [];
+  let renewMs: number[] = [];
   const long: { id: string; token: string; at: number; renewed: number }[] = [];
+  const updateStats = async () => {
+    const { rows } = await admin.query(
+      `SELECT coalesce(sum(n_tup_upd), 0)::float8 AS upd, coalesce(sum(n_tup_hot_upd), 0)::float8 AS hot
+       FROM pg_stat_user_tables WHERE schemaname = $1`,
+      [l.schema],
+    );
+    return { upd: rows[0].upd as number, hot: rows[0].hot as number };
+  };
   const explainClient = new pg.Client({
     connectionString: `${SERVER_URL}/${DB}`,
     application_name: 'bench-admin',
+    ...(GUARD && !l.name.startsWith('single') ? { options: GUARD } : {}),
   });
   await explainClient.connect();
   let holder: pg.Client | undefined;
@@ -487,7 +526,9 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
           const due = long.filter((j) => now - j.at >= 60_000);
           for (const j of long) {
             if (now - j.renewed >= 10_000 && now - j.at < 60_000) {
+              const t = performance.now();
               await renewOne(c, l, j.id, j.token);
+              renewMs.push(performance.now() - t);
               j.renewed = now;
             }
           }
@@ -511,7 +552,16 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
     const pgCpu = await PostgresCpu.of(admin);
     const t0 = performance.now();
     const elapsed = () => (performance.now() - t0) / 1000;
-    let last = { at: 0, pg: pgCpu.now(), acked: 0, truncations: 0, carried: 0, fallbacks, movedRetries };
+    let last = {
+      at: 0,
+      pg: pgCpu.now(),
+      acked: 0,
+      truncations: 0,
+      carried: 0,
+      fallbacks,
+      movedRetries,
+      stats: await updateStats(),
+    };
     const claimSql = l.claim(50);
     const close = async (phase: HoldInterval['phase']) => {
       const at = elapsed();
@@ -528,6 +578,9 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
         ms: Number.NaN,
       }));
       const done = acked - last.acked;
+      const stats = await updateStats();
+      const renewals = renewMs;
+      renewMs = [];
       const iv: HoldInterval = {
         layout: l.name,
         phase,
@@ -552,11 +605,15 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
         carried: leaderRun.carried - last.carried,
         fallbacks: fallbacks - last.fallbacks,
         movedRetries: movedRetries - last.movedRetries,
+        renewals: renewals.length,
+        renewP99: percentile(renewals, 99),
+        updates: stats.upd - last.stats.upd,
+        hotUpdates: stats.hot - last.stats.hot,
         load1: loadavg()[0]!,
       };
       intervals.push(iv);
       log(
-        `  hold ${l.name} ${phase} ${fmt(at)} s: ${fmt(iv.completedPerS)} jobs/s; claim p50 ${fmt(iv.claimP50)} p99 ${fmt(iv.claimP99)} max ${fmt(iv.claimMax)} ms; EXPLAIN ${fmt(iv.explainBuffers)} buffers ${fmt(iv.explainMs)} ms; walk ${fmt(iv.claimWalkMiB)} MiB, live ${fmt(iv.liveMiB)} MiB; PG ${fmt(iv.pgCpuPer1000)} ms/1k; trunc ${iv.truncated} blocked ${iv.blocked} (wait ≤ ${fmt(iv.maxLockWaitMs)} ms, txn ≤ ${fmt(iv.maxTruncateMs)} ms); carried ${iv.carried}, ack/renew fallbacks ${iv.fallbacks}, 40001 retries ${iv.movedRetries}; backlog ${iv.backlog}; load ${fmt(iv.load1)}`,
+        `  hold ${l.name} ${phase} ${fmt(at)} s: ${fmt(iv.completedPerS)} jobs/s; claim p50 ${fmt(iv.claimP50)} p99 ${fmt(iv.claimP99)} max ${fmt(iv.claimMax)} ms; EXPLAIN ${fmt(iv.explainBuffers)} buffers ${fmt(iv.explainMs)} ms; walk ${fmt(iv.claimWalkMiB)} MiB, live ${fmt(iv.liveMiB)} MiB; PG ${fmt(iv.pgCpuPer1000)} ms/1k; trunc ${iv.truncated} blocked ${iv.blocked} (wait ≤ ${fmt(iv.maxLockWaitMs)} ms, txn ≤ ${fmt(iv.maxTruncateMs)} ms); carried ${iv.carried}, ack/renew fallbacks ${iv.fallbacks}, 40001 retries ${iv.movedRetries}; renewals ${iv.renewals} p99 ${fmt(iv.renewP99)} ms, HOT ${iv.hotUpdates}/${iv.updates} updates; backlog ${iv.backlog}; load ${fmt(iv.load1)}`,
       );
       last = {
         at,
@@ -566,6 +623,7 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
         carried: leaderRun.carried,
         fallbacks,
         movedRetries,
+        stats,
       };
     };
     let phaseEnd = 0;
@@ -612,7 +670,7 @@ async function holdRun(l: Layout): Promise<HoldInterval[]> {
 async function main() {
   const experiments = values.experiments!.split(',').map((s) => s.trim());
   log(
-    `layouts ${selected.join(', ')}; ring: ${ring.slots} slots × ${ring.periodMs} ms, lock_timeout ${ring.lockTimeoutMs} ms`,
+    `layouts ${selected.join(', ')}; ring: ${ring.slots} slots × ${ring.periodMs} ms (ring*) or × ${ring.slotIds} ids (ring1*), lock_timeout ${ring.lockTimeoutMs} ms`,
   );
   await recreate();
   const admin = new pg.Client({ connectionString: `${SERVER_URL}/${DB}` });
@@ -626,6 +684,7 @@ async function main() {
     command: `npx tsx bench/prototypes/run.ts ${process.argv.slice(2).join(' ')}`,
     server: server.rows[0],
     ring,
+    plannerGuard: values['planner-guard'],
     loadAverageAtStart: loadavg(),
   };
   if (experiments.includes('plans')) record.plans = await plans();

@@ -46,11 +46,15 @@ CREATE TABLE {{SCHEMA}}.ready (
   created_at      timestamptz NOT NULL DEFAULT now(),
   last_error      jsonb,
   errors          jsonb NOT NULL DEFAULT '[]',
-  payload         jsonb NOT NULL,
-  PRIMARY KEY (id, slot)
+  payload         jsonb NOT NULL
 ) PARTITION BY LIST (slot);
--- Every row is ready: the claim index needs no predicate.
+-- Every row is ready: the claim index needs no predicate. No primary key (it would have to include
+-- slot): ids are unique by the sequence, and lookups by id use a plain index. The claim removes
+-- the rows it picked by (slot, ctid): no index has slot in it, so each partition's only sensible
+-- plan for that is a TID scan (with (id, slot) as a primary key, generic plans made while a partition
+-- was empty scanned a whole index per picked row).
 CREATE INDEX ready_claim_idx ON {{SCHEMA}}.ready (queue, priority DESC, run_at, id);
+CREATE INDEX ready_id_idx ON {{SCHEMA}}.ready (id);
 
 CREATE TABLE {{SCHEMA}}.claimed (
   slot             smallint NOT NULL,
@@ -78,8 +82,10 @@ CREATE TABLE {{SCHEMA}}.claimed (
   CONSTRAINT claimed_state CHECK (state IN ('claimed', 'completed')),
   PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
--- Re-arm and the leader's "anything still claimed in this slot?" check.
-CREATE INDEX claimed_queue_idx ON {{SCHEMA}}.claimed (queue, id) WHERE state = 'claimed';
+-- No other index: ack, renew and nack find a row by (id, slot); re-arm and the leader's "anything
+-- still claimed in this slot?" read the few small partitions of the ring. A second index with `id`
+-- in it (the (queue, id) index of today's table) gave generic plans a choice, and a plan made while
+-- a partition was empty chose it for probes by id: a full index scan per acked job.
 
 DO $$
 BEGIN

@@ -1,26 +1,33 @@
--- PROTOTYPE (issue 15): ONE ring of LIST partitions holding ready and claimed jobs, claim updating
--- the row in place (the smallest change from today's table). Not a migration; nothing in src/ reads
--- this. The runner substitutes {{SCHEMA}}, {{SLOTS}} and {{PERIOD_MS}} as in ring.sql.
+-- PROTOTYPE (issue 15): ONE ring of LIST partitions holding ready and claimed jobs (and, in the
+-- in-place-ack variant, completed ones until their slot is truncated), claim updating the row in
+-- place (the smallest change from today's table). Not a migration; nothing in src/ reads this. The
+-- runner substitutes {{SCHEMA}}, {{SLOTS}} and {{SLOT_IDS}} (consecutive ids per slot).
 --
 -- A slot can be truncated only once it holds no ready and no claimed row, so one long-running job
--- keeps its whole slot (and every dead ready-index entry in it) alive, and claims, which read the
--- ready index of every partition, keep walking them. Measured against ring.sql to show why the
--- recommended layout moves claimed jobs out of the ready ring.
+-- keeps its whole slot (and every dead ready-index entry in it) alive unless the leader carries it
+-- forward (layout ring1-carry).
+--
+-- The claim index's predicate is `claimed_at IS NULL` rather than `state = 'ready'`: a claim sets
+-- claimed_at (the row must leave the index: not HOT), but an in-place ack changes only state,
+-- finished_at and ack_token, none of them in an index or a predicate, so it can be a HOT update.
 
 CREATE SCHEMA {{SCHEMA}};
 CREATE SEQUENCE {{SCHEMA}}.job_id_seq;
 
-CREATE FUNCTION {{SCHEMA}}.slot_at(t timestamptz) RETURNS smallint
+-- A job's slot is a function of its id: ids come from one sequence, {{SLOT_IDS}} consecutive ids
+-- share a slot, and the ring wraps after {{SLOTS}} slots. So a slot holds at most {{SLOT_IDS}} jobs
+-- whatever the enqueue rate (the walk a held horizon can build up in it is bounded by that), the
+-- current slot is read from the sequence (no table, nothing for a held horizon to bloat), and ack,
+-- renew and GET by id go straight to the slot of the id. Only a row the leader carried forward is
+-- elsewhere; callers then look in every slot.
+CREATE FUNCTION {{SCHEMA}}.slot_of(id bigint) RETURNS smallint
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  AS $$ SELECT ((floor(extract(epoch FROM t) * 1000 / {{PERIOD_MS}}))::bigint % {{SLOTS}})::smallint $$;
+  AS $$ SELECT ((id / {{SLOT_IDS}}) % {{SLOTS}})::smallint $$;
 
--- The row's slot in the first byte of its lease token (as in ring.sql), so ack and renew prune to it.
-CREATE FUNCTION {{SCHEMA}}.token_slot(token uuid) RETURNS smallint
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  AS $$ SELECT ('x' || substr(token::text, 1, 2))::bit(8)::integer::smallint $$;
-CREATE FUNCTION {{SCHEMA}}.token_in(slot smallint) RETURNS uuid
-  LANGUAGE sql VOLATILE PARALLEL SAFE
-  AS $$ SELECT (lpad(to_hex(slot::integer), 2, '0') || substr(gen_random_uuid()::text, 3))::uuid $$;
+-- The slot ids are being drawn from now (carried rows go there).
+CREATE FUNCTION {{SCHEMA}}.current_slot() RETURNS smallint
+  LANGUAGE sql VOLATILE
+  AS $$ SELECT {{SCHEMA}}.slot_of(last_value) FROM {{SCHEMA}}.job_id_seq $$;
 
 CREATE TABLE {{SCHEMA}}.jobs (
   slot             smallint NOT NULL,
@@ -41,11 +48,15 @@ CREATE TABLE {{SCHEMA}}.jobs (
   last_error       jsonb,
   errors           jsonb NOT NULL DEFAULT '[]',
   payload          jsonb NOT NULL,
-  CONSTRAINT jobs_state CHECK (state IN ('ready', 'claimed')),
+  finished_at      timestamptz,
+  result           jsonb,
+  ack_token        uuid,
+  CONSTRAINT jobs_state CHECK (state IN ('ready', 'claimed', 'completed')),
+  CONSTRAINT jobs_ready CHECK ((state = 'ready') = (claimed_at IS NULL)),
   PRIMARY KEY (id, slot)
 ) PARTITION BY LIST (slot);
-CREATE INDEX jobs_ready_idx ON {{SCHEMA}}.jobs (queue, priority DESC, run_at, id) WHERE state = 'ready';
-CREATE INDEX jobs_claimed_idx ON {{SCHEMA}}.jobs (queue, id) WHERE state = 'claimed';
+CREATE INDEX jobs_ready_idx ON {{SCHEMA}}.jobs (queue, priority DESC, run_at, id) WHERE claimed_at IS NULL;
+-- No claimed index (see ring.sql): probes by id must have one index to choose.
 
 DO $$
 BEGIN
