@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { PostgresCpu } from './postgres-cpu.js';
 import { machineCpuMs, processCpuMs, selfCpuMs } from './process-usage.js';
 
 /**
@@ -13,6 +14,11 @@ export interface CpuUsage {
   server: number;
   bench: number;
   postgres: number;
+  /**
+   * The whole PostgreSQL server's CPU (postmaster tree from /proc: exited and live backends, WAL
+   * writer, autovacuum; bench/postgres-cpu.ts). Server-wide, so other databases' users count too.
+   */
+  postgresServer: number;
   machineBusy: number;
   machineTotal: number;
   wallMs: number;
@@ -34,6 +40,7 @@ export class CpuMeter {
   /** pid -> [CPU at start (0 for backends that connected later), last CPU seen]. */
   private backends = new Map<number, [number, number]>();
   private t0 = 0;
+  private server: PostgresCpu | undefined;
   private timer: NodeJS.Timeout | undefined;
   private sampling: Promise<void> = Promise.resolve();
 
@@ -50,6 +57,8 @@ export class CpuMeter {
       const cpu = processCpuMs(pid) ?? 0;
       this.backends.set(pid, [cpu, cpu]);
     }
+    this.server = await PostgresCpu.of(this.admin).catch(() => undefined);
+    this.server?.start();
     this.server0 = this.serverCpuMs();
     this.bench0 = selfCpuMs();
     this.machine0 = machineCpuMs();
@@ -79,6 +88,7 @@ export class CpuMeter {
     await this.sampling;
     const wallMs = performance.now() - this.t0;
     const machine = machineCpuMs();
+    const postgresServer = this.server ? this.server.read() : Number.NaN;
     const server = this.serverCpuMs() - this.server0;
     const bench = selfCpuMs() - this.bench0;
     await this.sample();
@@ -88,6 +98,7 @@ export class CpuMeter {
       server,
       bench,
       postgres,
+      postgresServer,
       machineBusy: machine.busy - this.machine0.busy,
       machineTotal: machine.total - this.machine0.total,
       wallMs,

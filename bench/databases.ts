@@ -12,10 +12,17 @@ export const SERVER_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.
   '',
 );
 
+/**
+ * BENCH_DB_PREFIX renames them (`<prefix>_baton`, `<prefix>_pgboss`, `<prefix>_graphile`), so two
+ * people benchmarking on one shared server do not drop each other's databases.
+ */
+const PREFIX = process.env.BENCH_DB_PREFIX;
+if (PREFIX !== undefined && !/^[a-z_][a-z0-9_]{0,40}$/.test(PREFIX))
+  throw new Error(`BENCH_DB_PREFIX must be a lower-case SQL identifier, got ${JSON.stringify(PREFIX)}`);
 export const DATABASES = {
-  baton: 'baton_bench',
-  pgBoss: 'pgboss_bench',
-  graphile: 'graphile_bench',
+  baton: PREFIX ? `${PREFIX}_baton` : 'baton_bench',
+  pgBoss: PREFIX ? `${PREFIX}_pgboss` : 'pgboss_bench',
+  graphile: PREFIX ? `${PREFIX}_graphile` : 'graphile_bench',
 } as const;
 
 export function databaseUrl(name: string): string {
@@ -24,7 +31,8 @@ export function databaseUrl(name: string): string {
 
 /** Drop (closing any leftover sessions of a previous run) and create one of the bench's databases. */
 export async function recreateDatabase(name: string): Promise<void> {
-  if (!Object.values(DATABASES).includes(name as never)) throw new Error(`${name} is not a bench database`);
+  if (!(Object.values(DATABASES) as string[]).includes(name))
+    throw new Error(`${name} is not a bench database`);
   const admin = new pg.Client({ connectionString: databaseUrl('postgres') });
   await admin.connect();
   try {

@@ -11,6 +11,7 @@ import { markdown, plain, type ScenarioResult } from './report.js';
 import { claimCost } from './scenarios/claim-cost.js';
 import { enqueueOnly } from './scenarios/enqueue.js';
 import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
+import { heldHorizon } from './scenarios/held-horizon.js';
 import { hotRenewals } from './scenarios/hot-renewals.js';
 import { onePerRequest } from './scenarios/one-per-request.js';
 import { pruneCost } from './scenarios/prune-cost.js';
@@ -21,6 +22,7 @@ import { FULL, QUICK, type Sizes } from './sizes.js';
 /**
  * `npm run bench` (full) or `npm run bench -- --quick` (a smoke run of about two minutes).
  * Options: `--only batched,single,...` to run some scenarios, `--rounds N`, `--no-build`,
+ * `--only horizon --hold-minutes 10 --clean-minutes 3 --recovery-minutes 3 --rate 2000` (issue 15),
  * `--systems baton,graphile,pg-boss,raw` to measure only some systems, and
  * `--profile` to record a V8 CPU profile of the Baton server (bench/results/profiles/) and summarise it.
  * Builds the server (dist/), re-creates the bench databases, runs the scenarios, prints tables and
@@ -38,7 +40,24 @@ const SCENARIOS: Record<string, ScenarioRun> = {
   wake: wakeLatency,
   prune: pruneCost,
   churn: sustainedChurn,
+  horizon: (ctx) =>
+    heldHorizon(ctx, {
+      cleanSeconds: minutes(values['clean-minutes'], 3),
+      holdSeconds: minutes(values['hold-minutes'], 10),
+      recoverySeconds: minutes(values['recovery-minutes'], 3),
+      rate: Number(values.rate ?? 2000),
+      intervalSeconds: Number(values['interval-seconds'] ?? 30),
+    }),
 };
+
+/** Scenarios that only mean something over long runs: a quick run leaves them out unless asked. */
+const LONG = ['churn', 'horizon'];
+
+function minutes(value: string | undefined, fallback: number): number {
+  const m = value === undefined ? fallback : Number(value);
+  if (!(m > 0)) throw new Error(`expected a positive number of minutes, got ${value}`);
+  return Math.round(m * 60);
+}
 
 const { values } = parseArgs({
   options: {
@@ -48,6 +67,14 @@ const { values } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     systems: { type: 'string' },
+    // --only horizon: phase lengths in minutes (fractions allowed), offered jobs/s, interval length.
+    'clean-minutes': { type: 'string' },
+    'hold-minutes': { type: 'string' },
+    'recovery-minutes': { type: 'string' },
+    rate: { type: 'string' },
+    // Write bench/results/<out>.json and .md instead of latest.* (kept for the full run).
+    out: { type: 'string' },
+    'interval-seconds': { type: 'string' },
   },
 });
 
@@ -60,8 +87,7 @@ function build(): void {
 async function main() {
   const base: Sizes = values.quick ? QUICK : FULL;
   const sizes: Sizes = values.rounds ? { ...base, rounds: Number(values.rounds) } : base;
-  // Sustained churn only means something over long runs; a quick run leaves it out unless asked.
-  const defaults = Object.keys(SCENARIOS).filter((name) => !(values.quick && name === 'churn'));
+  const defaults = Object.keys(SCENARIOS).filter((name) => !(values.quick && LONG.includes(name)));
   const selected = values.only ? values.only.split(',').map((s) => s.trim()) : defaults;
   for (const name of selected) {
     if (!SCENARIOS[name])
@@ -124,9 +150,11 @@ async function main() {
     results,
     ...(profile ? { serverProfile: profile } : {}),
   };
-  writeFileSync(resolve(dir, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
-  writeFileSync(resolve(dir, 'latest.md'), `${results.map(markdown).join('\n')}\n`);
-  log(`done in ${record.durationSeconds} s; wrote bench/results/latest.json and latest.md`);
+  const name = values.out ?? 'latest';
+  if (!/^[\w.-]+$/.test(name)) throw new Error(`--out must be a plain file name, got ${name}`);
+  writeFileSync(resolve(dir, `${name}.json`), `${JSON.stringify(record, null, 2)}\n`);
+  writeFileSync(resolve(dir, `${name}.md`), `${results.map(markdown).join('\n')}\n`);
+  log(`done in ${record.durationSeconds} s; wrote bench/results/${name}.json and ${name}.md`);
 }
 
 main().catch((err) => {

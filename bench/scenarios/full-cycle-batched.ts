@@ -204,6 +204,7 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
     setup: [
       "CPU from /proc: the Baton server process; the client side (Baton: the HTTP load generator in the bench process; peers: their library in the bench process; raw SQL: the pgbench process); PostgreSQL: the backends connected to that system's database (sampled every 100 ms, so backends that connect or leave mid-run count).",
       'Total = server + client + PostgreSQL backends. PostgreSQL background work (WAL writer, autovacuum) and other users of the machine are not in it.',
+      "PostgreSQL server CPU, whole server: the postmaster's utime+stime+cutime+cstime (cutime keeps the CPU of backends that exited) plus every live child's utime+stime, from /proc, before and after each timed run (bench/postgres-cpu.ts). It includes the WAL writer, checkpointer and autovacuum, and also other users of the same server, so compare it on a quiet machine.",
       'Server RSS: largest resident set of the Baton server process during the run (sampled every 100 ms).',
     ],
     metrics: (['processing', 'cycle'] as Kind[]).flatMap((kind) => [
@@ -216,6 +217,12 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
       cpuMetric(kind, 'server', 'Baton server CPU', (r) => r.cpu.server, [BATON]),
       cpuMetric(kind, 'client', 'Client-side CPU', (r) => r.externalClientCpuMs ?? r.cpu.bench),
       cpuMetric(kind, 'postgres', 'PostgreSQL backend CPU', (r) => r.cpu.postgres),
+      cpuMetric(
+        kind,
+        'postgres-server',
+        'PostgreSQL server CPU, whole server from /proc',
+        (r) => r.cpu.postgresServer,
+      ),
       {
         id: `resources.${kind}.rss`,
         title: `Baton server peak RSS (${kind === 'processing' ? 'processing' : 'full cycle'})`,

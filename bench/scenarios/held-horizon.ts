@@ -1,0 +1,615 @@
+import { loadavg } from 'node:os';
+import pg from 'pg';
+import type { BatonServer } from '../baton-server.js';
+import { claimSql } from '../compiled-statements.js';
+import type { BenchContext } from '../context.js';
+import { adminPool, DATABASES, databaseUrl } from '../databases.js';
+import { explainClaim } from '../explain-claim.js';
+import { HttpClient } from '../load/http-client.js';
+import { PostgresCpu } from '../postgres-cpu.js';
+import { selfCpuMs } from '../process-usage.js';
+import type { Check, Metric, ScenarioResult } from '../report.js';
+import { fmt, median, percentile } from '../stats.js';
+
+/**
+ * Issue 15: Baton at a steady offered load while another session holds a transaction open (and so
+ * the xmin horizon) in the same database.
+ *
+ * Three phases at one fixed offered rate, all through Baton's HTTP API:
+ *   clean     no long transaction;
+ *   hold      a separate session runs BEGIN; SELECT txid_current(); and then idles in that
+ *             transaction, so no vacuum (the leader's vacuum duty, autovacuum) can remove a row
+ *             version that died after it began;
+ *   recovery  that transaction rolled back.
+ * The producer enqueues a batch every 100 ms (open loop: on schedule whether or not the last
+ * request has answered); four workers claim 50 and batch-ack. A worker first claims without
+ * waiting (those claims are the "claim latency" below: a claim's own cost plus the HTTP hop, with no
+ * long-poll wait in it) and, when that finds nothing, long-polls (wait_ms 1000) for the next batch.
+ *
+ * The server is a separate Baton process with the maintenance leader ON at its defaults (re-arm,
+ * promote, prune, and the vacuum duty every 5 s tick), as in production.
+ *
+ * Per interval (30 s by default): offered, enqueued and completed jobs/s; claim latency p50/p99;
+ * pickup latency (enqueue answered → claim answered) p50/p99; ready backlog and in-flight jobs
+ * (from the load generator's own counts, which are exact and cost the database nothing);
+ * pg_relation_size of baton.jobs and its indexes, and its dead rows; the buffers an EXPLAIN
+ * (ANALYZE, BUFFERS) claim of 50 touches (rolled back); PostgreSQL's own CPU per 1,000 completed
+ * jobs (whole server, /proc: bench/postgres-cpu.ts), the Baton server's and the load generator's.
+ * At the end: every enqueued job was claimed and acked exactly once.
+ */
+
+const QUEUE = 'horizon';
+const CLAIM = 50;
+const WORKERS = 4;
+const TICK_MS = 100;
+const HORIZON_PORT = Number(process.env.BENCH_HORIZON_PORT ?? 18_490);
+
+export interface HorizonOptions {
+  cleanSeconds: number;
+  holdSeconds: number;
+  recoverySeconds: number;
+  /** Offered jobs per second (enqueued in a batch every 100 ms). */
+  rate: number;
+  intervalSeconds: number;
+}
+
+type Phase = 'clean' | 'hold' | 'recovery';
+const PHASES: Phase[] = ['clean', 'hold', 'recovery'];
+
+interface Interval {
+  phase: Phase;
+  /** Seconds since the start of the timed run. */
+  from: number;
+  to: number;
+  offeredPerS: number;
+  enqueuedPerS: number;
+  completedPerS: number;
+  claims: number;
+  claimP50: number;
+  claimP99: number;
+  claimMax: number;
+  pickupP50: number;
+  pickupP99: number;
+  ackP99: number;
+  readyBacklog: number;
+  inFlight: number;
+  jobsBytes: number;
+  readyIndexBytes: number;
+  pkeyBytes: number;
+  claimedIndexBytes: number;
+  historyBytes: number;
+  deadRows: number;
+  explainBuffers: number;
+  explainMs: number;
+  pgCpuPer1000: number;
+  serverCpuPer1000: number;
+  benchCpuPer1000: number;
+  vacuums: number;
+  load1: number;
+}
+
+/** Enqueue batches by id range, to find when a claimed job was enqueued. */
+class EnqueueTimes {
+  private readonly batches: { lo: bigint; hi: bigint; at: number }[] = [];
+  add(ids: string[], at: number): void {
+    let lo = BigInt(ids[0]!);
+    let hi = lo;
+    for (const id of ids) {
+      const v = BigInt(id);
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    this.batches.push({ lo, hi, at });
+  }
+  /** Enqueue time of a job, by binary search on the batches' lowest ids (sent in id order). */
+  of(id: string): number | undefined {
+    const v = BigInt(id);
+    let a = 0;
+    let b = this.batches.length - 1;
+    while (a <= b) {
+      const m = (a + b) >> 1;
+      const batch = this.batches[m]!;
+      if (v < batch.lo) b = m - 1;
+      else if (v > batch.hi) a = m + 1;
+      else return batch.at;
+    }
+    return undefined;
+  }
+}
+
+/** Running counters of the load generator, drained per interval. */
+class Counters {
+  offered = 0;
+  enqueued = 0;
+  completed = 0;
+  claimMs: number[] = [];
+  pickupMs: number[] = [];
+  ackMs: number[] = [];
+  // Totals over the whole run.
+  totalEnqueued = 0;
+  totalClaimed = 0;
+  totalAcked = 0;
+  drain() {
+    const out = {
+      offered: this.offered,
+      enqueued: this.enqueued,
+      completed: this.completed,
+      claimMs: this.claimMs,
+      pickupMs: this.pickupMs,
+      ackMs: this.ackMs,
+    };
+    this.offered = 0;
+    this.enqueued = 0;
+    this.completed = 0;
+    this.claimMs = [];
+    this.pickupMs = [];
+    this.ackMs = [];
+    return out;
+  }
+}
+
+function expectStatus(status: number, want: number, what: string, body: unknown): void {
+  if (status !== want) throw new Error(`${what}: HTTP ${status} ${JSON.stringify(body).slice(0, 300)}`);
+}
+
+/** A few counters from the server's /metrics (Prometheus text). */
+async function scrape(server: BatonServer): Promise<{ vacuums: number }> {
+  const text = await fetch(`${server.url}/metrics`)
+    .then((r) => r.text())
+    .catch(() => '');
+  let vacuums = 0;
+  for (const line of text.split('\n')) {
+    const m = /^baton_vacuum_total\{outcome="vacuumed"\} (\S+)/.exec(line);
+    if (m) vacuums += Number(m[1]);
+  }
+  return { vacuums };
+}
+
+interface Sizes {
+  jobsBytes: number;
+  readyIndexBytes: number;
+  pkeyBytes: number;
+  claimedIndexBytes: number;
+  historyBytes: number;
+  deadRows: number;
+  liveRows: number;
+}
+
+async function sizes(admin: pg.Pool): Promise<Sizes> {
+  const { rows } = await admin.query(`
+    SELECT pg_relation_size('baton.jobs')::float8 AS jobs,
+           pg_relation_size('baton.jobs_ready_idx')::float8 AS ready,
+           pg_relation_size('baton.jobs_pkey')::float8 AS pkey,
+           pg_relation_size('baton.jobs_claimed_idx')::float8 AS claimed,
+           pg_total_relation_size('baton.job_history')::float8 AS history,
+           (SELECT n_dead_tup::float8 FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass) AS dead,
+           (SELECT n_live_tup::float8 FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass) AS live`);
+  const r = rows[0];
+  return {
+    jobsBytes: r.jobs,
+    readyIndexBytes: r.ready,
+    pkeyBytes: r.pkey,
+    claimedIndexBytes: r.claimed,
+    historyBytes: r.history,
+    deadRows: r.dead,
+    liveRows: r.live,
+  };
+}
+
+export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Promise<ScenarioResult> {
+  const server = await ctx.extraBaton(HORIZON_PORT, { BATON_MAINTENANCE: 'true', LOG_LEVEL: 'warn' });
+  const client = new HttpClient(server.url);
+  const admin = adminPool(DATABASES.baton);
+  const q = encodeURIComponent(QUEUE);
+  const counters = new Counters();
+  const enqueueTimes = new EnqueueTimes();
+  const intervals: Interval[] = [];
+  const fine: Record<string, number>[] = [];
+  const settings = await admin.query(
+    `SELECT current_setting('autovacuum') AS autovacuum, current_setting('autovacuum_naptime') AS naptime,
+            current_setting('server_version') AS version`,
+  );
+  let holder: pg.Client | undefined;
+  const errors: unknown[] = [];
+  const fail = (err: unknown) => {
+    errors.push(err);
+  };
+
+  try {
+    // Create the queue, and warm the server up for a few seconds (not measured).
+    const created = await client.post(`/v1/queues/${q}/jobs/batch`, { jobs: [{ payload: { warm: true } }] });
+    expectStatus(created.status, 201, 'warm-up enqueue', created.body);
+    counters.totalEnqueued += 1;
+    await admin.query('VACUUM ANALYZE baton.jobs');
+
+    const perTick = Math.max(1, Math.round((opts.rate * TICK_MS) / 1000));
+    let stopProducing = false;
+    let stopWorking = false;
+    let outstanding = 0;
+    let seq = 0;
+    // Ids seen by a claim, to prove no job is handed out twice; ids seen by an ack.
+    const claimedIds = new Set<string>();
+    const ackedIds = new Set<string>();
+    let duplicateClaims = 0;
+
+    const producer = (async () => {
+      const t0 = performance.now();
+      for (let tick = 0; !stopProducing; tick++) {
+        const due = t0 + tick * TICK_MS;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        if (stopProducing) break;
+        counters.offered += perTick;
+        if (outstanding >= 50) continue; // the server is far behind; the offered load still counts
+        outstanding++;
+        const jobs = Array.from({ length: perTick }, () => ({ payload: { i: seq++ } }));
+        client
+          .post(`/v1/queues/${q}/jobs/batch`, { jobs })
+          .then((r) => {
+            expectStatus(r.status, 201, 'batch enqueue', r.body);
+            const ids = (r.body.jobs as { id: string }[]).map((j) => j.id);
+            enqueueTimes.add(ids, performance.now());
+            counters.enqueued += ids.length;
+            counters.totalEnqueued += ids.length;
+          })
+          .catch(fail)
+          .finally(() => outstanding--);
+      }
+    })();
+
+    const handle = async (jobs: { id: string; lease_token: string }[], claimedAt: number) => {
+      for (const j of jobs) {
+        if (claimedIds.has(j.id)) duplicateClaims++;
+        claimedIds.add(j.id);
+        const at = enqueueTimes.of(j.id);
+        if (at !== undefined) counters.pickupMs.push(claimedAt - at);
+      }
+      counters.totalClaimed += jobs.length;
+      const t0 = performance.now();
+      const r = await client.post('/v1/jobs/ack', {
+        acks: jobs.map((j) => ({ id: j.id, lease_token: j.lease_token })),
+      });
+      counters.ackMs.push(performance.now() - t0);
+      expectStatus(r.status, 200, 'batch ack', r.body);
+      if (r.body.failed > 0) throw new Error(`batch ack: ${r.body.failed} acks failed`);
+      for (const j of jobs) ackedIds.add(j.id);
+      counters.completed += r.body.acked;
+      counters.totalAcked += r.body.acked;
+    };
+
+    const worker = async () => {
+      while (!stopWorking) {
+        const t0 = performance.now();
+        const now = await client.post(`/v1/queues/${q}/claim`, { max_jobs: CLAIM, lease_ms: 60_000 });
+        const t1 = performance.now();
+        expectStatus(now.status, 200, 'claim', now.body);
+        counters.claimMs.push(t1 - t0);
+        if (now.body.jobs.length > 0) {
+          await handle(now.body.jobs, t1);
+          continue;
+        }
+        const waited = await client.post(`/v1/queues/${q}/claim`, {
+          max_jobs: CLAIM,
+          lease_ms: 60_000,
+          wait_ms: 1000,
+        });
+        expectStatus(waited.status, 200, 'claim (long-poll)', waited.body);
+        if (waited.body.jobs.length > 0) await handle(waited.body.jobs, performance.now());
+      }
+    };
+    const workers = Array.from({ length: WORKERS }, () => worker().catch(fail));
+
+    // Measurement: interval boundaries, a finer 5 s sample for the time series, and the phases.
+    const pgCpu = await PostgresCpu.of(admin);
+    const explainClient = new pg.Client({
+      connectionString: databaseUrl(DATABASES.baton),
+      application_name: 'bench-admin',
+    });
+    await explainClient.connect();
+    const sample = claimSql({ queue: QUEUE, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 });
+
+    const t0 = performance.now();
+    const elapsed = () => (performance.now() - t0) / 1000;
+    let phase: Phase = 'clean';
+    let last = {
+      at: 0,
+      pg: pgCpu.now(),
+      server: server.cpuMs(),
+      bench: selfCpuMs(),
+      ...(await scrape(server)),
+    };
+    counters.drain();
+
+    const closeInterval = async () => {
+      const c = counters.drain();
+      const at = elapsed();
+      const pgNow = pgCpu.now();
+      const serverNow = server.cpuMs();
+      const benchNow = selfCpuMs();
+      const scraped = await scrape(server);
+      const s = await sizes(admin);
+      const explained = await explainClaim(explainClient, sample.sql, [...sample.parameters], 'jobs').catch(
+        () => ({ buffers: Number.NaN, executionMs: Number.NaN }),
+      );
+      const seconds = at - last.at;
+      const per1000 = (ms: number) => (c.completed > 0 ? (ms / c.completed) * 1000 : Number.NaN);
+      intervals.push({
+        phase,
+        from: last.at,
+        to: at,
+        offeredPerS: c.offered / seconds,
+        enqueuedPerS: c.enqueued / seconds,
+        completedPerS: c.completed / seconds,
+        claims: c.claimMs.length,
+        claimP50: percentile(c.claimMs, 50),
+        claimP99: percentile(c.claimMs, 99),
+        claimMax: c.claimMs.length ? Math.max(...c.claimMs) : Number.NaN,
+        pickupP50: percentile(c.pickupMs, 50),
+        pickupP99: percentile(c.pickupMs, 99),
+        ackP99: percentile(c.ackMs, 99),
+        readyBacklog: counters.totalEnqueued - counters.totalClaimed,
+        inFlight: counters.totalClaimed - counters.totalAcked,
+        jobsBytes: s.jobsBytes,
+        readyIndexBytes: s.readyIndexBytes,
+        pkeyBytes: s.pkeyBytes,
+        claimedIndexBytes: s.claimedIndexBytes,
+        historyBytes: s.historyBytes,
+        deadRows: s.deadRows,
+        explainBuffers: explained.buffers,
+        explainMs: explained.executionMs,
+        pgCpuPer1000: per1000(pgNow - last.pg),
+        serverCpuPer1000: per1000(serverNow - last.server),
+        benchCpuPer1000: per1000(benchNow - last.bench),
+        vacuums: scraped.vacuums - last.vacuums,
+        load1: loadavg()[0]!,
+      });
+      const iv = intervals.at(-1)!;
+      ctx.log(
+        `  horizon ${phase} ${fmt(iv.from)}–${fmt(iv.to)} s: offered ${fmt(iv.offeredPerS)}, completed ${fmt(iv.completedPerS)} jobs/s; ` +
+          `claim p50 ${fmt(iv.claimP50)} p99 ${fmt(iv.claimP99)} ms; pickup p99 ${fmt(iv.pickupP99)} ms; backlog ${iv.readyBacklog}; ` +
+          `jobs ${fmt(iv.jobsBytes / 2 ** 20)} MiB, ready idx ${fmt(iv.readyIndexBytes / 2 ** 20)} MiB, dead ${iv.deadRows}; ` +
+          `EXPLAIN ${fmt(iv.explainBuffers)} buffers ${fmt(iv.explainMs)} ms; PG ${fmt(iv.pgCpuPer1000)} ms/1k jobs; load ${fmt(iv.load1)}`,
+      );
+      last = { at, pg: pgNow, server: serverNow, bench: benchNow, vacuums: scraped.vacuums };
+    };
+
+    const fineTimer = setInterval(() => {
+      const at = elapsed();
+      sizes(admin)
+        .then((s) =>
+          fine.push({
+            t: Math.round(at * 10) / 10,
+            phase: PHASES.indexOf(phase),
+            acked: counters.totalAcked,
+            backlog: counters.totalEnqueued - counters.totalClaimed,
+            jobsMiB: s.jobsBytes / 2 ** 20,
+            readyIdxMiB: s.readyIndexBytes / 2 ** 20,
+            deadRows: s.deadRows,
+            liveRows: s.liveRows,
+          }),
+        )
+        .catch(() => {});
+    }, 5_000);
+
+    // Phases end on a fixed schedule from t0, whatever the switching between them took.
+    let phaseEnd = 0;
+    const runPhase = async (p: Phase, seconds: number) => {
+      phase = p;
+      phaseEnd += seconds;
+      const end = phaseEnd;
+      while (last.at < end - 0.5) {
+        const next = Math.min(end, last.at + opts.intervalSeconds);
+        await new Promise((r) => setTimeout(r, Math.max(0, (next - elapsed()) * 1000)));
+        if (errors.length > 0) throw errors[0];
+        await closeInterval();
+      }
+    };
+
+    try {
+      ctx.log(
+        `  horizon: ${opts.rate} jobs/s offered; clean ${opts.cleanSeconds} s, hold ${opts.holdSeconds} s, recovery ${opts.recoverySeconds} s`,
+      );
+      await runPhase('clean', opts.cleanSeconds);
+      holder = new pg.Client({
+        connectionString: databaseUrl(DATABASES.baton),
+        application_name: 'horizon-hold',
+      });
+      await holder.connect();
+      await holder.query('SET idle_in_transaction_session_timeout = 0');
+      await holder.query('BEGIN');
+      const xid = await holder.query('SELECT txid_current() AS xid');
+      ctx.log(`  horizon: holding transaction ${xid.rows[0].xid} open`);
+      await runPhase('hold', opts.holdSeconds);
+      await holder.query('ROLLBACK');
+      await holder.end();
+      holder = undefined;
+      ctx.log('  horizon: transaction ended');
+      await runPhase('recovery', opts.recoverySeconds);
+    } finally {
+      clearInterval(fineTimer);
+      stopProducing = true;
+      await producer;
+      // Drain: let the workers finish what was enqueued (bounded), then stop them.
+      const deadline = Date.now() + 120_000;
+      while ((outstanding > 0 || counters.totalAcked < counters.totalEnqueued) && Date.now() < deadline) {
+        if (errors.length > 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      stopWorking = true;
+      await Promise.all(workers);
+      await explainClient.end();
+    }
+    if (errors.length > 0) throw errors[0];
+
+    // Nothing lost, nothing handed out twice (the warm-up job is acked by the workers too).
+    const left = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM baton.jobs WHERE queue = $1`, [
+      QUEUE,
+    ]);
+    const integrity = {
+      enqueued: counters.totalEnqueued,
+      claimed: claimedIds.size,
+      acked: ackedIds.size,
+      duplicateClaims,
+      liveLeft: Number(left.rows[0]!.n),
+    };
+    ctx.log(`  horizon: integrity ${JSON.stringify(integrity)}`);
+    return report(opts, intervals, fine, integrity, settings.rows[0]);
+  } finally {
+    if (holder) await holder.end().catch(() => {});
+    client.close();
+    await admin.end();
+    await ctx.stopExtra(server);
+  }
+}
+
+function report(
+  opts: HorizonOptions,
+  intervals: Interval[],
+  fine: Record<string, number>[],
+  integrity: { enqueued: number; claimed: number; acked: number; duplicateClaims: number; liveLeft: number },
+  settings: { autovacuum: string; naptime: string; version: string },
+): ScenarioResult {
+  const of = (p: Phase) => intervals.filter((i) => i.phase === p);
+  const metric = (
+    id: string,
+    title: string,
+    unit: string,
+    better: 'higher' | 'lower',
+    f: (i: Interval) => number,
+  ): Metric => ({
+    id: `horizon.${id}`,
+    title,
+    unit,
+    better,
+    series: Object.fromEntries(PHASES.map((p) => [p, of(p).map(f)])),
+    ratios: false,
+  });
+  const mib = (b: number) => b / 2 ** 20;
+  const metrics = [
+    metric('completed', 'Completed (acked) per interval', 'jobs/s', 'higher', (i) => i.completedPerS),
+    metric(
+      'claim-p50',
+      'Claim latency p50 (claims that do not wait, HTTP)',
+      'ms',
+      'lower',
+      (i) => i.claimP50,
+    ),
+    metric(
+      'claim-p99',
+      'Claim latency p99 (claims that do not wait, HTTP)',
+      'ms',
+      'lower',
+      (i) => i.claimP99,
+    ),
+    metric(
+      'pickup-p99',
+      'Pickup latency p99 (enqueue answered → claim answered)',
+      'ms',
+      'lower',
+      (i) => i.pickupP99,
+    ),
+    metric('backlog', 'Ready backlog at the end of each interval', 'jobs', 'lower', (i) => i.readyBacklog),
+    metric('jobs-size', 'baton.jobs heap size (pg_relation_size)', 'MiB', 'lower', (i) => mib(i.jobsBytes)),
+    metric('ready-size', 'jobs_ready_idx size (pg_relation_size)', 'MiB', 'lower', (i) =>
+      mib(i.readyIndexBytes),
+    ),
+    metric(
+      'explain-buffers',
+      'Buffers an EXPLAIN claim of 50 touches',
+      'buffers',
+      'lower',
+      (i) => i.explainBuffers,
+    ),
+    metric(
+      'pg-cpu',
+      'PostgreSQL CPU per 1,000 completed jobs (whole server, /proc)',
+      'ms',
+      'lower',
+      (i) => i.pgCpuPer1000,
+    ),
+    metric(
+      'server-cpu',
+      'Baton server CPU per 1,000 completed jobs',
+      'ms',
+      'lower',
+      (i) => i.serverCpuPer1000,
+    ),
+  ];
+
+  const clean = of('clean');
+  const hold = of('hold');
+  const recovery = of('recovery');
+  const cleanRate = median(clean.map((i) => i.completedPerS));
+  const cleanP99 = median(clean.map((i) => i.claimP99));
+  const worstHold = Math.min(...hold.map((i) => i.completedPerS));
+  const worstHoldP99 = Math.max(...hold.map((i) => i.claimP99));
+  const cleanReady = clean.at(-1)?.readyIndexBytes ?? Number.NaN;
+  const holdReady = Math.max(...hold.map((i) => i.readyIndexBytes));
+  const firstRecovery = recovery[0];
+  const checks: Check[] = [
+    {
+      target: 'every hold interval completes ≥ 90% of the clean phase (median interval)',
+      met: worstHold >= 0.9 * cleanRate,
+      detail: `worst hold interval ${fmt(worstHold)} vs clean ${fmt(cleanRate)} jobs/s: ${fmt(worstHold / cleanRate)}×`,
+    },
+    {
+      target: 'claim p99 during the hold ≤ 2× the clean phase',
+      met: worstHoldP99 <= 2 * cleanP99,
+      detail: `worst hold interval p99 ${fmt(worstHoldP99)} vs clean ${fmt(cleanP99)} ms: ${fmt(worstHoldP99 / cleanP99)}×`,
+    },
+    {
+      target:
+        'ready index stays bounded (largest during the hold ≤ 2× its size at the end of the clean phase)',
+      met: holdReady <= 2 * cleanReady,
+      detail: `${fmt(mib(holdReady))} vs ${fmt(mib(cleanReady))} MiB`,
+    },
+    {
+      target: 'throughput back in the first recovery interval (≥ 90% of clean)',
+      met: firstRecovery !== undefined && firstRecovery.completedPerS >= 0.9 * cleanRate,
+      detail: firstRecovery
+        ? `${fmt(firstRecovery.completedPerS)} jobs/s (it also works off the hold's backlog)`
+        : 'no recovery interval',
+    },
+    {
+      target: 'nothing lost, nothing handed out twice',
+      met:
+        integrity.duplicateClaims === 0 &&
+        integrity.acked === integrity.claimed &&
+        integrity.acked >= integrity.enqueued &&
+        integrity.liveLeft === 0,
+      detail: `enqueued ${integrity.enqueued}, claimed ${integrity.claimed} distinct, acked ${integrity.acked}, claimed twice ${integrity.duplicateClaims}, left in baton.jobs ${integrity.liveLeft}`,
+    },
+  ];
+
+  const head =
+    '| phase | s | offered/s | done/s | claim p50 / p99 ms | pickup p50 / p99 ms | backlog | jobs MiB | ready idx MiB | dead rows | EXPLAIN buffers / ms | PG CPU ms/1k | server ms/1k | vacuums | load |';
+  const table = [
+    head,
+    `|${head
+      .split('|')
+      .slice(1, -1)
+      .map(() => ' --- ')
+      .join('|')}|`,
+    ...intervals.map(
+      (i) =>
+        `| ${i.phase} | ${fmt(i.from)}–${fmt(i.to)} | ${fmt(i.offeredPerS)} | ${fmt(i.completedPerS)} | ${fmt(i.claimP50)} / ${fmt(i.claimP99)} | ${fmt(i.pickupP50)} / ${fmt(i.pickupP99)} | ${i.readyBacklog} | ${fmt(mib(i.jobsBytes))} | ${fmt(mib(i.readyIndexBytes))} | ${i.deadRows} | ${fmt(i.explainBuffers)} / ${fmt(i.explainMs)} | ${fmt(i.pgCpuPer1000)} | ${fmt(i.serverCpuPer1000)} | ${i.vacuums} | ${fmt(i.load1)} |`,
+    ),
+  ];
+
+  return {
+    id: 'held-horizon',
+    title: 'Issue 15: a held transaction (xmin horizon) at a steady offered load',
+    setup: [
+      `${opts.rate.toLocaleString('en-US')} jobs/s offered over HTTP: a batch of ${Math.round((opts.rate * TICK_MS) / 1000)} every ${TICK_MS} ms (open loop); ${WORKERS} workers claim ${CLAIM} (first without waiting; when that finds nothing, long-poll 1 s) and batch-ack.`,
+      `Phases: clean ${opts.cleanSeconds} s, hold ${opts.holdSeconds} s (another session: BEGIN; SELECT txid_current(); then idle in that transaction), recovery ${opts.recoverySeconds} s after its ROLLBACK; figures per ${opts.intervalSeconds} s interval.`,
+      `Baton server in its own process with the maintenance leader on at its defaults (5 s tick, vacuum duty at 10,000 dead rows). PostgreSQL ${settings.version}, autovacuum ${settings.autovacuum} (naptime ${settings.naptime}).`,
+      'Claim latency: HTTP round trip of the claims that do not wait (wait_ms 0), empty ones included. Pickup: enqueue answered → claim answered, per job. Backlog and in-flight: counted by the load generator.',
+      'PostgreSQL CPU: whole server from /proc (postmaster utime+stime+cutime+cstime plus live children; bench/postgres-cpu.ts), per 1,000 jobs completed in the interval; other users of the server count too (see the load column).',
+      "EXPLAIN: (ANALYZE, BUFFERS) of the server's claim of 50 at the end of each interval, in a transaction rolled back.",
+    ],
+    metrics,
+    notes: ['Per interval:', '', ...table],
+    checks,
+    details: { options: opts, intervals, fine, integrity },
+  };
+}
