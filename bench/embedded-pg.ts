@@ -21,6 +21,7 @@ const { values } = parseArgs({
 const log = {
   info: (obj: object, msg: string) => console.error(msg, JSON.stringify(obj)),
   warn: (obj: object, msg: string) => console.error(msg, JSON.stringify(obj)),
+  error: (obj: object, msg: string) => console.error(msg, JSON.stringify(obj)),
 };
 
 const pg = await startEmbeddedPostgres({ dataDir: values.data!, port: Number(values.port), log });
