@@ -14,20 +14,17 @@ describe('migrations', () => {
     const empty = await createTestDatabase({ migrated: false });
     const handle = createDatabase(empty.url, settings, quiet);
     try {
-      expect(await pendingMigrations(handle.db)).toEqual([
-        '0001_initial',
-        '0002_queue_stats',
-        '0003_idempotent_ack',
-      ]);
+      const all = ['0001_initial', '0002_queue_stats', '0003_idempotent_ack', '0011_schedules'];
+      expect(await pendingMigrations(handle.db)).toEqual(all);
       const first = await migrateToLatest(handle.db);
-      expect(first.applied).toEqual(['0001_initial', '0002_queue_stats', '0003_idempotent_ack']);
+      expect(first.applied).toEqual(all);
       const second = await migrateToLatest(handle.db);
       expect(second.applied).toEqual([]);
       expect(await pendingMigrations(handle.db)).toEqual([]);
       const tables = await sql<{ tablename: string }>`
         SELECT tablename FROM pg_tables WHERE schemaname = 'baton' ORDER BY 1`.execute(handle.db);
       expect(tables.rows.map((r) => r.tablename)).toEqual(
-        expect.arrayContaining(['idempotency_keys', 'job_history', 'jobs', 'leader', 'queues']),
+        expect.arrayContaining(['idempotency_keys', 'job_history', 'jobs', 'leader', 'queues', 'schedules']),
       );
     } finally {
       await handle.close();
@@ -41,7 +38,7 @@ describe('migrations', () => {
     try {
       const results = await Promise.all(handles.map((h) => migrateToLatest(h.db)));
       // Exactly one runner applied the migration; the others found nothing to do.
-      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 3]);
+      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 4]);
       expect(await pendingMigrations(handles[0]!.db)).toEqual([]);
     } finally {
       await Promise.all(handles.map((h) => h.close()));

@@ -12,6 +12,7 @@ export interface Database {
   'baton.idempotency_keys': IdempotencyKeysTable;
   'baton.leader': LeaderTable;
   'baton.queue_stats': QueueStatsTable;
+  'baton.schedules': SchedulesTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -102,4 +103,24 @@ export interface QueueStatsTable {
   cancelled: BigIntString;
   completed_last_minute: BigIntString;
   finished_refreshed_at: Timestamp | null;
+}
+
+export interface SchedulesTable {
+  name: string;
+  queue: string;
+  cron: string;
+  timezone: string;
+  payload: Json;
+  priority: number;
+  max_attempts: number | null;
+  overlap: 'allow' | 'skip';
+  catch_up: 'none' | 'latest' | 'all';
+  paused: boolean;
+  next_run_at: Timestamp | null;
+  last_run_at: Timestamp | null;
+  last_job_id: string | null;
+  last_error: Json | null;
+  file_spec: Json | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
 }
