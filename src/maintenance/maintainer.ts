@@ -12,6 +12,7 @@ import { PruneDuty } from './prune.js';
 import { QueueGcDuty } from './queue-gc.js';
 import { QueueStatsDuty } from './queue-stats.js';
 import { RearmDuty } from './rearm.js';
+import { SchedulesDuty } from './schedules.js';
 import { VacuumDuty } from './vacuum.js';
 
 export interface MaintainerDeps {
@@ -28,6 +29,11 @@ export interface MaintainerDeps {
     | 'completedRetentionMs'
     | 'deadRetentionMs'
     | 'vacuumDeadRows'
+    | 'scheduleIntervalMs'
+    | 'scheduleGraceMs'
+    | 'autoCreateQueues'
+    | 'maxAutoQueues'
+    | 'defaultMaxAttempts'
   >;
 }
 
@@ -61,6 +67,14 @@ export class Maintainer {
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),
       new VacuumDuty(db, metrics, log, config.tickMs, config.vacuumDeadRows),
+      new SchedulesDuty(db, metrics, log, jobsReady, {
+        intervalMs: config.scheduleIntervalMs,
+        graceMs: config.scheduleGraceMs,
+        enqueue: {
+          autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
+          defaultMaxAttempts: config.defaultMaxAttempts,
+        },
+      }),
     ];
   }
 

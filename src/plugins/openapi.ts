@@ -6,10 +6,11 @@ import { ClaimedJob, EnqueuedJob, EnqueueRequest, Job } from '../http/schemas/jo
 import { ProblemSchema } from '../http/schemas/problem.js';
 import { Queue } from '../http/schemas/queues.js';
 import { problemResponse } from '../http/schemas/responses.js';
+import { Schedule } from '../http/schemas/schedules.js';
 import type { Access } from './auth.js';
 
 /** Schemas shared by several routes: named components in the document, named types in clients. */
-const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue];
+const COMPONENTS = [ProblemSchema, EnqueueRequest, EnqueuedJob, ClaimedJob, Job, Queue, Schedule];
 
 const DESCRIPTION = `Baton is a job queue over plain HTTP with PostgreSQL as its only state.
 
@@ -92,6 +93,10 @@ export default fp(
           { name: 'jobs', description: 'Enqueue, claim, read and cancel jobs.' },
           { name: 'leases', description: 'What the holder of a lease does: renew, ack, nack.' },
           { name: 'queues', description: 'Configure and operate queues.' },
+          {
+            name: 'schedules',
+            description: 'Cron schedules: recurring jobs the leader enqueues exactly once per occurrence.',
+          },
           { name: 'health', description: 'Liveness and readiness probes.' },
           { name: 'operations', description: 'Metrics and the API document.' },
         ],

@@ -32,6 +32,7 @@ describe('maintainer', () => {
       'queue_gc',
       'queue_stats',
       'rearm',
+      'schedules',
       'vacuum',
     ]);
     expect((results.rearm as { total: number }).total).toBe(1);
