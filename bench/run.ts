@@ -14,6 +14,7 @@ import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
 import { hotRenewals } from './scenarios/hot-renewals.js';
 import { onePerRequest } from './scenarios/one-per-request.js';
 import { pruneCost } from './scenarios/prune-cost.js';
+import { schedulesScenario } from './scenarios/schedules.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
@@ -38,6 +39,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
   wake: wakeLatency,
   prune: pruneCost,
   churn: sustainedChurn,
+  schedules: schedulesScenario,
 };
 
 const { values } = parseArgs({
@@ -60,8 +62,11 @@ function build(): void {
 async function main() {
   const base: Sizes = values.quick ? QUICK : FULL;
   const sizes: Sizes = values.rounds ? { ...base, rounds: Number(values.rounds) } : base;
-  // Sustained churn only means something over long runs; a quick run leaves it out unless asked.
-  const defaults = Object.keys(SCENARIOS).filter((name) => !(values.quick && name === 'churn'));
+  // Sustained churn only means something over long runs, and the schedules scenario needs whole
+  // minutes (about 6 of them): a quick run leaves both out unless asked.
+  const defaults = Object.keys(SCENARIOS).filter(
+    (name) => !(values.quick && (name === 'churn' || name === 'schedules')),
+  );
   const selected = values.only ? values.only.split(',').map((s) => s.trim()) : defaults;
   for (const name of selected) {
     if (!SCENARIOS[name])

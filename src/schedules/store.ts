@@ -141,13 +141,14 @@ export async function deleteSchedule(db: Db, name: string): Promise<boolean> {
  * Up to `limit` due schedules, oldest occurrence first, locked FOR UPDATE SKIP LOCKED: rows another
  * leader (or a PUT, pause or trigger) holds are left to it. PostgreSQL re-checks the WHERE clause
  * on the newest version of each row it locks, so a row that a leader advanced after this statement's
- * snapshot is not returned. Reads schedules_due_idx, never the whole table.
+ * snapshot is not returned. Reads schedules_due_idx, never the whole table; schedules due at the
+ * same time come grouped by queue, so a batch makes few insert statements (one per queue).
  */
 export async function lockDueSchedules(trx: Trx, now: Date, limit: number): Promise<ScheduleRow[]> {
   const { rows } = await sql<ScheduleRow>`
     SELECT ${columns} FROM baton.schedules s
     WHERE NOT s.paused AND s.next_run_at IS NOT NULL AND s.next_run_at <= ${now}
-    ORDER BY s.next_run_at
+    ORDER BY s.next_run_at, s.queue
     LIMIT ${limit}
     FOR UPDATE OF s SKIP LOCKED`.execute(trx);
   return rows;
