@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createTestApp, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
@@ -67,6 +68,34 @@ describe('/v1/schedules', () => {
     expect(res.body.code).toBe('validation_failed');
     expect(res.body.errors[0].field).toBe(field);
     expect(res.body.detail).toContain(field);
+  });
+
+  it('any cron or time zone text is a 201 or a 400 naming it, never a 5xx', async () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.constantFrom(
+        '* * * * * * *',
+        '@reboot',
+        'L W # ?',
+        '0 0 L * *',
+        '*/0 * * * *',
+        '\u0000',
+        'Etc/GMT+14',
+        'UTC\n',
+      ),
+    );
+    await fc.assert(
+      fc.asyncProperty(text, text, async (cron, timezone) => {
+        const res = await call('PUT', '/v1/schedules/fuzz', { queue: 'fuzz', cron, timezone });
+        expect(
+          res.status,
+          `${JSON.stringify({ cron, timezone })} → ${JSON.stringify(res.body)}`,
+        ).toBeLessThan(500);
+        if (res.status === 400) expect(['cron', 'timezone']).toContain(res.body.errors[0].field);
+        else expect(res.status).toBeLessThan(300);
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('a schedule name is checked like a queue name', async () => {
