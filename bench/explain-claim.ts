@@ -36,7 +36,9 @@ export async function explainClaim(
     walk(top.Plan, (lock) => {
       if (lock['Node Type'] !== 'LockRows' || scan) return;
       walk(lock, (n) => {
-        if (scan || n['Relation Name'] !== scanRelation) return;
+        // The table itself, or one of its partitions (jobs_0, jobs_1, ... in the ring).
+        const relation: string | undefined = n['Relation Name'];
+        if (scan || !(relation === scanRelation || relation?.startsWith(`${scanRelation}_`))) return;
         scan = `${n['Node Type']}${n['Index Name'] ? ` using ${n['Index Name']}` : ''}`;
         removed = (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0);
       });

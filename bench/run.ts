@@ -15,6 +15,7 @@ import { heldHorizon } from './scenarios/held-horizon.js';
 import { hotRenewals } from './scenarios/hot-renewals.js';
 import { onePerRequest } from './scenarios/one-per-request.js';
 import { pruneCost } from './scenarios/prune-cost.js';
+import { schedulesScenario } from './scenarios/schedules.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
@@ -48,10 +49,14 @@ const SCENARIOS: Record<string, ScenarioRun> = {
       rate: Number(values.rate ?? 2000),
       intervalSeconds: Number(values['interval-seconds'] ?? 30),
     }),
+  schedules: schedulesScenario,
 };
 
-/** Scenarios that only mean something over long runs: a quick run leaves them out unless asked. */
-const LONG = ['churn', 'horizon'];
+/**
+ * Scenarios that only mean something over long runs (the schedules one needs whole minutes): a quick
+ * run leaves them out unless asked.
+ */
+const LONG = ['churn', 'horizon', 'schedules'];
 
 function minutes(value: string | undefined, fallback: number): number {
   const m = value === undefined ? fallback : Number(value);

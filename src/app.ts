@@ -14,6 +14,7 @@ import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
+import schedulesFile from './plugins/schedules-file.js';
 import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
@@ -21,6 +22,7 @@ import jobs from './routes/jobs.js';
 import queueHistory from './routes/queue-history.js';
 import queueJobs from './routes/queue-jobs.js';
 import queues from './routes/queues.js';
+import schedules from './routes/schedules.js';
 import whoami from './routes/whoami.js';
 
 declare module 'fastify' {
@@ -94,11 +96,13 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });
   await app.register(maintenance);
+  await app.register(schedulesFile);
   await app.register(health);
   await app.register(queueJobs);
   await app.register(jobs);
   await app.register(queues);
   await app.register(queueHistory);
   await app.register(whoami);
+  await app.register(schedules);
   return app;
 }

@@ -17,6 +17,7 @@ import {
   RETENTION_MS_MAX,
 } from './jobs/limits.js';
 import { backoffProblem } from './queues/queue-settings.js';
+import { type FileSchedule, loadSchedulesFile } from './schedules/file.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -395,6 +396,26 @@ export const settings = {
     unit: 'ms',
     doc: 'lock_timeout of a ring truncation: the longest a claim waits behind it. A truncation that would wait longer rolls back and is tried again next pass.',
     parse: integer(1, MINUTE),
+  }),
+  scheduleIntervalMs: setting({
+    env: 'BATON_SCHEDULE_INTERVAL_MS',
+    default: 500,
+    unit: 'ms',
+    doc: 'Longest the leader waits between looks for due cron schedules (it also wakes at the next occurrence, so occurrences are usually enqueued within milliseconds).',
+    parse: integer(10, MINUTE),
+  }),
+  scheduleGraceMs: setting({
+    env: 'BATON_SCHEDULE_GRACE_MS',
+    default: MINUTE,
+    unit: 'ms',
+    doc: 'A schedule occurrence the leader reaches later than this (after downtime) counts as missed for catch_up none; catch_up latest and all still enqueue it.',
+    parse: integer(0, DAY),
+  }),
+  schedulesFile: optional<FileSchedule[]>({
+    env: 'BATON_SCHEDULES_FILE',
+    unit: 'path',
+    doc: 'A JSON or YAML file of cron schedules ({"schedules": {name: {queue, cron, ...}}}), applied at every start; schedules changed through the API since are reported as drifted, not overwritten. See README, "Cron schedules".',
+    parse: (raw) => loadSchedulesFile(raw.trim()),
   }),
   pruneLockTimeoutMs: setting({
     env: 'BATON_PRUNE_LOCK_TIMEOUT_MS',

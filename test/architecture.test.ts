@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The layers docs/architecture.md promises, checked on the source so they stay true:
- * - the domain (jobs/, queues/, maintenance/, wake/, db/, ...) knows nothing of HTTP: it imports
+ * - the domain (jobs/, queues/, schedules/, maintenance/, wake/, db/, ...) knows nothing of HTTP: it imports
  *   nothing from http/, routes/ or plugins/, and throws domain errors (src/errors.ts);
  * - jobs/ may use queues/ (an enqueue reads queue settings), never the other way round;
  * - jobs/ and maintenance/ are the only modules whose SQL touches the job tables, so the storage
@@ -34,7 +34,18 @@ function importedLayers(file: string, text: string): string[] {
   );
 }
 
-const DOMAIN = ['jobs', 'queues', 'maintenance', 'wake', 'db', 'auth', 'json', 'metrics', 'errors.ts'];
+const DOMAIN = [
+  'jobs',
+  'queues',
+  'schedules',
+  'maintenance',
+  'wake',
+  'db',
+  'auth',
+  'json',
+  'metrics',
+  'errors.ts',
+];
 const HTTP = ['http', 'routes', 'plugins'];
 const JOB_TABLES =
   /\b(FROM|INTO|UPDATE|JOIN|USING)\s+baton\.(jobs|job_history|idempotency_keys)\b|(selectFrom|insertInto|updateTable|deleteFrom)\(\s*'baton\.(jobs|job_history|idempotency_keys)'/i;

@@ -40,6 +40,7 @@ describe('migrations', () => {
           'leader',
           'queues',
           'scheduled_jobs',
+          'schedules',
         ]),
       );
     } finally {

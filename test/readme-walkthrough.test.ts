@@ -54,4 +54,15 @@ describe('README walk-through', () => {
     expect(shown).toHaveLength(10);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
+
+  it('runs every command of "Cron schedules"; each prints what the README shows under it', async () => {
+    const { printed, shown } = await runBlock('schedules');
+    expect(shown).toHaveLength(8);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+    // 02:30 in Berlin is 00:30 or 01:30 UTC, by season; the trigger was the last run.
+    const created = JSON.parse(printed[0]!);
+    expect(created.next_run_at).toMatch(/T0[01]:30:00\.000Z$/);
+    const read = JSON.parse(printed[3]!);
+    expect(Math.abs(Date.parse(read.last_run_at) - Date.now())).toBeLessThan(60_000);
+  });
 });

@@ -1,5 +1,6 @@
 import { loadavg } from 'node:os';
 import pg from 'pg';
+import { connectionOptions } from '../../src/db/database.js';
 import type { BatonServer } from '../baton-server.js';
 import { claimSql } from '../compiled-statements.js';
 import type { BenchContext } from '../context.js';
@@ -175,15 +176,24 @@ interface Sizes {
   liveRows: number;
 }
 
+/**
+ * Sizes of the live table and its indexes, summed over partitions (the ring) or of the one table
+ * (the layout before it): pg_partition_tree() of a plain relation is the relation itself.
+ */
 async function sizes(admin: pg.Pool): Promise<Sizes> {
+  const total = (rel: string) =>
+    `coalesce((SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree(to_regclass('${rel}'))), 0)::float8`;
+  const stat = (column: string) =>
+    `(SELECT coalesce(sum(${column}), 0)::float8 FROM pg_stat_user_tables
+      WHERE relid IN (SELECT relid FROM pg_partition_tree('baton.jobs')))`;
   const { rows } = await admin.query(`
-    SELECT pg_relation_size('baton.jobs')::float8 AS jobs,
-           pg_relation_size('baton.jobs_ready_idx')::float8 AS ready,
-           pg_relation_size('baton.jobs_pkey')::float8 AS pkey,
-           pg_relation_size('baton.jobs_claimed_idx')::float8 AS claimed,
+    SELECT ${total('baton.jobs')} AS jobs,
+           ${total('baton.jobs_ready_idx')} AS ready,
+           ${total('baton.jobs_pkey')} AS pkey,
+           ${total('baton.jobs_claimed_idx')} AS claimed,
            pg_total_relation_size('baton.job_history')::float8 AS history,
-           (SELECT n_dead_tup::float8 FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass) AS dead,
-           (SELECT n_live_tup::float8 FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass) AS live`);
+           ${stat('n_dead_tup')} AS dead,
+           ${stat('n_live_tup')} AS live`);
   const r = rows[0];
   return {
     jobsBytes: r.jobs,
@@ -301,10 +311,15 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
 
     // Measurement: interval boundaries, a finer 5 s sample for the time series, and the phases.
     const pgCpu = await PostgresCpu.of(admin);
-    const explainClient = new pg.Client({
-      connectionString: databaseUrl(DATABASES.baton),
-      application_name: 'bench-admin',
-    });
+    // Planned as the server plans it: a session with its request pool's settings (PoolRole).
+    const explainClient = new pg.Client(
+      connectionOptions(
+        databaseUrl(DATABASES.baton),
+        { poolSize: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
+        'bench-admin',
+        'requests',
+      ),
+    );
     await explainClient.connect();
     const sample = claimSql({ queue: QUEUE, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 });
 

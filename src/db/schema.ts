@@ -14,6 +14,7 @@ export interface Database {
   'baton.leader': LeaderTable;
   'baton.queue_stats': QueueStatsTable;
   'baton.queue_history': QueueHistoryTable;
+  'baton.schedules': SchedulesTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -139,4 +140,25 @@ export interface QueueHistoryTable {
   completed: BigIntString;
   dead: BigIntString;
   cancelled: BigIntString;
+}
+
+/** Cron schedules (src/schedules/). */
+export interface SchedulesTable {
+  name: string;
+  queue: string;
+  cron: string;
+  timezone: string;
+  payload: Json;
+  priority: number;
+  max_attempts: number | null;
+  overlap: 'allow' | 'skip';
+  catch_up: 'none' | 'latest' | 'all';
+  paused: boolean;
+  next_run_at: Timestamp | null;
+  last_run_at: Timestamp | null;
+  last_job_id: string | null;
+  last_error: Json | null;
+  file_spec: Json | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
 }

@@ -3,6 +3,7 @@ import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
+import type { ScheduleRow } from '../schedules/store.js';
 
 /**
  * The API's views: every response shape built from rows, in one place, matching the response
@@ -124,5 +125,32 @@ export function toQueueSample(row: QueueSampleRow) {
     completed: Number(row.completed),
     dead: Number(row.dead),
     cancelled: Number(row.cancelled),
+  };
+}
+
+/** The API's view of a cron schedule. */
+export function toSchedule(row: ScheduleRow) {
+  return {
+    name: row.name,
+    queue: row.queue,
+    cron: row.cron,
+    timezone: row.timezone,
+    payload: row.payload,
+    priority: row.priority,
+    max_attempts: row.max_attempts,
+    overlap: row.overlap,
+    catch_up: row.catch_up,
+    paused: row.paused,
+    next_run_at: row.paused ? null : iso(row.next_run_at),
+    last_run_at: iso(row.last_run_at),
+    last_job_id: row.last_job_id,
+    last_error: row.last_error && {
+      at: new Date(row.last_error.at).toISOString(),
+      message: row.last_error.message,
+    },
+    source: row.from_file ? ('file' as const) : ('api' as const),
+    drifted: row.drifted,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
   };
 }

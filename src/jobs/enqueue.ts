@@ -2,7 +2,12 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { queueNotFound } from '../errors.js';
-import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
+import {
+  type AutoCreatePolicy,
+  createAutoQueue,
+  createAutoQueueInTransaction,
+  holdQueue,
+} from '../queues/queue-store.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
 
@@ -73,6 +78,35 @@ export async function enqueueJobs(
     await createAutoQueue(db, queue, opts.autoCreate.maxQueues);
   }
   throw new Error(`queue ${queue} vanished three times during one enqueue`);
+}
+
+/**
+ * Enqueue inside the caller's transaction, for a writer whose jobs must commit or roll back together
+ * with its own rows: the schedules duty enqueues an occurrence and moves its schedule on in one
+ * transaction, so the occurrence is enqueued exactly once (src/schedules/fire.ts). The rows go in
+ * through the same insert as enqueueJobs (and insertWithKeys when items carry idempotency keys).
+ *
+ * The queue row is held FOR KEY SHARE first, to the end of the caller's transaction, so the GC cannot
+ * remove it between here and the insert; a missing queue is created in the same transaction, under
+ * the same auto-create policy and cap (queue_not_found or queue_limit_reached otherwise).
+ */
+export async function enqueueInTransaction(
+  trx: Transaction<Database>,
+  queue: string,
+  items: EnqueueItem[],
+  opts: EnqueueOptions,
+): Promise<EnqueueResult[]> {
+  if (!(await holdQueue(trx, queue))) {
+    if (!opts.autoCreate.enabled) {
+      throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
+    }
+    await createAutoQueueInTransaction(trx, queue, opts.autoCreate.maxQueues);
+    if (!(await holdQueue(trx, queue))) throw new Error(`queue ${queue} is missing right after creating it`);
+  }
+  if (items.some((i) => i.idempotencyKey !== undefined)) return insertWithKeys(trx, queue, items, opts);
+  const rows = await insertJobs(trx, queue, items, [], opts.defaultMaxAttempts);
+  if (rows === QUEUE_MISSING) throw new Error(`queue ${queue} vanished while its row was held`);
+  return rows.map((job) => ({ job, created: true }));
 }
 
 /**

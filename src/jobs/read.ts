@@ -34,3 +34,17 @@ export async function queuesOfJobs(db: Db, ids: string[]): Promise<Map<string, s
     SELECT id, queue FROM baton.job_history WHERE id = ANY(${ids}::bigint[])`.execute(db);
   return new Map(rows.map((r) => [r.id, r.queue]));
 }
+
+/**
+ * Which of these jobs are still live (scheduled, ready or claimed): the schedules duty's overlap
+ * rule asks whether the previous occurrence's job is still in flight.
+ */
+export async function liveJobIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  // Live: in the ring (ready or claimed) or waiting among the scheduled jobs.
+  const { rows } = await sql<{ id: string }>`
+    SELECT id FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
+    UNION ALL
+    SELECT id FROM baton.scheduled_jobs WHERE id = ANY(${ids}::bigint[])`.execute(db);
+  return new Set(rows.map((r) => r.id));
+}

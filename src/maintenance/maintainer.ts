@@ -14,6 +14,7 @@ import { QueueHistoryDuty } from './queue-history.js';
 import { QueueStatsDuty } from './queue-stats.js';
 import { RearmDuty } from './rearm.js';
 import { RingDuty } from './ring.js';
+import { SchedulesDuty } from './schedules.js';
 import { VacuumDuty } from './vacuum.js';
 
 /**
@@ -38,6 +39,11 @@ export interface MaintainerDeps {
     | 'completedRetentionMs'
     | 'deadRetentionMs'
     | 'vacuumDeadRows'
+    | 'scheduleIntervalMs'
+    | 'scheduleGraceMs'
+    | 'autoCreateQueues'
+    | 'maxAutoQueues'
+    | 'defaultMaxAttempts'
   >;
 }
 
@@ -78,6 +84,14 @@ export class Maintainer {
       // After queue_stats, so that runOnce() samples the counts it just took.
       new QueueHistoryDuty(db),
       new VacuumDuty(db, metrics, log, config.tickMs, config.vacuumDeadRows),
+      new SchedulesDuty(db, metrics, log, jobsReady, {
+        intervalMs: config.scheduleIntervalMs,
+        graceMs: config.scheduleGraceMs,
+        enqueue: {
+          autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
+          defaultMaxAttempts: config.defaultMaxAttempts,
+        },
+      }),
     ];
   }
 

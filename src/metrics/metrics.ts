@@ -197,6 +197,19 @@ export class Metrics {
     help: "Age of the oldest open transaction in Baton's database (read by the leader each tick). While it is open, vacuum cannot remove dead rows and claims slow down.",
     registers: [this.registry],
   });
+  readonly scheduleOccurrences = new Counter({
+    name: 'baton_schedule_occurrences_total',
+    help: 'Cron schedule occurrences handled by the leader, by queue and outcome: enqueued, skipped (overlap), missed (catch_up none, or past the catch_up all bound), coalesced (into one job by catch_up latest), failed (the queue could not take the job) or duplicate (found already enqueued; should stay 0).',
+    labelNames: ['queue', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly scheduleLateness = new Histogram({
+    name: 'baton_schedule_lateness_seconds',
+    help: "From a schedule occurrence's time to its job's enqueue (database clock).",
+    labelNames: ['queue'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+    registers: [this.registry],
+  });
   readonly queuesCollected = new Counter({
     name: 'baton_queues_collected_total',
     help: 'Idle auto-created queues removed by the leader.',
@@ -246,6 +259,17 @@ export class Metrics {
 
   leaseLost(queue: string, operation: 'renew' | 'ack' | 'nack'): void {
     this.leasesLost.inc({ queue: this.queue(queue), operation });
+  }
+
+  /** What a run of the schedules duty did (see maintenance/schedules.ts). */
+  scheduleRun(run: {
+    outcomes: { queue: string; outcome: string; n: number }[];
+    jobs: { queue: string; latenessMs: number }[];
+  }): void {
+    for (const o of run.outcomes)
+      this.scheduleOccurrences.inc({ queue: this.queue(o.queue), outcome: o.outcome }, o.n);
+    for (const j of run.jobs)
+      this.scheduleLateness.observe({ queue: this.queue(j.queue) }, j.latenessMs / 1000);
   }
 
   /** Set the queue-state gauges from the leader's maintained statistics (see plugins/metrics.ts). */

@@ -5,6 +5,8 @@ import { apiKeysOf, type OpenEndpoint } from '../config.js';
 import { jobNotFound } from '../errors.js';
 import { ProblemError } from '../http/problem.js';
 import { queuesOfJobs } from '../jobs/read.js';
+import { scheduleNotFound } from '../schedules/manage.js';
+import { queueOfSchedule } from '../schedules/store.js';
 
 /**
  * Who may call what. Every route declares its access in its options, and a route without one is
@@ -17,9 +19,11 @@ import { queuesOfJobs } from '../jobs/read.js';
  *
  * `scopes` lists the scopes that may call an API route (admin may call everything); `queue` says
  * where the queue comes from, for keys limited to queue patterns: the `:queue` path parameter, the
- * job named by `:id`, or every job of a batch ack or renew. To such a key a job of another queue is
- * indistinguishable from a job that does not exist (404, or `not_found` for a batch item), and a job
- * whose queue cannot be found is treated the same way (fail closed). Operations endpoints are open
+ * job named by `:id`, every job of a batch ack or renew, or the schedule named by `:name` (and, for
+ * its PUT, the body's queue too). To such a key a job or schedule of another queue is
+ * indistinguishable from one that does not exist (404, or `not_found` for a batch item), and one
+ * whose queue cannot be found is treated the same way (fail closed). Only a PUT over a schedule
+ * name that another queue's schedule holds is refused with 403 (schedule names are one namespace). Operations endpoints are open
  * when listed in BATON_OPEN_ENDPOINTS (`healthz` always is); otherwise they need a key, and
  * `/metrics`, which reports every queue, a key not limited to queue patterns. The dashboard's files
  * (`ui`) are always open: they hold no data, and a browser cannot send a key with a page load; the
@@ -34,7 +38,7 @@ import { queuesOfJobs } from '../jobs/read.js';
  */
 
 export type Access =
-  | { scopes: Scope[]; queue?: 'param' | 'job' | 'batch' }
+  | { scopes: Scope[]; queue?: 'param' | 'job' | 'batch' | 'schedule' }
   | { endpoint: OpenEndpoint | 'healthz' | 'ui' };
 
 declare module 'fastify' {
@@ -161,6 +165,21 @@ export default fp(
         const id = (request.params as { id: string }).id;
         const queue = (await queuesOfJobs(app.db, [id])).get(id);
         if (queue === undefined || !keyAllowsQueue(key, queue)) throw jobNotFound(id);
+      } else if (access.queue === 'schedule') {
+        const name = (request.params as { name: string }).name;
+        const queue = await queueOfSchedule(app.db, name);
+        if (request.method === 'PUT') {
+          const target = (request.body as { queue: string }).queue;
+          if (!keyAllowsQueue(key, target)) throw forbidden(key, `may not use queue "${target}"`);
+          if (queue !== undefined && !keyAllowsQueue(key, queue)) {
+            throw forbidden(
+              key,
+              `may not change schedule "${name}": it enqueues into a queue this key may not use`,
+            );
+          }
+        } else if (queue === undefined || !keyAllowsQueue(key, queue)) {
+          throw scheduleNotFound(name);
+        }
       } else if (access.queue === 'batch') {
         const ids = batchIds(request);
         const queues = await queuesOfJobs(app.db, ids);

@@ -92,6 +92,10 @@ export default fp(
           { name: 'jobs', description: 'Enqueue, claim, read and cancel jobs.' },
           { name: 'leases', description: 'What the holder of a lease does: renew, ack, nack.' },
           { name: 'queues', description: 'Configure and operate queues.' },
+          {
+            name: 'schedules',
+            description: 'Cron schedules: recurring jobs the leader enqueues exactly once per occurrence.',
+          },
           { name: 'health', description: 'Liveness and readiness probes.' },
           { name: 'operations', description: 'Metrics, the API document, and the key in use.' },
         ],

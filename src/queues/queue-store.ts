@@ -1,6 +1,6 @@
-import { type Selectable, sql } from 'kysely';
+import { type Selectable, sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { QueueStatsTable, QueuesTable } from '../db/schema.js';
+import type { Database, QueueStatsTable, QueuesTable } from '../db/schema.js';
 import { DomainError } from '../errors.js';
 
 /**
@@ -28,26 +28,45 @@ export interface AutoCreatePolicy {
  * is never on a hot path.
  */
 export async function createAutoQueue(db: Db, name: string, maxQueues: number): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(${AUTO_QUEUE_LOCK}::bigint)`.execute(trx);
-    const { rows } = await sql<{ created: boolean }>`
-      WITH ins AS (
-        INSERT INTO baton.queues (name, auto_created)
-        SELECT ${name}, true WHERE (SELECT count(*) FROM baton.queues WHERE auto_created) < ${maxQueues}
-        ON CONFLICT (name) DO NOTHING
-        RETURNING 1
-      )
-      SELECT EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM baton.queues WHERE name = ${name}) AS created`.execute(
-      trx,
+  await db.transaction().execute((trx) => createAutoQueueInTransaction(trx, name, maxQueues));
+}
+
+/**
+ * The same, inside the caller's transaction (the queue is visible to others once it commits). The
+ * advisory lock is held until then, so keep such transactions short.
+ */
+export async function createAutoQueueInTransaction(
+  trx: Transaction<Database>,
+  name: string,
+  maxQueues: number,
+): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${AUTO_QUEUE_LOCK}::bigint)`.execute(trx);
+  const { rows } = await sql<{ created: boolean }>`
+    WITH ins AS (
+      INSERT INTO baton.queues (name, auto_created)
+      SELECT ${name}, true WHERE (SELECT count(*) FROM baton.queues WHERE auto_created) < ${maxQueues}
+      ON CONFLICT (name) DO NOTHING
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM baton.queues WHERE name = ${name}) AS created`.execute(
+    trx,
+  );
+  if (!rows[0]?.created) {
+    throw new DomainError(
+      'queue_limit_reached',
+      `queue "${name}" does not exist and this server already has ${maxQueues} auto-created queues ` +
+        '(BATON_MAX_AUTO_QUEUES): create it with PUT /v1/queues/{queue}, or let idle ones be collected',
     );
-    if (!rows[0]?.created) {
-      throw new DomainError(
-        'queue_limit_reached',
-        `queue "${name}" does not exist and this server already has ${maxQueues} auto-created queues ` +
-          '(BATON_MAX_AUTO_QUEUES): create it with PUT /v1/queues/{queue}, or let idle ones be collected',
-      );
-    }
-  });
+  }
+}
+
+/**
+ * Hold a queue's row FOR KEY SHARE until the transaction ends, as every enqueue does (shared among
+ * producers; the GC's delete waits for it). False when there is no such queue.
+ */
+export async function holdQueue(trx: Transaction<Database>, name: string): Promise<boolean> {
+  const { rows } = await sql`SELECT 1 FROM baton.queues WHERE name = ${name} FOR KEY SHARE`.execute(trx);
+  return rows.length > 0;
 }
 
 /** Advisory lock key serialising auto-creation (an arbitrary constant: "baton" in ASCII). */

@@ -34,6 +34,7 @@ describe('maintainer', () => {
       'queue_stats',
       'rearm',
       'ring',
+      'schedules',
       'vacuum',
     ]);
     expect((results.rearm as { total: number }).total).toBe(1);

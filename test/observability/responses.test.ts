@@ -123,7 +123,7 @@ describe('every answer is declared, and every time is ISO with milliseconds and 
     const missing = { id: '999999999', lease_token: '00000000-0000-4000-8000-000000000000' };
     for (const op of operations) {
       const job = await claimed();
-      const params = { queue: 'resp.q', id: job.id };
+      const params = { queue: 'resp.q', id: job.id, name: 'resp-schedule' };
       const lease = { lease_token: job.lease_token };
       const valid: Record<string, { body?: unknown; query?: string }> = {
         enqueueJob: { body: { payload: { n: 1 } } },
@@ -137,15 +137,19 @@ describe('every answer is declared, and every time is ISO with milliseconds and 
         putQueue: { body: {} },
         redriveQueue: { body: { all: true } },
         listJobs: { query: 'state=ready' },
+        putSchedule: { body: { queue: 'resp.q', cron: '@daily' } },
       };
       const ok = valid[op.id] ?? {};
       await call(op, { params, ...ok });
       await call(op, { params, ...ok, who: '' });
       await call(op, { params, ...ok, who: 'producer' });
       if (op.path.includes('{')) {
-        await call(op, { params: { queue: 'bad name!', id: '0x1' }, ...ok });
-        await call(op, { params: { queue: 'q'.repeat(300), id: '1'.repeat(300) }, ...ok });
-        await call(op, { params: { queue: 'resp.none', id: missing.id }, ...ok });
+        await call(op, { params: { queue: 'bad name!', id: '0x1', name: 'bad name!' }, ...ok });
+        await call(op, {
+          params: { queue: 'q'.repeat(300), id: '1'.repeat(300), name: 's'.repeat(300) },
+          ...ok,
+        });
+        await call(op, { params: { queue: 'resp.none', id: missing.id, name: 'resp-none' }, ...ok });
       }
       if (ok.query) await call(op, { params, query: 'state=nope' });
       if (ok.body !== undefined) {

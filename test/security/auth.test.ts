@@ -56,6 +56,12 @@ describe('API keys', () => {
         payload: {},
       });
       jobs[queue] = claim.json().jobs[0];
+      await app.inject({
+        method: 'PUT',
+        url: `/v1/schedules/sched-${queue}`,
+        headers: headers('admin'),
+        payload: { queue, cron: '0 0 1 1 *' },
+      });
     }
   });
   afterAll(() => app.close());
@@ -174,11 +180,49 @@ describe('API keys', () => {
       allowed: ['admin'],
     },
     { name: 'delete queue', method: 'DELETE', url: () => '/v1/queues/never-there', allowed: ['admin'] },
+    {
+      name: 'list schedules',
+      method: 'GET',
+      url: () => '/v1/schedules',
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'get schedule',
+      method: 'GET',
+      url: (q) => `/v1/schedules/sched-${q}`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'put schedule',
+      method: 'PUT',
+      url: (q) => `/v1/schedules/sched-${q}`,
+      body: (q) => ({ queue: q, cron: '0 0 1 1 *' }),
+      allowed: ['admin'],
+    },
+    {
+      name: 'pause schedule',
+      method: 'POST',
+      url: (q) => `/v1/schedules/sched-${q}/pause`,
+      allowed: ['admin'],
+    },
+    {
+      name: 'resume schedule',
+      method: 'POST',
+      url: (q) => `/v1/schedules/sched-${q}/resume`,
+      allowed: ['admin'],
+    },
+    {
+      name: 'trigger schedule',
+      method: 'POST',
+      url: (q) => `/v1/schedules/sched-${q}/trigger`,
+      allowed: ['admin'],
+    },
+    { name: 'delete schedule', method: 'DELETE', url: (q) => `/v1/schedules/never-${q}`, allowed: ['admin'] },
   ];
   const WHO: Who[] = ['none', 'wrong', 'producer', 'consumer', 'admin', 'limited'];
 
   // To a key limited to some queues, a job of another queue is indistinguishable from a missing one.
-  const JOB_ROUTES = ['get job', 'renew', 'ack', 'nack'];
+  const JOB_ROUTES = ['get job', 'renew', 'ack', 'nack', 'get schedule'];
   const BATCH_ROUTES = ['batch ack', 'batch renew'];
   for (const route of ROUTES) {
     for (const who of WHO) {
@@ -193,7 +237,10 @@ describe('API keys', () => {
                 ? 404
                 : outside && BATCH_ROUTES.includes(route.name)
                   ? 'hidden item'
-                  : outside && !['list queues', 'delete queue', 'cancel', 'whoami'].includes(route.name)
+                  : outside &&
+                      !['list queues', 'delete queue', 'cancel', 'whoami', 'list schedules'].includes(
+                        route.name,
+                      )
                     ? 403
                     : 'allowed';
         it(`${route.name} with ${who === 'limited' ? `a key limited to allowed.* on ${queue}` : `${who} key`} → ${expected}`, async () => {
@@ -233,6 +280,63 @@ describe('API keys', () => {
         expect(covered, `${method.toUpperCase()} ${path}`).toBe(true);
       }
     }
+  });
+
+  it('a key limited to some queues sees and touches only the schedules of its queues', async () => {
+    const h = headers('limited');
+    const listed = await app.inject({ method: 'GET', url: '/v1/schedules', headers: h });
+    expect(listed.json().schedules.map((x: { name: string }) => x.name)).toEqual(['sched-allowed.q']);
+    const other = await app.inject({ method: 'GET', url: '/v1/schedules/sched-other.q', headers: h });
+    expect(other.statusCode).toBe(404);
+    expect(other.json().detail).toBe('schedule "sched-other.q" does not exist');
+    // Names are one namespace: taking another queue's schedule name over is refused.
+    const takeOver = await app.inject({
+      method: 'PUT',
+      url: '/v1/schedules/sched-other.q',
+      headers: h,
+      payload: { queue: 'allowed.q', cron: '@daily' },
+    });
+    expect(takeOver.statusCode).toBe(403);
+    // An admin key limited to some queues manages their schedules and nothing else.
+    const limitedAdmin = await createTestApp(database, {
+      BATON_API_KEYS: JSON.stringify([
+        { name: 'la', sha256: sha256('la-secret').toString('hex'), scopes: ['admin'], queues: ['allowed.*'] },
+      ]),
+    });
+    try {
+      const la = { authorization: 'Bearer la-secret' };
+      const own = { queue: 'allowed.x', cron: '@daily' };
+      expect(
+        (await limitedAdmin.inject({ method: 'PUT', url: '/v1/schedules/la-own', headers: la, payload: own }))
+          .statusCode,
+      ).toBe(201);
+      const foreign = { queue: 'other.x', cron: '@daily' };
+      expect(
+        (
+          await limitedAdmin.inject({
+            method: 'PUT',
+            url: '/v1/schedules/la-foreign',
+            headers: la,
+            payload: foreign,
+          })
+        ).statusCode,
+      ).toBe(403);
+      for (const url of ['/v1/schedules/sched-other.q/trigger', '/v1/schedules/sched-other.q/pause']) {
+        expect((await limitedAdmin.inject({ method: 'POST', url, headers: la })).statusCode, url).toBe(404);
+      }
+      expect(
+        (await limitedAdmin.inject({ method: 'DELETE', url: '/v1/schedules/sched-other.q', headers: la }))
+          .statusCode,
+      ).toBe(404);
+    } finally {
+      await limitedAdmin.close();
+    }
+    const stillThere = await app.inject({
+      method: 'GET',
+      url: '/v1/schedules/sched-other.q',
+      headers: headers('admin'),
+    });
+    expect(stillThere.json().paused).toBe(false);
   });
 
   it('a key limited to some queues lists only those', async () => {

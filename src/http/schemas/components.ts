@@ -44,6 +44,7 @@ import {
   RedriveRequest,
   RedriveResponse,
 } from './queues.js';
+import { Schedule } from './schedules.js';
 
 /**
  * Every schema with an $id, registered with app.addSchema (so routes refer to them with ref()) and
@@ -91,6 +92,7 @@ export const COMPONENTS = [
   RedriveResponse,
   QueueSample,
   QueueHistory,
+  Schedule,
   Whoami,
   Health,
   Readiness,

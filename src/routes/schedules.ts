@@ -1,0 +1,200 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { queuePatternsOf } from '../auth/api-keys.js';
+import { invalidField } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { jsonText } from '../http/json-input.js';
+import { EnqueuedJob } from '../http/schemas/jobs.js';
+import { ref } from '../http/schemas/ref.js';
+import { errorResponses, ok } from '../http/schemas/responses.js';
+import {
+  DeleteScheduleResponse,
+  Schedule,
+  ScheduleList,
+  ScheduleListQuery,
+  ScheduleParams,
+  ScheduleRequest,
+} from '../http/schemas/schedules.js';
+import { toEnqueuedJob, toSchedule } from '../http/views.js';
+import { DEFAULTS, isScheduleName, type ScheduleDefinition } from '../schedules/definition.js';
+import { pauseSchedule, putSchedule, scheduleNotFound, triggerSchedule } from '../schedules/manage.js';
+import { deleteSchedule, getSchedule, listSchedules } from '../schedules/store.js';
+
+/** Cron schedules, /v1/schedules/...: define, read, list, pause, resume, trigger, delete. */
+
+const badCursor = () => invalidField('cursor', 'is not a cursor this server issued');
+
+const schedules: FastifyPluginAsyncTypebox = async (app) => {
+  const { config } = app;
+  const view = async (name: string) => {
+    const row = await getSchedule(app.db, name);
+    if (!row) throw scheduleNotFound(name);
+    return toSchedule(row);
+  };
+
+  app.put(
+    '/v1/schedules/:name',
+    {
+      config: { access: { scopes: ['admin'], queue: 'schedule' } },
+      schema: {
+        tags: ['schedules'],
+        operationId: 'putSchedule',
+        summary: 'Create or replace a cron schedule',
+        description:
+          'Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at ' +
+          'every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority` and `max_attempts`. ' +
+          'A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.',
+        params: ScheduleParams,
+        body: ScheduleRequest,
+        response: {
+          200: ok(ref(Schedule), 'Replaced.'),
+          201: ok(ref(Schedule), 'Created.'),
+          ...errorResponses(400, 404, 413, 415),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { name } = request.params;
+      const b = request.body;
+      const def: ScheduleDefinition = {
+        queue: b.queue,
+        cron: b.cron,
+        timezone: b.timezone ?? DEFAULTS.timezone,
+        payloadJson: jsonText(b.payload ?? null, 'payload', config.payloadLimitBytes),
+        priority: b.priority ?? DEFAULTS.priority,
+        maxAttempts: b.max_attempts ?? null,
+        overlap: b.overlap ?? DEFAULTS.overlap,
+        catchUp: b.catch_up ?? DEFAULTS.catchUp,
+        paused: b.paused ?? DEFAULTS.paused,
+      };
+      const { created } = await putSchedule(app.db, name, def, { autoCreateQueues: config.autoCreateQueues });
+      return reply.code(created ? 201 : 200).send(await view(name));
+    },
+  );
+
+  app.get(
+    '/v1/schedules',
+    {
+      config: { access: { scopes: ['producer', 'consumer'] } },
+      schema: {
+        tags: ['schedules'],
+        operationId: 'listSchedules',
+        summary: 'List cron schedules',
+        description:
+          'In name order, a page at a time (limit up to 500; pass next_cursor as cursor). A key limited to queue ' +
+          'patterns sees only the schedules of its queues.',
+        querystring: ScheduleListQuery,
+        response: {
+          200: ok(ScheduleList, 'A page of schedules.'),
+          ...errorResponses(400),
+        },
+      },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? 100;
+      let after: string | undefined;
+      if (request.query.cursor !== undefined) {
+        after = decodeCursor(request.query.cursor)?.[0];
+        if (after === undefined || !isScheduleName(after)) throw badCursor();
+      }
+      const rows = await listSchedules(app.db, limit, after, queuePatternsOf(request.apiKey));
+      const last = rows.at(-1);
+      return {
+        schedules: rows.map(toSchedule),
+        next_cursor: rows.length === limit && last ? encodeCursor([last.name]) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/v1/schedules/:name',
+    {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'schedule' } },
+      schema: {
+        tags: ['schedules'],
+        operationId: 'getSchedule',
+        summary: 'A cron schedule, with its next and last run',
+        params: ScheduleParams,
+        response: { 200: ok(ref(Schedule), 'The schedule.'), ...errorResponses(404) },
+      },
+    },
+    async (request) => view(request.params.name),
+  );
+
+  app.delete(
+    '/v1/schedules/:name',
+    {
+      config: { access: { scopes: ['admin'], queue: 'schedule' } },
+      schema: {
+        tags: ['schedules'],
+        operationId: 'deleteSchedule',
+        summary: 'Delete a cron schedule',
+        description:
+          'No further occurrences; jobs it already enqueued are untouched. A schedule from BATON_SCHEDULES_FILE ' +
+          'comes back at the next start while the file still declares it.',
+        params: ScheduleParams,
+        response: { 200: ok(DeleteScheduleResponse, 'Deleted.'), ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      if (!(await deleteSchedule(app.db, name))) throw scheduleNotFound(name);
+      return { name, deleted: true as const };
+    },
+  );
+
+  for (const [action, paused] of [
+    ['pause', true],
+    ['resume', false],
+  ] as const) {
+    app.post(
+      `/v1/schedules/:name/${action}`,
+      {
+        config: { access: { scopes: ['admin'], queue: 'schedule' } },
+        schema: {
+          tags: ['schedules'],
+          operationId: `${action}Schedule`,
+          summary: paused ? 'Pause a cron schedule' : 'Resume a paused cron schedule',
+          description: paused
+            ? 'No occurrences are enqueued while paused.'
+            : 'It runs again from its next occurrence after now; the time it was paused is not caught up.',
+          params: ScheduleParams,
+          response: { 200: ok(ref(Schedule), 'The schedule.'), ...errorResponses(404) },
+        },
+      },
+      async (request) => {
+        await pauseSchedule(app.db, request.params.name, paused);
+        return view(request.params.name);
+      },
+    );
+  }
+
+  app.post(
+    '/v1/schedules/:name/trigger',
+    {
+      config: { access: { scopes: ['admin'], queue: 'schedule' } },
+      schema: {
+        tags: ['schedules'],
+        operationId: 'triggerSchedule',
+        summary: 'Run a cron schedule now, once',
+        description:
+          'Enqueues one job as an occurrence would, now, even while the schedule is paused and whatever its overlap ' +
+          'rule; it becomes the schedule’s last job. Its occurrences go on as before.',
+        params: ScheduleParams,
+        response: { 201: ok(ref(EnqueuedJob), 'The job.'), ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { result } = await triggerSchedule(app.db, request.params.name, {
+        autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
+        defaultMaxAttempts: config.defaultMaxAttempts,
+        idempotencyRetentionMs: config.idempotencyRetentionMs,
+      });
+      const { job } = result;
+      app.metrics.enqueued(job.queue, 1);
+      if (job.state === 'ready') app.wake.notifier.jobsReady(job.queue, 1);
+      return reply.code(201).send(toEnqueuedJob(job));
+    },
+  );
+};
+
+export default schedules;

@@ -1,0 +1,97 @@
+import { invalidField } from '../errors.js';
+import { isQueueName, MAX_ATTEMPTS_LIMIT, PRIORITY_MAX, PRIORITY_MIN } from '../jobs/limits.js';
+import { checkCron } from './cron.js';
+import type { CatchUp, Overlap } from './occurrences.js';
+
+/**
+ * What a schedule is: everything PUT /v1/schedules/{name} and the schedules file set. A PUT sets the
+ * whole definition; a field left out takes its default (so a PUT without `paused` resumes).
+ */
+export interface ScheduleDefinition {
+  queue: string;
+  cron: string;
+  timezone: string;
+  /** The payload as JSON text (exact numbers kept), given to every job. */
+  payloadJson: string;
+  priority: number;
+  /** null: the queue's setting when the job is enqueued. */
+  maxAttempts: number | null;
+  overlap: Overlap;
+  catchUp: CatchUp;
+  paused: boolean;
+}
+
+export const SCHEDULE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
+const SCHEDULE_NAME = new RegExp(SCHEDULE_NAME_PATTERN);
+export const isScheduleName = (name: string) => SCHEDULE_NAME.test(name);
+
+export const OVERLAPS: readonly Overlap[] = ['allow', 'skip'];
+export const CATCH_UPS: readonly CatchUp[] = ['none', 'latest', 'all'];
+export const DEFAULTS = {
+  timezone: 'UTC',
+  priority: 0,
+  overlap: 'allow',
+  catchUp: 'latest',
+  paused: false,
+} as const;
+
+/** Refuse a cron or time zone that cannot be scheduled (400 naming the field), given the database's now. */
+export function checkTiming(def: Pick<ScheduleDefinition, 'cron' | 'timezone'>, now: Date): void {
+  const problem = checkCron(def.cron, def.timezone, now);
+  if (problem) throw invalidField(problem.field, problem.message);
+}
+
+const FIELDS = [
+  'queue',
+  'cron',
+  'timezone',
+  'payload',
+  'priority',
+  'max_attempts',
+  'overlap',
+  'catch_up',
+  'paused',
+] as const;
+
+/**
+ * A definition from untyped input (an entry of the schedules file), with the same rules as the PUT
+ * body's schema; errors name the field under `at` ("schedules.nightly.cron ..."). Cron and time zone
+ * are checked later against the database's clock (checkTiming).
+ */
+export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new Error(`${at} must be a mapping`);
+  const input = raw as Record<string, unknown>;
+  const unknown = Object.keys(input).find((k) => !(FIELDS as readonly string[]).includes(k));
+  if (unknown !== undefined) throw new Error(`${at}.${unknown} is not a known field`);
+  const fail = (field: string, message: string): never => {
+    throw new Error(`${at}.${field} ${message}`);
+  };
+  const { queue, cron, timezone, payload, priority, max_attempts, overlap, catch_up, paused } = input;
+  if (typeof queue !== 'string' || !isQueueName(queue))
+    fail('queue', 'must be a queue name: 1-128 letters, digits, ".", "_" or "-"');
+  if (typeof cron !== 'string' || cron.trim() === '') fail('cron', 'must be a cron expression');
+  if (timezone !== undefined && typeof timezone !== 'string') fail('timezone', 'must be a time zone name');
+  const int = (v: unknown, min: number, max: number) =>
+    Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+  if (priority !== undefined && !int(priority, PRIORITY_MIN, PRIORITY_MAX))
+    fail('priority', `must be an integer from ${PRIORITY_MIN} to ${PRIORITY_MAX}`);
+  if (max_attempts !== undefined && max_attempts !== null && !int(max_attempts, 1, MAX_ATTEMPTS_LIMIT))
+    fail('max_attempts', `must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}, or null`);
+  if (overlap !== undefined && !OVERLAPS.includes(overlap as Overlap))
+    fail('overlap', `must be one of ${OVERLAPS.join(', ')}`);
+  if (catch_up !== undefined && !CATCH_UPS.includes(catch_up as CatchUp))
+    fail('catch_up', `must be one of ${CATCH_UPS.join(', ')}`);
+  if (paused !== undefined && typeof paused !== 'boolean') fail('paused', 'must be true or false');
+  return {
+    queue: queue as string,
+    cron: cron as string,
+    timezone: (timezone as string | undefined) ?? DEFAULTS.timezone,
+    payloadJson: JSON.stringify(payload ?? null),
+    priority: (priority as number | undefined) ?? DEFAULTS.priority,
+    maxAttempts: (max_attempts as number | null | undefined) ?? null,
+    overlap: (overlap as Overlap | undefined) ?? DEFAULTS.overlap,
+    catchUp: (catch_up as CatchUp | undefined) ?? DEFAULTS.catchUp,
+    paused: (paused as boolean | undefined) ?? DEFAULTS.paused,
+  };
+}

@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { Db } from '../db/database.js';
+import { parseExact } from '../json/exact.js';
+import type { Log } from '../logger.js';
+import { checkCron } from './cron.js';
+import { isScheduleName, parseDefinition, type ScheduleDefinition } from './definition.js';
+import { lockForFile, writeDefinition } from './manage.js';
+import {
+  compareWithFile,
+  databaseNow,
+  definitionJson,
+  deleteSchedule,
+  lockFileSchedules,
+  lockSchedule,
+  setFileSpec,
+} from './store.js';
+
+/**
+ * Schedules declared in a file (BATON_SCHEDULES_FILE, JSON or YAML), so they live in a team's
+ * repository. Applied on every start, idempotently, by every replica (one at a time):
+ *
+ *   schedules:
+ *     nightly-report:            # the schedule's name
+ *       queue: reports
+ *       cron: "30 2 * * *"
+ *       timezone: Europe/Berlin
+ *       payload: { report: nightly }
+ *
+ * Each schedule remembers the definition the file last gave it. On start, for each one in the file:
+ * - not there yet: created;
+ * - equal to the file's definition: left as it is;
+ * - unchanged since the file last set it: the file's new definition is applied;
+ * - changed through the API since (a PUT, pause or resume): **drifted**. The file does not
+ *   overwrite it; GET shows `"drifted": true` and the start logs a warning. To take the file's
+ *   version, DELETE the schedule (the next start re-creates it) or PUT the file's definition; to
+ *   keep the API's, copy it into the file.
+ * A schedule the file declared before and no longer does is deleted, unless it drifted: then it is
+ * kept, as an API schedule.
+ */
+
+export interface FileSchedule {
+  name: string;
+  def: ScheduleDefinition;
+}
+
+/** Read and check the file (for config.ts: a bad file stops start-up naming the entry and field). */
+export function loadSchedulesFile(path: string): FileSchedule[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot be read: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = /\.json$/i.test(path) ? parseExact(text) : parseYaml(text, { uniqueKeys: true });
+  } catch (err) {
+    throw new Error(`is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(err as Error).message}`);
+  }
+  return parseSchedules(doc);
+}
+
+export function parseSchedules(doc: unknown): FileSchedule[] {
+  const top = doc as { schedules?: unknown } | null;
+  if (typeof top !== 'object' || top === null || Array.isArray(top)) {
+    throw new Error('must be a mapping with one key, schedules');
+  }
+  const extra = Object.keys(top).find((k) => k !== 'schedules');
+  if (extra !== undefined) throw new Error(`${extra} is not a known field (only schedules)`);
+  const map = top.schedules ?? {};
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) {
+    throw new Error('schedules must be a mapping from schedule name to schedule');
+  }
+  return Object.entries(map).map(([name, raw]) => {
+    const at = `schedules.${name}`;
+    if (!isScheduleName(name))
+      throw new Error(`${at}: a name must be 1-128 letters, digits, ".", "_" or "-"`);
+    const def = parseDefinition(raw, at);
+    // Checked against this machine's clock here only to fail early; the database's clock decides.
+    const problem = checkCron(def.cron, def.timezone, new Date());
+    if (problem) throw new Error(`${at}.${problem.field} ${problem.message}`);
+    return { name, def };
+  });
+}
+
+export type FileOutcome = 'created' | 'updated' | 'unchanged' | 'drifted' | 'removed' | 'released';
+
+/** Apply the file; what happened to each schedule, by name. */
+export async function applySchedulesFile(db: Db, schedules: FileSchedule[], log: Log) {
+  const report = await db.transaction().execute(async (trx) => {
+    await lockForFile(trx);
+    const now = await databaseNow(trx);
+    const out: Record<string, FileOutcome> = {};
+    for (const { name, def } of schedules) {
+      const spec = definitionJson(def);
+      const existing = await lockSchedule(trx, name);
+      const cmp = existing ? await compareWithFile(trx, name, spec) : undefined;
+      if (!existing || (existing.from_file && cmp?.unchanged && !cmp.same_as_spec)) {
+        await writeDefinition(trx, name, def, existing, now).catch((err: Error) => {
+          throw new Error(`BATON_SCHEDULES_FILE schedules.${name}: ${err.message}`);
+        });
+        out[name] = existing ? 'updated' : 'created';
+      } else if (cmp?.same_as_spec) {
+        out[name] = 'unchanged';
+      } else {
+        out[name] = 'drifted';
+        continue;
+      }
+      await setFileSpec(trx, name, spec);
+    }
+    const declared = new Set(schedules.map((s) => s.name));
+    for (const old of await lockFileSchedules(trx)) {
+      if (declared.has(old.name)) continue;
+      if (old.drifted) {
+        await setFileSpec(trx, old.name, null);
+        out[old.name] = 'released';
+      } else {
+        await deleteSchedule(trx, old.name);
+        out[old.name] = 'removed';
+      }
+    }
+    return out;
+  });
+  for (const [name, outcome] of Object.entries(report)) {
+    if (outcome === 'drifted') {
+      log.warn(
+        { schedule: name },
+        'schedule was changed through the API since BATON_SCHEDULES_FILE set it (drifted): the file does not ' +
+          'overwrite it. DELETE it to take the file’s version at the next start, or copy it into the file',
+      );
+    }
+  }
+  log.info({ schedules: report }, 'schedules file applied');
+  return report;
+}

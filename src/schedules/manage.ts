@@ -1,0 +1,134 @@
+import { sql, type Transaction } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { DomainError, queueNotFound } from '../errors.js';
+import { type EnqueueOptions, type EnqueueResult, enqueueInTransaction } from '../jobs/enqueue.js';
+import { holdQueue } from '../queues/queue-store.js';
+import { cronPlan } from './cron.js';
+import { checkTiming, type ScheduleDefinition } from './definition.js';
+import {
+  databaseNow,
+  lockSchedule,
+  recordTrigger,
+  type ScheduleRow,
+  setSchedulePaused,
+  writeSchedule,
+} from './store.js';
+
+/** What the API does to schedules: create or replace, pause, resume, trigger. */
+
+export const scheduleNotFound = (name: string) =>
+  new DomainError('not_found', `schedule "${name}" does not exist`);
+
+/**
+ * The next occurrence a schedule should wait for after it is written at `now`. Unchanged timing
+ * keeps the pending occurrence, even one already due that the leader has not reached yet (a PUT
+ * that only edits the payload must not make it skip a run). New timing, or a resume, starts after
+ * now, and never at or before the last occurrence already enqueued (a writer whose now() is a
+ * moment older than the leader's could otherwise hand that occurrence out again).
+ */
+export function nextRunFor(
+  existing: ScheduleRow | undefined,
+  def: ScheduleDefinition,
+  now: Date,
+): Date | null {
+  if (
+    existing?.next_run_at &&
+    !existing.paused &&
+    !def.paused &&
+    existing.cron === def.cron &&
+    existing.timezone === def.timezone
+  ) {
+    return existing.next_run_at;
+  }
+  const last = existing?.last_run_at;
+  const from = last && last > now ? last : now;
+  return cronPlan(def.cron, def.timezone).nextAfter(from) ?? null;
+}
+
+/** Write a definition inside the caller's transaction (with the row locked by it, if it exists). */
+export async function writeDefinition(
+  trx: Transaction<Database>,
+  name: string,
+  def: ScheduleDefinition,
+  existing: ScheduleRow | undefined,
+  now: Date,
+): Promise<{ created: boolean }> {
+  checkTiming(def, now);
+  return writeSchedule(trx, name, def, nextRunFor(existing, def, now));
+}
+
+/**
+ * PUT: create (created: true) or replace a schedule. With auto-create off its queue must exist
+ * (404 queue_not_found now, rather than a failed occurrence later).
+ */
+export async function putSchedule(
+  db: Db,
+  name: string,
+  def: ScheduleDefinition,
+  opts: { autoCreateQueues: boolean },
+): Promise<{ created: boolean }> {
+  return db.transaction().execute(async (trx) => {
+    const now = await databaseNow(trx);
+    if (!opts.autoCreateQueues && !(await holdQueue(trx, def.queue))) {
+      throw queueNotFound(def.queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
+    }
+    const existing = await lockSchedule(trx, name);
+    return writeDefinition(trx, name, def, existing, now);
+  });
+}
+
+/** Pause or resume; a resumed schedule does not catch up on the time it was paused. */
+export async function pauseSchedule(db: Db, name: string, paused: boolean): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const now = await databaseNow(trx);
+    const row = await lockSchedule(trx, name);
+    if (!row) throw scheduleNotFound(name);
+    if (row.paused === paused) return;
+    const next = paused ? row.next_run_at : nextRunFor(row, { ...definitionOfRow(row), paused }, now);
+    await setSchedulePaused(trx, name, paused, next);
+  });
+}
+
+/**
+ * Run a schedule now, once (paused or not, whatever its overlap rule: an operator asked). The job
+ * and the schedule's last_job_id commit together, so overlap: skip then waits for this job too.
+ */
+export async function triggerSchedule(
+  db: Db,
+  name: string,
+  opts: EnqueueOptions,
+): Promise<{ schedule: ScheduleRow; result: EnqueueResult }> {
+  return db.transaction().execute(async (trx) => {
+    const now = await databaseNow(trx);
+    const row = await lockSchedule(trx, name);
+    if (!row) throw scheduleNotFound(name);
+    const [result] = await enqueueInTransaction(
+      trx,
+      row.queue,
+      [{ payloadJson: row.payload_json, priority: row.priority, maxAttempts: row.max_attempts ?? undefined }],
+      opts,
+    );
+    await recordTrigger(trx, name, now, result!.job.id);
+    return { schedule: row, result: result! };
+  });
+}
+
+export function definitionOfRow(row: ScheduleRow): ScheduleDefinition {
+  return {
+    queue: row.queue,
+    cron: row.cron,
+    timezone: row.timezone,
+    payloadJson: row.payload_json,
+    priority: row.priority,
+    maxAttempts: row.max_attempts,
+    overlap: row.overlap,
+    catchUp: row.catch_up,
+    paused: row.paused,
+  };
+}
+
+/** Locks all schedule writers of the file's start-up pass against each other (an arbitrary constant). */
+export const SCHEDULES_FILE_LOCK = 0x62746e5343;
+export const lockForFile = (trx: Transaction<Database>) =>
+  sql`SELECT pg_advisory_xact_lock(${SCHEDULES_FILE_LOCK}::bigint)`.execute(trx);
