@@ -454,6 +454,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{queue}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a queue's groups, busiest first
+         * @description Groups with ready, claimed or scheduled jobs, and groups with overrides, ordered by ready + claimed jobs (most first), then by name. Counts are kept by the maintenance leader (every few seconds), not counted per request; a group whose counts change between pages may appear on two pages or none.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["listGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{queue}/groups/{group}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A group: its counts and the limits in effect
+         * @description Any group name answers: a group never seen has no jobs and follows the queue defaults.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["getGroup"];
+        /**
+         * Override a group's limits, weight or pause
+         * @description Fields you give are set; fields you leave out keep their value; null resets a field to the queue's group default. Applies from the next claim, on every replica. The queue must exist; it becomes explicitly managed (never collected by the leader).
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        put: operations["putGroup"];
+        post?: never;
+        /**
+         * Reset a group to the queue's defaults
+         * @description Drops the group’s overrides (limits, weight, pause). Its jobs are untouched.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        delete: operations["deleteGroup"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -647,6 +703,11 @@ export interface components {
             /** @description Any JSON value; handed to the worker as is. */
             payload: unknown;
             /**
+             * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+             * @example customer:42
+             */
+            group?: string;
+            /**
              * Format: int32
              * @description Higher runs first.
              * @default 0
@@ -677,6 +738,7 @@ export interface components {
         EnqueuedJob: {
             id: string;
             queue: string;
+            group: string | null;
             state: components["schemas"]["JobState"];
             /** Format: int32 */
             priority: number;
@@ -720,6 +782,7 @@ export interface components {
         BatchEnqueuedJob: {
             id: string;
             queue: string;
+            group: string | null;
             state: components["schemas"]["JobState"];
             /** Format: int32 */
             priority: number;
@@ -778,6 +841,7 @@ export interface components {
         ClaimedJob: {
             id: string;
             queue: string;
+            group: string | null;
             /** @description The payload given at enqueue. */
             payload: unknown;
             /** Format: int32 */
@@ -816,6 +880,7 @@ export interface components {
         Job: {
             id: string;
             queue: string;
+            group: string | null;
             state: components["schemas"]["JobState"];
             /** Format: int32 */
             priority: number;
@@ -1037,7 +1102,26 @@ export interface components {
             details?: unknown;
         };
         /**
-         * @description Fields you give are set; fields you leave out keep their value (a new queue starts at the server defaults); null resets a field to the server default.
+         * @description At most `limit` jobs claimed in any window of `period_ms`, across every replica. Never exceeded; a claim may be let through up to 1% of the period later than the limit strictly requires.
+         * @example {
+         *       "limit": 100,
+         *       "period_ms": 60000
+         *     }
+         */
+        RateLimit: {
+            /**
+             * Format: int32
+             * @description At most this many jobs claimed...
+             */
+            limit: number;
+            /**
+             * Format: int32
+             * @description ... in any window of this many ms (a sliding window; see docs/architecture.md).
+             */
+            period_ms: number;
+        };
+        /**
+         * @description Fields you give are set; fields you leave out keep their value (a new queue starts at the server defaults); null resets a field to the server default. The limits (flow control) have no server default: null removes one. group_concurrency_limit and group_rate_limit apply to each group of the queue on its own, unless the group overrides them (PUT /v1/queues/{queue}/groups/{group}).
          * @example {
          *       "lease_ms": 120000,
          *       "max_attempts": 10,
@@ -1060,6 +1144,10 @@ export interface components {
                 dead_ms?: number | null;
             };
             paused?: boolean;
+            concurrency_limit?: number | null;
+            rate_limit?: components["schemas"]["RateLimit"] | null;
+            group_concurrency_limit?: number | null;
+            group_rate_limit?: components["schemas"]["RateLimit"] | null;
         };
         Queue: {
             name: string;
@@ -1084,6 +1172,12 @@ export interface components {
                 /** Format: int64 */
                 dead_ms: number;
             };
+            concurrency_limit: number | null;
+            rate_limit: components["schemas"]["RateLimit"] | null;
+            group_concurrency_limit: number | null;
+            group_rate_limit: components["schemas"]["RateLimit"] | null;
+            /** @description Jobs with a group have been enqueued: claims serve the groups in turn. */
+            grouped: boolean;
             /** @description Settings that follow the server default. */
             inherited: string[];
             /** Format: date-time */
@@ -1224,6 +1318,95 @@ export interface components {
             /** @description Oldest first, at most one per minute. A minute without a sample was idle: no live jobs and nothing finished (or the service had no maintenance leader then). */
             samples: components["schemas"]["QueueSample"][];
         };
+        /**
+         * @description Overrides of the queue's group defaults for one group. Fields you give are set; fields you leave out keep their value; null resets a field to the queue's group default.
+         * @example {
+         *       "concurrency_limit": 2,
+         *       "weight": 3
+         *     }
+         * @example {
+         *       "paused": true
+         *     }
+         */
+        GroupConfigRequest: {
+            concurrency_limit?: number | null;
+            rate_limit?: components["schemas"]["RateLimit"] | null;
+            weight?: number | null;
+            /** @description A paused group's jobs are not claimed. */
+            paused?: boolean;
+        };
+        /** @description A group of a queue: its counts, and the limits and weight in effect for it. */
+        Group: {
+            queue: string;
+            group: string | null;
+            /** Format: int64 */
+            ready: number;
+            /** Format: int64 */
+            claimed: number;
+            /** Format: int64 */
+            scheduled: number;
+            refreshed_at: string | null;
+            concurrency_limit: number | null;
+            rate_limit: components["schemas"]["RateLimit"] | null;
+            /** Format: int32 */
+            weight: number;
+            paused: boolean;
+            /** @description Fields this group sets itself; the others follow the queue's group defaults. */
+            overridden: string[];
+        };
+        GroupList: {
+            groups: components["schemas"]["Group"][];
+            next_cursor: string | null;
+        };
+        DeletedGroup: {
+            queue: string;
+            group: string;
+            /** @description false when the group had no overrides. */
+            reset: boolean;
+        };
+        /**
+         * @description The whole definition: a field left out takes its default (so a PUT without paused resumes the schedule).
+         * @example {
+         *       "queue": "reports",
+         *       "cron": "30 2 * * *",
+         *       "timezone": "Europe/Berlin",
+         *       "payload": {
+         *         "report": "nightly"
+         *       }
+         *     }
+         */
+        ScheduleRequest: {
+            /**
+             * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+             * @example emails
+             */
+            queue: string;
+            /**
+             * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; @hourly, @daily, @weekly, @monthly, @yearly. Day-of-month and day-of-week combine with OR, as in Vixie cron.
+             * @example 30 2 * * *
+             */
+            cron: string;
+            /**
+             * @description IANA time zone the cron is read in (Europe/Berlin). Daylight saving: see the README.
+             * @default UTC
+             */
+            timezone?: string;
+            /** @description Given to every job (default null). */
+            payload?: unknown;
+            /**
+             * Format: int32
+             * @description Of each job.
+             * @default 0
+             */
+            priority?: number;
+            max_attempts?: number | null;
+            /** @description allow (default): every occurrence enqueues a job. skip: no new job while the previous one is still scheduled, ready or claimed (the occurrence counts as skipped). */
+            overlap?: "allow" | "skip";
+            /** @description After downtime (occurrences the leader reaches more than BATON_SCHEDULE_GRACE_MS late, or more than one due at once): none: only an occurrence within the grace runs, the rest are missed; latest (default): one job, for the latest; all: a job for each, at most 100 (the most recent). */
+            catch_up?: "none" | "latest" | "all";
+            /** @default false */
+            paused?: boolean;
+        };
         Schedule: {
             name: string;
             queue: string;
@@ -1231,6 +1414,7 @@ export interface components {
             timezone: string;
             /** @description Given to every job. */
             payload: unknown;
+            /** Format: int32 */
             priority: number;
             max_attempts: number | null;
             /** @description allow (default): every occurrence enqueues a job. skip: no new job while the previous one is still scheduled, ready or claimed (the occurrence counts as skipped). */
@@ -1254,6 +1438,15 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        ScheduleList: {
+            schedules: components["schemas"]["Schedule"][];
+            next_cursor: string | null;
+        };
+        DeletedSchedule: {
+            name: string;
+            /** @enum {boolean} */
+            deleted: true;
         };
         Whoami: {
             /** @description false when the server has no API keys configured: then every request may do everything. */
@@ -1399,6 +1592,11 @@ export interface operations {
         parameters: {
             query: {
                 state: components["schemas"]["JobState"];
+                /**
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @example customer:42
+                 */
+                group?: string;
                 limit?: number;
                 /** @description next_cursor of the previous page. */
                 cursor?: string;
@@ -3287,6 +3485,375 @@ export interface operations {
             };
         };
     };
+    listGroups: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of groups. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+                /**
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @example customer:42
+                 */
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+                /**
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @example customer:42
+                 */
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupConfigRequest"];
+            };
+        };
+        responses: {
+            /** @description The group. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+                /**
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @example customer:42
+                 */
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group, reset. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedGroup"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     whoami: {
         parameters: {
             query?: never;
@@ -3427,50 +3994,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description The whole definition: a field left out takes its default (so a PUT without paused resumes the schedule). */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "queue": "reports",
-                 *       "cron": "30 2 * * *",
-                 *       "timezone": "Europe/Berlin",
-                 *       "payload": {
-                 *         "report": "nightly"
-                 *       }
-                 *     }
-                 */
-                "application/json": {
-                    /**
-                     * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
-                     * @example emails
-                     */
-                    queue: string;
-                    /**
-                     * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; @hourly, @daily, @weekly, @monthly, @yearly. Day-of-month and day-of-week combine with OR, as in Vixie cron.
-                     * @example 30 2 * * *
-                     */
-                    cron: string;
-                    /**
-                     * @description IANA time zone the cron is read in (Europe/Berlin). Daylight saving: see the README.
-                     * @default UTC
-                     */
-                    timezone?: string;
-                    /** @description Given to every job (default null). */
-                    payload?: unknown;
-                    /**
-                     * @description Of each job.
-                     * @default 0
-                     */
-                    priority?: number;
-                    max_attempts?: number | null;
-                    /** @description allow (default): every occurrence enqueues a job. skip: no new job while the previous one is still scheduled, ready or claimed (the occurrence counts as skipped). */
-                    overlap?: "allow" | "skip";
-                    /** @description After downtime (occurrences the leader reaches more than BATON_SCHEDULE_GRACE_MS late, or more than one due at once): none: only an occurrence within the grace runs, the rest are missed; latest (default): one job, for the latest; all: a job for each, at most 100 (the most recent). */
-                    catch_up?: "none" | "latest" | "all";
-                    /** @default false */
-                    paused?: boolean;
-                };
+                "application/json": components["schemas"]["ScheduleRequest"];
             };
         };
         responses: {
@@ -3596,11 +4122,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        name: string;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["DeletedSchedule"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -3677,10 +4199,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        schedules: components["schemas"]["Schedule"][];
-                        next_cursor: string | null;
-                    };
+                    "application/json": components["schemas"]["ScheduleList"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */

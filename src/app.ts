@@ -19,6 +19,7 @@ import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
+import queueGroups from './routes/queue-groups.js';
 import queueHistory from './routes/queue-history.js';
 import queueJobs from './routes/queue-jobs.js';
 import queues from './routes/queues.js';
@@ -102,6 +103,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(jobs);
   await app.register(queues);
   await app.register(queueHistory);
+  await app.register(queueGroups);
   await app.register(whoami);
   await app.register(schedules);
   return app;

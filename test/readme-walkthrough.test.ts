@@ -65,4 +65,10 @@ describe('README walk-through', () => {
     const read = JSON.parse(printed[3]!);
     expect(Math.abs(Date.parse(read.last_run_at) - Date.now())).toBeLessThan(60_000);
   });
+
+  it('runs every command of "Flow control"; each prints what the README shows under it', async () => {
+    const { printed, shown } = await runBlock('flow');
+    expect(shown).toHaveLength(8);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+  });
 });

@@ -15,6 +15,9 @@ export interface Database {
   'baton.queue_stats': QueueStatsTable;
   'baton.queue_history': QueueHistoryTable;
   'baton.schedules': SchedulesTable;
+  'baton.queue_groups': QueueGroupsTable;
+  'baton.flow_state': FlowStateTable;
+  'baton.group_stats': GroupStatsTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -33,6 +36,14 @@ export interface QueuesTable {
   dead_retention_ms: BigIntString | null;
   paused: Generated<boolean>;
   auto_created: boolean;
+  /** Set by the first enqueue of a job with a group (src/jobs/flow-claim.ts). */
+  grouped: Generated<boolean>;
+  concurrency_limit: number | null;
+  rate_limit: number | null;
+  rate_period_ms: number | null;
+  group_concurrency_limit: number | null;
+  group_rate_limit: number | null;
+  group_rate_period_ms: number | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -42,6 +53,7 @@ export interface JobsTable {
   slot: number;
   id: string;
   queue: string;
+  group_key: Generated<string>;
   state: Exclude<LiveState, 'scheduled'>;
   priority: number;
   run_at: Timestamp;
@@ -63,6 +75,7 @@ export interface JobsTable {
 export interface ScheduledJobsTable {
   id: string;
   queue: string;
+  group_key: Generated<string>;
   priority: number;
   run_at: Timestamp;
   attempts: Generated<number>;
@@ -79,6 +92,7 @@ export interface ScheduledJobsTable {
 export interface JobHistoryTable {
   id: string;
   queue: string;
+  group_key: Generated<string>;
   state: FinishedState;
   priority: number;
   run_at: Timestamp;
@@ -124,6 +138,7 @@ export interface QueueStatsTable {
   cancelled: BigIntString;
   completed_last_minute: BigIntString;
   finished_refreshed_at: Timestamp | null;
+  groups_refreshed_at: Timestamp | null;
 }
 
 /** One sample per queue and minute (src/maintenance/queue-history.ts). */
@@ -161,4 +176,35 @@ export interface SchedulesTable {
   file_spec: Json | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+/** A group's overrides of its queue's group defaults, set by operators (PUT /v1/queues/{q}/groups/{g}). */
+export interface QueueGroupsTable {
+  queue: string;
+  group_key: string;
+  concurrency_limit: number | null;
+  rate_limit: number | null;
+  rate_period_ms: number | null;
+  weight: number | null;
+  paused: Generated<boolean>;
+  updated_at: Generated<Date>;
+}
+
+/** What claims of a flow-controlled queue remember between claims (src/jobs/flow-claim.ts). */
+export interface FlowStateTable {
+  queue: string;
+  group_key: Generated<string>;
+  is_queue: boolean;
+  last_group: string | null;
+  claim_times: Generated<Date[]>;
+  claim_counts: Generated<number[]>;
+}
+
+/** Per-group counts, kept by the leader (src/maintenance/group-stats.ts). */
+export interface GroupStatsTable {
+  queue: string;
+  group_key: string;
+  ready: BigIntString;
+  claimed: BigIntString;
+  scheduled: BigIntString;
 }

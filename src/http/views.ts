@@ -1,5 +1,6 @@
 import type { ClaimedRow } from '../jobs/claim.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
+import type { GroupRow } from '../queues/group-store.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
@@ -11,11 +12,15 @@ import type { ScheduleRow } from '../schedules/store.js';
  * claim's answer, never in a job read.
  */
 
+/** A job's group as the API shows it: null for none (stored as ''). */
+const groupOf = (key: string) => (key === '' ? null : key);
+
 /** The API's view of a just-enqueued job (no payload echoed back). */
 export function toEnqueuedJob(row: EnqueuedRow) {
   return {
     id: row.id,
     queue: row.queue,
+    group: groupOf(row.group_key),
     state: row.state,
     priority: row.priority,
     run_at: row.run_at.toISOString(),
@@ -53,6 +58,7 @@ export function toClaimedJob(r: ClaimedRow) {
   return {
     id: r.id,
     queue: r.queue,
+    group: groupOf(r.group_key),
     payload: r.payload,
     priority: r.priority,
     attempt: r.attempts,
@@ -88,6 +94,7 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
     max_attempts: eff.maxAttempts,
     backoff: { base_ms: eff.backoff.baseMs, max_ms: eff.backoff.maxMs, jitter: eff.backoff.jitter },
     retention: { completed_ms: eff.completedRetentionMs, dead_ms: eff.deadRetentionMs },
+    ...queueLimits(row),
     inherited: OWN_SETTINGS.filter(([column]) => row[column] === null).map(([, field]) => field),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -152,5 +159,45 @@ export function toSchedule(row: ScheduleRow) {
     drifted: row.drifted,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** The API's view of a rate limit stored as two columns. */
+const rateLimitOf = (limit: number | null, periodMs: number | null) =>
+  limit === null || periodMs === null ? null : { limit, period_ms: periodMs };
+
+/** The flow-control part of a queue's view. */
+export function queueLimits(row: QueueRow) {
+  return {
+    concurrency_limit: row.concurrency_limit,
+    rate_limit: rateLimitOf(row.rate_limit, row.rate_period_ms),
+    group_concurrency_limit: row.group_concurrency_limit,
+    group_rate_limit: rateLimitOf(row.group_rate_limit, row.group_rate_period_ms),
+    grouped: row.grouped,
+  };
+}
+
+/** The API's view of a group: counts, and the limits in effect (its overrides, else the queue's). */
+export function toGroup(queue: QueueRow, row: GroupRow, countedAt: Date | null) {
+  const o = row.override;
+  const overridden: string[] = o
+    ? (['concurrency_limit', 'rate_limit', 'weight'] as const).filter((k) => o[k] !== null)
+    : [];
+  if (o?.paused) overridden.push('paused');
+  return {
+    queue: queue.name,
+    group: groupOf(row.group_key),
+    ready: Number(row.ready),
+    claimed: Number(row.claimed),
+    scheduled: Number(row.scheduled),
+    refreshed_at: iso(countedAt),
+    concurrency_limit: o?.concurrency_limit ?? queue.group_concurrency_limit,
+    rate_limit:
+      o?.rate_limit != null
+        ? rateLimitOf(o.rate_limit, o.rate_period_ms)
+        : rateLimitOf(queue.group_rate_limit, queue.group_rate_period_ms),
+    weight: o?.weight ?? 1,
+    paused: o?.paused ?? false,
+    overridden,
   };
 }

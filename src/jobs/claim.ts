@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { claimWithFlow } from './flow-claim.js';
 import { claimOrder, clearedLease, compareClaimOrder } from './job-row.js';
 import { retryWhenMoved } from './ring.js';
 
@@ -42,6 +43,7 @@ export interface ClaimOptions extends ClaimRequest {
 export interface ClaimedRow {
   id: string;
   queue: string;
+  group_key: string;
   payload: unknown;
   priority: number;
   attempts: number;
@@ -53,38 +55,87 @@ export interface ClaimedRow {
   created_at: Date;
 }
 
+/** Why a claim of a queue with flow control got fewer jobs than it asked for. */
+export type LimitReason = 'concurrency' | 'rate' | 'group_concurrency' | 'group_rate' | 'group_paused';
+
+export interface HeldBack {
+  reason: LimitReason;
+  /** When a rate limit frees a claim again (undefined: when a claimed job leaves). */
+  retryAfterMs?: number;
+}
+
+/** One claimant's answer: its jobs, and whether a limit held some back. */
+export interface ClaimOutcome {
+  jobs: ClaimedRow[];
+  heldBack?: HeldBack;
+}
+
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
-  return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!;
+  return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!.jobs;
 }
 
 /**
  * One statement claiming for several claimants of the same queue at once (see ClaimGroups): the
  * picked rows are numbered in claim order and dealt out in the claimants' order, each getting up to
  * its maxJobs, its own lease length and worker id, and a token per job. Answers each claimant's jobs.
+ *
+ * A queue under flow control (limits, or jobs in groups: flow-claim.ts) is not claimed by this
+ * statement: it answers one marker row instead, and the claim goes the flow way. So a queue without
+ * flow control pays nothing for it, and one that gets limits has them obeyed from its next claim on,
+ * on every replica.
  */
 export async function claimForGroup(
   db: Db,
   queue: string,
   defaultLeaseMs: number,
   claimants: Claimant[],
-): Promise<ClaimedRow[][]> {
+): Promise<ClaimOutcome[]> {
   const { rows } = await retryWhenMoved(() =>
-    claimGroupStatement(queue, defaultLeaseMs, claimants).execute(db),
+    claimGroupStatement(queue, defaultLeaseMs, claimants, fastPick(queue, totalOf(claimants))).execute(db),
   );
+  if (rows.some((r) => Number(r.claimant) === 0)) return claimWithFlow(db, queue, defaultLeaseMs, claimants);
+  return dealt(rows, claimants).map((jobs) => ({ jobs }));
+}
+
+/** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
+export function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
   const out: ClaimedRow[][] = claimants.map(() => []);
-  for (const { claimant, ...row } of rows) out[Number(claimant) - 1]!.push(row);
-  // UPDATE ... RETURNING does not keep the SELECT's order; restore claim order.
+  for (const { claimant, ...row } of rows) if (Number(claimant) > 0) out[Number(claimant) - 1]!.push(row);
   for (const list of out) list.sort(compareClaimOrder);
   return out;
 }
 
 /** The claim statement for one claimant (exported so tests and benchmarks can EXPLAIN it). */
 export function claimStatement(opts: ClaimOptions) {
-  return claimGroupStatement(opts.queue, opts.defaultLeaseMs, [opts]);
+  return claimGroupStatement(opts.queue, opts.defaultLeaseMs, [opts], fastPick(opts.queue, totalOf([opts])));
 }
 
-function claimGroupStatement(queue: string, defaultLeaseMs: number, claimants: Claimant[]) {
-  const total = claimants.reduce((n, c) => n + batchLimit(c.maxJobs), 0);
+export const totalOf = (claimants: Claimant[]) => claimants.reduce((n, c) => n + batchLimit(c.maxJobs), 0);
+
+/**
+ * The pick of a queue without flow control: the first ready jobs in claim order, straight off the
+ * ready index. `flow` (from the settings CTE) stops it before it reads the index.
+ */
+function fastPick(queue: string, total: number) {
+  return sql`
+    SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
+    WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused OR flow FROM settings)
+    ORDER BY ${claimOrder('j')}
+    LIMIT ${sql.lit(total)}
+    FOR UPDATE SKIP LOCKED`;
+}
+
+/**
+ * The claim statement around a pick (CTE `picked`: slot, id, priority, run_at of locked ready rows,
+ * in any order): number the picked rows in claim order, deal them to the claimants, claim them. With
+ * the fast pick, a queue under flow control answers one row with claimant 0 and claims nothing.
+ */
+export function claimGroupStatement(
+  queue: string,
+  defaultLeaseMs: number,
+  claimants: Claimant[],
+  pick: RawBuilder<unknown>,
+) {
   // Absent settings are left out (not null): ->> reads them as NULL either way.
   const claimantsJson = JSON.stringify(
     claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })),
@@ -92,14 +143,11 @@ function claimGroupStatement(queue: string, defaultLeaseMs: number, claimants: C
   return sql<ClaimedRow & { claimant: string }>`
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
-             coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms
+             coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms,
+             coalesce(bool_or(${flowControlled('queues')}), false) AS flow
       FROM baton.queues WHERE name = ${queue}
     ), picked AS (
-      SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-      WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused FROM settings)
-      ORDER BY ${claimOrder('j')}
-      LIMIT ${sql.lit(total)}
-      FOR UPDATE SKIP LOCKED
+      ${pick}
     ), claimants AS (
       SELECT c.ord AS claimant, (c.item->>'n')::integer AS n, (c.item->>'lease_ms')::integer AS lease_ms,
              c.item->>'worker_id' AS worker_id, sum((c.item->>'n')::integer) OVER (ORDER BY c.ord) AS upto
@@ -109,19 +157,34 @@ function claimGroupStatement(queue: string, defaultLeaseMs: number, claimants: C
       FROM (SELECT id, slot, row_number() OVER (ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
       JOIN claimants cl ON p.rn > cl.upto - cl.n AND p.rn <= cl.upto
       CROSS JOIN settings st
+    ), claimed AS (
+      UPDATE baton.jobs j SET
+        state = 'claimed',
+        attempts = j.attempts + 1,
+        lease_token = gen_random_uuid(),
+        lease_ms = a.lease_ms,
+        lease_expires_at = clock_timestamp() + a.lease_ms * interval '1 millisecond',
+        claimed_at = clock_timestamp(),
+        worker_id = a.worker_id
+      FROM assigned a
+      WHERE j.id = a.id AND j.slot = a.slot
+      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload, j.priority, j.attempts, j.max_attempts,
+                j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at
     )
-    UPDATE baton.jobs j SET
-      state = 'claimed',
-      attempts = j.attempts + 1,
-      lease_token = gen_random_uuid(),
-      lease_ms = a.lease_ms,
-      lease_expires_at = clock_timestamp() + a.lease_ms * interval '1 millisecond',
-      claimed_at = clock_timestamp(),
-      worker_id = a.worker_id
-    FROM assigned a
-    WHERE j.id = a.id AND j.slot = a.slot
-    RETURNING a.claimant, j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
-              j.lease_expires_at, j.claimed_at, j.run_at, j.created_at`;
+    SELECT * FROM claimed
+    UNION ALL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM settings WHERE flow AND NOT EXISTS (SELECT 1 FROM claimed)`;
+}
+
+/**
+ * Whether a queue row (alias) puts the queue under flow control: it has limits, or it has had jobs
+ * in groups (which are then served in turn).
+ */
+function flowControlled(alias: string) {
+  const q = sql.ref(alias);
+  return sql`(${q}.grouped OR ${q}.concurrency_limit IS NOT NULL OR ${q}.rate_limit IS NOT NULL
+    OR ${q}.group_concurrency_limit IS NOT NULL OR ${q}.group_rate_limit IS NOT NULL)`;
 }
 
 /**

@@ -32,6 +32,8 @@ export interface EnqueueItem {
   runAt?: string;
   maxAttempts?: number;
   idempotencyKey?: string;
+  /** The job's group (flow control); undefined for none. */
+  group?: string;
 }
 
 export interface EnqueueOptions {
@@ -133,12 +135,21 @@ async function insertJobs(
       run_at: item.runAt ?? null,
       max_attempts: item.maxAttempts ?? null,
       idempotency_key: item.idempotencyKey ?? null,
+      group: item.group ?? '',
     })),
   );
+  const grouped = items.some((i) => i.group !== undefined);
   const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
   const { rows } = await sql<EnqueuedRow & { ord: string }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
+    ), mark_grouped AS (
+      -- The first job with a group flips the queue into flow mode, once (claims then serve groups in
+      -- turn). The row is locked only while the flag is still off (the filter runs before the lock),
+      -- and SKIP LOCKED: a concurrent producer flipping it is enough; nobody waits for that row.
+      UPDATE baton.queues SET grouped = true
+      WHERE name = (SELECT name FROM baton.queues
+                    WHERE name = ${queue} AND NOT grouped AND ${grouped}::boolean FOR NO KEY UPDATE SKIP LOCKED)
     ), input AS MATERIALIZED (
       SELECT m.ord,
              coalesce((m.item->>'id')::bigint, nextval('baton.jobs_id_seq')) AS id,
@@ -150,20 +161,21 @@ async function insertJobs(
       -- No queue row: draw no ids (the caller creates the queue and runs this again).
       WHERE EXISTS (SELECT 1 FROM q)
     ), due AS (
-      INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, max_attempts, idempotency_key, payload)
-      SELECT baton.job_slot(i.id), i.id, q.name, 'ready', (i.item->>'priority')::integer, i.run_at,
+      INSERT INTO baton.jobs (slot, id, queue, group_key, state, priority, run_at, max_attempts, idempotency_key,
+                              payload)
+      SELECT baton.job_slot(i.id), i.id, q.name, i.item->>'group', 'ready', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
              i.item->>'idempotency_key', i.payload::jsonb
       FROM input i CROSS JOIN q WHERE i.run_at <= now()
-      RETURNING id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
+      RETURNING id, queue, group_key, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
     ), later AS (
-      INSERT INTO baton.scheduled_jobs (id, queue, priority, run_at, max_attempts, idempotency_key, payload)
-      SELECT i.id, q.name, (i.item->>'priority')::integer, i.run_at,
+      INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload)
+      SELECT i.id, q.name, i.item->>'group', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
              i.item->>'idempotency_key', i.payload::jsonb
       FROM input i CROSS JOIN q WHERE i.run_at > now()
-      RETURNING id, queue, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts, idempotency_key,
-                created_at
+      RETURNING id, queue, group_key, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts,
+                idempotency_key, created_at
     )
     SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
     ORDER BY input.ord`.execute(db);

@@ -9,6 +9,8 @@ import type { DeadReason, FinishedState, JobState } from './states.js';
 export interface JobRow {
   id: string;
   queue: string;
+  /** '' when the job has no group. */
+  group_key: string;
   state: JobState;
   priority: number;
   run_at: Date;
@@ -37,29 +39,35 @@ export interface JobErrorEntry {
 
 /** Select list of a ready or claimed baton.jobs row (alias `j`) as a JobRow. */
 export const liveJobColumns = sql`
-  j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
+  j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
   NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload`;
 
 /** Select list of a baton.scheduled_jobs row (alias `s`) as a JobRow. */
 export const scheduledJobColumns = sql`
-  s.id, s.queue, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
+  s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
   s.idempotency_key, s.created_at, s.claimed_at, NULL::timestamptz AS lease_expires_at, s.worker_id,
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
   s.payload`;
 
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
-  h.id, h.queue, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
+  h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
   h.result, h.last_error, h.errors, h.dead_reason, h.payload`;
 
 /** The columns every live job has, in the ring or scheduled (of table alias `a`): what finishedRow() reads. */
 export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
-  return sql`${t}.id, ${t}.queue, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
+  return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
     ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload`;
 }
+
+/**
+ * The columns a job keeps unchanged when it moves between baton.jobs and baton.scheduled_jobs
+ * (promote, nack with a delay, redrive): every such INSERT lists these, then what the move sets.
+ */
+export const carriedColumns = sql`id, queue, group_key, priority, max_attempts, idempotency_key, created_at, payload`;
 
 /**
  * How a job moves into baton.job_history. Every statement that finishes a job (ack, nack to dead,
@@ -79,9 +87,9 @@ export function finishedRow(
   } = {},
 ) {
   return {
-    columns: sql`id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+    columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token`,
-    values: sql`id, queue, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+    values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
       ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}`,
   };
@@ -129,6 +137,7 @@ export type EnqueuedRow = Pick<
   JobRow,
   | 'id'
   | 'queue'
+  | 'group_key'
   | 'state'
   | 'priority'
   | 'run_at'

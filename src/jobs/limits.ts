@@ -14,6 +14,23 @@ const QUEUE_NAME = new RegExp(QUEUE_NAME_PATTERN);
 export const isQueueName = (name: string): boolean => QUEUE_NAME.test(name);
 
 /**
+ * A job's group (flow control): a tenant, a customer, an API key. Wider than a queue name so that
+ * common tenant ids fit as they are ("customer:42", "ops@example.com", "a+b"); still nothing that
+ * needs escaping in a URL path other than by percent-encoding, and no spaces.
+ */
+export const GROUP_NAME_PATTERN = '^[A-Za-z0-9._:@+-]{1,128}$';
+export const GROUP_NAME_MAX = 128;
+const GROUP_NAME = new RegExp(GROUP_NAME_PATTERN);
+export const isGroupName = (name: string): boolean => GROUP_NAME.test(name);
+
+/** Flow-control limits (queue settings and group overrides). */
+export const CONCURRENCY_LIMIT_MAX = 100_000;
+export const RATE_LIMIT_MAX = 1_000_000;
+export const RATE_PERIOD_MS_MIN = 100;
+export const RATE_PERIOD_MS_MAX = DAY;
+export const GROUP_WEIGHT_MAX = 1000;
+
+/**
  * A job id, canonical: a decimal number without leading zeros, at most 18 digits. Ids come from a
  * bigint sequence, which would take tens of thousands of years at a million jobs a second to reach 19
  * digits; refusing "03" and "0000000000000000003" means one job has exactly one spelling, so an

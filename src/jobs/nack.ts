@@ -4,6 +4,7 @@ import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.
 import { retryDelayMs } from './backoff.js';
 import {
   appendError,
+  carriedColumns,
   clearedLease,
   finishedJobColumns,
   finishedRow,
@@ -125,11 +126,10 @@ async function nackInTransaction(
   // A retry later waits in baton.scheduled_jobs, out of the ring, until the promoter moves it back.
   const later = await sql<JobRow>`
     WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
-    INSERT INTO baton.scheduled_jobs AS s (id, queue, priority, run_at, attempts, max_attempts, claimed_at,
-                                           worker_id, idempotency_key, created_at, last_error, errors, payload)
-    SELECT id, queue, priority, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, max_attempts,
-           claimed_at, worker_id, idempotency_key, created_at, ${lastError}, ${appendError(sql`errors`, lastError)},
-           payload
+    INSERT INTO baton.scheduled_jobs AS s (${carriedColumns}, run_at, attempts, claimed_at, worker_id, last_error,
+                                           errors)
+    SELECT ${carriedColumns}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
+           ${lastError}, ${appendError(sql`errors`, lastError)}
     FROM gone
     RETURNING ${scheduledJobColumns}`.execute(trx);
   return { job: later.rows[0]!, readyNow: false };

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { invalidField, queueNotFound } from '../errors.js';
 import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
+import { carriedColumns } from './job-row.js';
 
 /**
  * Redrive: dead jobs go back to `ready` with their attempts reset (their error history is kept),
@@ -52,10 +53,8 @@ export async function redriveDeadJobs(
         ), moved AS (
           DELETE FROM baton.job_history h USING picked WHERE h.id = picked.id RETURNING h.*
         )
-        INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key,
-                                created_at, last_error, errors, payload)
-        SELECT baton.job_slot(id), id, queue, 'ready', priority, now(), 0, max_attempts, idempotency_key,
-               created_at, last_error, errors, payload
+        INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, last_error, errors)
+        SELECT baton.job_slot(id), ${carriedColumns}, 'ready', now(), 0, last_error, errors
         FROM moved
         RETURNING id`.execute(trx);
       return rows.length;

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { isInputError } from '../db/errors.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
-import { type Claimant, type ClaimedRow, type ClaimRequest, claimForGroup } from './claim.js';
+import { type Claimant, type ClaimOutcome, type ClaimRequest, claimForGroup } from './claim.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 import type { JobRow } from './job-row.js';
@@ -17,7 +17,7 @@ import { MAX_BATCH } from './limits.js';
  * skip past each other's locked rows, so running them side by side buys little and costs much.
  */
 export class ClaimGroups {
-  private readonly groups: KeyedGroupCommit<Claimant, ClaimedRow[]>;
+  private readonly groups: KeyedGroupCommit<Claimant, ClaimOutcome>;
 
   constructor(db: Db, defaultLeaseMs: number) {
     this.groups = new KeyedGroupCommit(
@@ -31,7 +31,8 @@ export class ClaimGroups {
     );
   }
 
-  claim(opts: ClaimRequest): Promise<ClaimedRow[]> {
+  /** The claimant's jobs, and whether a limit held some back (queues under flow control). */
+  claim(opts: ClaimRequest): Promise<ClaimOutcome> {
     return this.groups.submit(opts.queue, opts);
   }
 }

@@ -6,6 +6,7 @@ import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
+import { GroupStatsDuty } from './group-stats.js';
 import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
 import { PruneDuty } from './prune.js';
@@ -81,6 +82,7 @@ export class Maintainer {
       new ExpireKeysDuty(db, metrics, config.tickMs),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),
+      new GroupStatsDuty(db),
       // After queue_stats, so that runOnce() samples the counts it just took.
       new QueueHistoryDuty(db),
       new VacuumDuty(db, metrics, log, config.tickMs, config.vacuumDeadRows),

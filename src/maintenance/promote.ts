@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { carriedColumns } from '../jobs/job-row.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 
@@ -39,10 +40,10 @@ export async function promoteDueJobs(db: Db, perQueue: number, total: number): P
     ), moved AS (
       DELETE FROM baton.scheduled_jobs s USING due WHERE s.id = due.id RETURNING s.*
     ), promoted AS (
-      INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, attempts, max_attempts, claimed_at,
-                              worker_id, idempotency_key, created_at, last_error, errors, payload)
-      SELECT baton.job_slot(id), id, queue, 'ready', priority, run_at, attempts, max_attempts, claimed_at,
-             worker_id, idempotency_key, created_at, last_error, errors, payload
+      INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, claimed_at, worker_id, last_error,
+                              errors)
+      SELECT baton.job_slot(id), ${carriedColumns}, 'ready', run_at, attempts, claimed_at, worker_id, last_error,
+             errors
       FROM moved
       RETURNING queue
     )

@@ -105,7 +105,11 @@ export class RearmDuty implements Duty<RearmResult> {
       this.metrics.leasesRearmed.inc({ outcome: 'ready' }, n);
       this.jobsReady(queue, n);
     }
-    for (const n of result.dead.values()) this.metrics.leasesRearmed.inc({ outcome: 'dead' }, n);
+    for (const [queue, n] of result.dead) {
+      this.metrics.leasesRearmed.inc({ outcome: 'dead' }, n);
+      // Nothing new to claim, but each frees a slot of a concurrency limit: wake the queue's waiters.
+      this.jobsReady(queue, n);
+    }
     this.metrics.oldestExpiredLease.set(await oldestExpiredLeaseSeconds(this.db));
     return result;
   }

@@ -149,6 +149,12 @@ export class Metrics {
     help: 'Scheduled jobs made ready by the leader because their run_at arrived.',
     registers: [this.registry],
   });
+  readonly claimsHeldBack = new Counter({
+    name: 'baton_claims_held_back_total',
+    help: 'Claims that got fewer jobs than they asked for because of a flow-control limit, by queue and reason: concurrency, rate, group_concurrency, group_rate, group_paused.',
+    labelNames: ['queue', 'reason'],
+    registers: [this.registry],
+  });
   readonly ringTruncations = new Counter({
     name: 'baton_ring_truncations_total',
     help: 'Slots of the live-job ring emptied by TRUNCATE, by outcome: truncated, or blocked (a lock timeout; rolled back, tried again next pass).',

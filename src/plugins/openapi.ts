@@ -93,6 +93,10 @@ export default fp(
           { name: 'leases', description: 'What the holder of a lease does: renew, ack, nack.' },
           { name: 'queues', description: 'Configure and operate queues.' },
           {
+            name: 'groups',
+            description: "A queue's groups (flow control): counts, limits, weights, pausing one group.",
+          },
+          {
             name: 'schedules',
             description: 'Cron schedules: recurring jobs the leader enqueues exactly once per occurrence.',
           },

@@ -29,6 +29,7 @@ export default fp<{ url: string }>(
       waitList,
       replicaId,
       app.log,
+      (queue) => notifier.watchSlots(queue, true),
     );
     listener.start();
     app.decorate('wake', { waitList, notifier, listener, replicaId });

@@ -119,6 +119,12 @@ export interface QueueChanges {
   completed_retention_ms?: number | null;
   dead_retention_ms?: number | null;
   paused?: boolean;
+  concurrency_limit?: number | null;
+  rate_limit?: number | null;
+  rate_period_ms?: number | null;
+  group_concurrency_limit?: number | null;
+  group_rate_limit?: number | null;
+  group_rate_period_ms?: number | null;
 }
 
 /**

@@ -175,6 +175,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         'ack',
       );
       app.metrics.acked([job]);
+      app.wake.notifier.slotsFreed(job.queue, 1);
       return toJob(job);
     },
   );
@@ -211,7 +212,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const outcomes = await settleBatch(items, request.hiddenJobIds, 'ack', (visible) =>
         ackJobs(app.db, acks, visible),
       );
-      app.metrics.acked(outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : [])));
+      const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
+      app.metrics.acked(done);
+      for (const job of done) app.wake.notifier.slotsFreed(job.queue, 1);
       const results = outcomes.map((out, i) => ({
         id: items[i]!.id,
         outcome: out.outcome === 'done' ? ('acked' as const) : out.outcome,
@@ -250,6 +253,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { job, readyNow } = settle(await nackJob(app.db, input, config), id, 'nack');
       app.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
       if (readyNow) app.wake.notifier.jobsReady(job.queue, 1);
+      else app.wake.notifier.slotsFreed(job.queue, 1);
       return toJob(job);
     },
   );
@@ -272,7 +276,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { job, already } = await cancelJob(app.db, request.params.id);
-      if (!already) app.metrics.cancelled(job.queue, 1);
+      if (!already) {
+        app.metrics.cancelled(job.queue, 1);
+        app.wake.notifier.slotsFreed(job.queue, 1);
+      }
       return toJob(job);
     },
   );

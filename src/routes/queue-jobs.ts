@@ -31,6 +31,7 @@ function toItem(body: EnqueueRequest, field: string, payloadLimit: number): Enqu
   }
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
+    group: body.group,
     priority: body.priority ?? 0,
     delayMs: body.delay_ms,
     // The schema's date-time format accepted it, so it converts; PostgreSQL gets UTC.
@@ -152,7 +153,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       };
       reply.raw.once('close', onClose);
       try {
-        const rows = await claimWithWait(claims, app.wake.waitList, {
+        const { jobs: rows } = await claimWithWait(claims, app.wake.waitList, {
           queue,
           maxJobs: body.max_jobs ?? 1,
           leaseMs: body.lease_ms,
@@ -160,6 +161,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           waitMs: app.shuttingDown ? 0 : (body.wait_ms ?? 0),
           pollIntervalMs: config.pollIntervalMs,
           signal: abort.signal,
+          onHeldBack: (held) => {
+            app.metrics.claimsHeldBack.inc({ queue: app.metrics.queue(queue), reason: held.reason });
+            app.wake.notifier.watchSlots(queue);
+          },
         });
         if (abort.signal.aborted && rows.length > 0) {
           // The client left while we claimed: nobody will receive these leases, so hand the jobs back.
@@ -194,11 +199,12 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      const { state, cursor, order, include_payload } = request.query;
+      const { state, group, cursor, order, include_payload } = request.query;
       const limit = request.query.limit ?? 100;
       const page = await listJobs(app.db, {
         queue,
         state,
+        group,
         limit,
         desc: order === 'desc',
         after: cursor === undefined ? undefined : parseListKey(state, decodeCursor(cursor)),

@@ -116,6 +116,14 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         completed_retention_ms: body.retention?.completed_ms,
         dead_retention_ms: body.retention?.dead_ms,
         paused: body.paused,
+        concurrency_limit: body.concurrency_limit,
+        rate_limit: body.rate_limit === undefined ? undefined : (body.rate_limit?.limit ?? null),
+        rate_period_ms: body.rate_limit === undefined ? undefined : (body.rate_limit?.period_ms ?? null),
+        group_concurrency_limit: body.group_concurrency_limit,
+        group_rate_limit:
+          body.group_rate_limit === undefined ? undefined : (body.group_rate_limit?.limit ?? null),
+        group_rate_period_ms:
+          body.group_rate_limit === undefined ? undefined : (body.group_rate_limit?.period_ms ?? null),
       };
       for (const key of Object.keys(changes) as (keyof QueueChanges)[]) {
         if (changes[key] === undefined) delete changes[key];
@@ -124,6 +132,8 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       const current = (await getQueue(app.db, queue))?.queue;
       checkSettings(effectiveSettings({ ...current, ...changes }, config));
       const { created } = await upsertQueue(app.db, queue, changes);
+      // Resuming, or raising or removing a limit, may let waiting claims take jobs now.
+      if (!created) app.wake.notifier.jobsReady(queue, 1);
       return reply.code(created ? 201 : 200).send(await view(queue));
     },
   );

@@ -7,7 +7,7 @@ import { EnqueuedJob } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import {
-  DeleteScheduleResponse,
+  DeletedSchedule,
   Schedule,
   ScheduleList,
   ScheduleListQuery,
@@ -44,7 +44,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
           'every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority` and `max_attempts`. ' +
           'A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.',
         params: ScheduleParams,
-        body: ScheduleRequest,
+        body: ref(ScheduleRequest),
         response: {
           200: ok(ref(Schedule), 'Replaced.'),
           201: ok(ref(Schedule), 'Created.'),
@@ -84,7 +84,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
           'patterns sees only the schedules of its queues.',
         querystring: ScheduleListQuery,
         response: {
-          200: ok(ScheduleList, 'A page of schedules.'),
+          200: ok(ref(ScheduleList), 'A page of schedules.'),
           ...errorResponses(400),
         },
       },
@@ -132,7 +132,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
           'No further occurrences; jobs it already enqueued are untouched. A schedule from BATON_SCHEDULES_FILE ' +
           'comes back at the next start while the file still declares it.',
         params: ScheduleParams,
-        response: { 200: ok(DeleteScheduleResponse, 'Deleted.'), ...errorResponses(404) },
+        response: { 200: ok(ref(DeletedSchedule), 'Deleted.'), ...errorResponses(404) },
       },
     },
     async (request) => {

@@ -20,6 +20,8 @@ export class Listener {
     private readonly waitList: WaitList,
     private readonly replicaId: string,
     private readonly log: Log,
+    /** Another replica's claims of these queues were held back by a limit (JobsNotice.w). */
+    private readonly onWatch: (queue: string) => void = () => {},
   ) {}
 
   start(): void {
@@ -75,6 +77,8 @@ export class Listener {
     }
     if (notice.r === this.replicaId || typeof notice.q !== 'object' || notice.q === null) return;
     for (const [queue, count] of Object.entries(notice.q)) this.waitList.wake(queue, Number(count) || 1);
+    if (Array.isArray(notice.w))
+      for (const queue of notice.w) if (typeof queue === 'string') this.onWatch(queue);
   }
 
   async stop(): Promise<void> {

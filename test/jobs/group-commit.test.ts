@@ -50,11 +50,13 @@ describe('a group claim', () => {
       q,
       Array.from({ length: 10 }, (_, i) => ({ payload: i, priority: i })),
     );
-    const [a, b, c] = await claimForGroup(database.db, q, 30_000, [
-      { maxJobs: 2, workerId: 'a', leaseMs: 5000 },
-      { maxJobs: 3, workerId: 'b' },
-      { maxJobs: 100, workerId: 'c', leaseMs: 60_000 },
-    ]);
+    const [a, b, c] = (
+      await claimForGroup(database.db, q, 30_000, [
+        { maxJobs: 2, workerId: 'a', leaseMs: 5000 },
+        { maxJobs: 3, workerId: 'b' },
+        { maxJobs: 100, workerId: 'c', leaseMs: 60_000 },
+      ])
+    ).map((o) => o.jobs);
     expect(a!.map((j) => j.priority)).toEqual([9, 8]);
     expect(b!.map((j) => j.priority)).toEqual([7, 6, 5]);
     expect(c!.map((j) => j.priority)).toEqual([4, 3, 2, 1, 0]);
@@ -200,7 +202,7 @@ describe('a poisoned member of a group', () => {
     const rejected = answers.flatMap((a, i) => (a.status === 'rejected' ? [i] : []));
     expect(rejected).toEqual([5]);
     expect((answers[5] as PromiseRejectedResult).reason).toEqual(inputError);
-    const ids = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value.map((j) => j.id) : []));
+    const ids = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value.jobs.map((j) => j.id) : []));
     expect(ids).toHaveLength(30);
     expect(new Set(ids).size).toBe(30);
   });

@@ -49,7 +49,7 @@ async function waitingLeaderPid(waitEvent: string): Promise<number> {
   await until(async () => {
     const { rows } = await sql<{ pid: number }>`
       SELECT pid FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name = 'baton'
+      WHERE datname = current_database() AND application_name = 'baton-maintenance'
         AND wait_event_type = 'Lock' AND wait_event = ${waitEvent}`.execute(database.db);
     pid = rows[0]?.pid;
     return pid !== undefined;

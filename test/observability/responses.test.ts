@@ -123,7 +123,7 @@ describe('every answer is declared, and every time is ISO with milliseconds and 
     const missing = { id: '999999999', lease_token: '00000000-0000-4000-8000-000000000000' };
     for (const op of operations) {
       const job = await claimed();
-      const params = { queue: 'resp.q', id: job.id, name: 'resp-schedule' };
+      const params = { queue: 'resp.q', id: job.id, name: 'resp-schedule', group: 'resp:group' };
       const lease = { lease_token: job.lease_token };
       const valid: Record<string, { body?: unknown; query?: string }> = {
         enqueueJob: { body: { payload: { n: 1 } } },
@@ -138,20 +138,33 @@ describe('every answer is declared, and every time is ISO with milliseconds and 
         redriveQueue: { body: { all: true } },
         listJobs: { query: 'state=ready' },
         putSchedule: { body: { queue: 'resp.q', cron: '@daily' } },
+        putGroup: { body: { weight: 2 } },
+        listGroups: { query: 'limit=10' },
       };
       const ok = valid[op.id] ?? {};
       await call(op, { params, ...ok });
       await call(op, { params, ...ok, who: '' });
       await call(op, { params, ...ok, who: 'producer' });
       if (op.path.includes('{')) {
-        await call(op, { params: { queue: 'bad name!', id: '0x1', name: 'bad name!' }, ...ok });
         await call(op, {
-          params: { queue: 'q'.repeat(300), id: '1'.repeat(300), name: 's'.repeat(300) },
+          params: { queue: 'bad name!', id: '0x1', name: 'bad name!', group: 'bad group' },
           ...ok,
         });
-        await call(op, { params: { queue: 'resp.none', id: missing.id, name: 'resp-none' }, ...ok });
+        await call(op, {
+          params: {
+            queue: 'q'.repeat(300),
+            id: '1'.repeat(300),
+            name: 's'.repeat(300),
+            group: 'g'.repeat(300),
+          },
+          ...ok,
+        });
+        await call(op, {
+          params: { queue: 'resp.none', id: missing.id, name: 'resp-none', group: 'resp:group' },
+          ...ok,
+        });
       }
-      if (ok.query) await call(op, { params, query: 'state=nope' });
+      if (ok.query) await call(op, { params, query: 'state=nope&limit=0' });
       if (ok.body !== undefined) {
         await call(op, { params, body: { unknown_field: 1 } });
         await call(op, { params, raw: 'payload=1', type: 'text/plain' });

@@ -157,6 +157,31 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'list groups',
+      method: 'GET',
+      url: (q) => `/v1/queues/${q}/groups?limit=5`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'get group',
+      method: 'GET',
+      url: (q) => `/v1/queues/${q}/groups/tenant:1`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'put group',
+      method: 'PUT',
+      url: (q) => `/v1/queues/${q}/groups/tenant:1`,
+      body: () => ({ weight: 2 }),
+      allowed: ['admin'],
+    },
+    {
+      name: 'delete group',
+      method: 'DELETE',
+      url: (q) => `/v1/queues/${q}/groups/tenant:1`,
+      allowed: ['admin'],
+    },
+    {
       name: 'whoami',
       method: 'GET',
       url: () => '/v1/whoami',

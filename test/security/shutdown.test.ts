@@ -46,8 +46,12 @@ describe('graceful shutdown of a real server process', () => {
           await new Promise((r) => setTimeout(r, 50));
           continue;
         }
+        // Claimed when the answer arrived (not when the worker reaches the job: it may spend seconds
+        // retrying an earlier job's ack while the server restarts, and meanwhile this job's lease can
+        // expire, be re-armed, claimed and acked by another worker).
+        const answeredAt = Date.now();
+        for (const job of jobs) claims.push({ id: job.id, at: answeredAt });
         for (const job of jobs) {
-          claims.push({ id: job.id, at: Date.now() });
           await new Promise((r) => setTimeout(r, Math.random() * 10));
           // Retry the ack while the server is away; a 409 means the lease was re-armed meanwhile.
           for (let attempt = 0; attempt < 100; attempt++) {

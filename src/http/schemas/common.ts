@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import {
+  GROUP_NAME_PATTERN,
   JOB_ID_PATTERN,
   LEASE_TOKEN_PATTERN,
   PRINTABLE_FORMAT,
@@ -41,6 +42,14 @@ export const QueueName = Type.String({
   pattern: QUEUE_NAME_PATTERN,
   description: 'Queue name: letters, digits, ".", "_" and "-", at most 128 characters.',
   examples: ['emails'],
+});
+
+export const GroupName = Type.String({
+  pattern: GROUP_NAME_PATTERN,
+  description:
+    'A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", ' +
+    '"@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.',
+  examples: ['customer:42'],
 });
 
 export const JobId = Type.String({

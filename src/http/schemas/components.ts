@@ -1,3 +1,4 @@
+import { DeletedGroup, Group, GroupConfigRequest, GroupList } from './groups.js';
 import { Health, Readiness } from './health.js';
 import {
   BatchEnqueuedJob,
@@ -41,10 +42,11 @@ import {
   QueueHistory,
   QueueList,
   QueueSample,
+  RateLimit,
   RedriveRequest,
   RedriveResponse,
 } from './queues.js';
-import { Schedule } from './schedules.js';
+import { DeletedSchedule, Schedule, ScheduleList, ScheduleRequest } from './schedules.js';
 
 /**
  * Every schema with an $id, registered with app.addSchema (so routes refer to them with ref()) and
@@ -83,6 +85,7 @@ export const COMPONENTS = [
   BatchAckResponse,
   NackRequest,
   WorkerError,
+  RateLimit,
   QueueConfigRequest,
   Queue,
   QueueList,
@@ -92,7 +95,14 @@ export const COMPONENTS = [
   RedriveResponse,
   QueueSample,
   QueueHistory,
+  GroupConfigRequest,
+  Group,
+  GroupList,
+  DeletedGroup,
+  ScheduleRequest,
   Schedule,
+  ScheduleList,
+  DeletedSchedule,
   Whoami,
   Health,
   Readiness,

@@ -15,6 +15,7 @@ import {
 } from '../../jobs/limits.js';
 import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
 import {
+  GroupName,
   Int32,
   Int64,
   JobId,
@@ -52,6 +53,7 @@ export const DeadReason = Type.Unsafe<(typeof DEAD_REASONS)[number]>(
 export const EnqueueRequest = Type.Object(
   {
     payload: Json('Any JSON value; handed to the worker as is.'),
+    group: Type.Optional(GroupName),
     priority: Type.Optional(
       Int32({ minimum: PRIORITY_MIN, maximum: PRIORITY_MAX, default: 0, description: 'Higher runs first.' }),
     ),
@@ -91,9 +93,12 @@ export const BatchEnqueueRequest = Type.Object(
   },
 );
 
+const JobGroup = Nullable(Type.String({ description: 'The group given at enqueue; null for none.' }));
+
 const enqueuedFields = {
   id: Type.String(),
   queue: Type.String(),
+  group: JobGroup,
   state: ref(JobState),
   priority: Int32(),
   run_at: Timestamp('When the job becomes claimable.'),
@@ -153,6 +158,7 @@ export const ClaimedJob = Type.Object(
   {
     id: Type.String(),
     queue: Type.String(),
+    group: JobGroup,
     payload: Json('The payload given at enqueue.'),
     priority: Int32(),
     attempt: Int32({ description: '1 on the first claim, 2 on the second, ...' }),
@@ -198,6 +204,7 @@ export const Job = Type.Object(
 export const JobListQuery = Type.Object(
   {
     state: ref(JobState),
+    group: Type.Optional(GroupName),
     limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
     cursor: Type.Optional(Type.String({ maxLength: 400, description: 'next_cursor of the previous page.' })),
     order: Type.Optional(

@@ -2,16 +2,54 @@ import { Type } from 'typebox';
 import {
   BACKOFF_BASE_MS_MAX,
   BACKOFF_MAX_MS_MAX,
+  CONCURRENCY_LIMIT_MAX,
   HISTORY_MINUTES_MAX,
   LEASE_MS_MAX,
   LEASE_MS_MIN,
   LIST_LIMIT_MAX,
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
+  RATE_LIMIT_MAX,
+  RATE_PERIOD_MS_MAX,
+  RATE_PERIOD_MS_MIN,
   RETENTION_MS_MAX,
 } from '../../jobs/limits.js';
 import { Int32, Int64, JobId, Nullable, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
+
+/** A concurrency limit: at most this many jobs claimed at once, across every replica. */
+export const ConcurrencyLimit = (description: string) =>
+  Int32({ minimum: 1, maximum: CONCURRENCY_LIMIT_MAX, description });
+
+export const RateLimit = Type.Object(
+  {
+    limit: Int32({ minimum: 1, maximum: RATE_LIMIT_MAX, description: 'At most this many jobs claimed...' }),
+    period_ms: Int32({
+      minimum: RATE_PERIOD_MS_MIN,
+      maximum: RATE_PERIOD_MS_MAX,
+      description: '... in any window of this many ms (a sliding window; see docs/architecture.md).',
+    }),
+  },
+  {
+    ...strict,
+    $id: 'RateLimit',
+    description:
+      'At most `limit` jobs claimed in any window of `period_ms`, across every replica. Never exceeded; a ' +
+      'claim may be let through up to 1% of the period later than the limit strictly requires.',
+    examples: [{ limit: 100, period_ms: 60000 }],
+  },
+);
+
+const limitFields = {
+  concurrency_limit: Type.Optional(
+    Nullable(ConcurrencyLimit('At most this many jobs of the queue claimed at once. null: no limit.')),
+  ),
+  rate_limit: Type.Optional(Nullable(ref(RateLimit))),
+  group_concurrency_limit: Type.Optional(
+    Nullable(ConcurrencyLimit('At most this many jobs of any one group claimed at once. null: no limit.')),
+  ),
+  group_rate_limit: Type.Optional(Nullable(ref(RateLimit))),
+};
 
 export const QueueConfigRequest = Type.Object(
   {
@@ -37,13 +75,16 @@ export const QueueConfigRequest = Type.Object(
       ),
     ),
     paused: Type.Optional(Type.Boolean()),
+    ...limitFields,
   },
   {
     ...strict,
     $id: 'QueueConfigRequest',
     description:
       'Fields you give are set; fields you leave out keep their value (a new queue starts at the server ' +
-      'defaults); null resets a field to the server default.',
+      'defaults); null resets a field to the server default. The limits (flow control) have no server ' +
+      'default: null removes one. group_concurrency_limit and group_rate_limit apply to each group of the ' +
+      'queue on its own, unless the group overrides them (PUT /v1/queues/{queue}/groups/{group}).',
     examples: [{ lease_ms: 120000, max_attempts: 10, backoff: { base_ms: 5000, max_ms: 600000 } }],
   },
 );
@@ -59,6 +100,13 @@ export const Queue = Type.Object(
     max_attempts: Int32(),
     backoff: Type.Object({ base_ms: Int32(), max_ms: Int64(), jitter: Type.Boolean() }),
     retention: Type.Object({ completed_ms: Int64(), dead_ms: Int64() }),
+    concurrency_limit: Nullable(Int32()),
+    rate_limit: Nullable(ref(RateLimit)),
+    group_concurrency_limit: Nullable(Int32()),
+    group_rate_limit: Nullable(ref(RateLimit)),
+    grouped: Type.Boolean({
+      description: 'Jobs with a group have been enqueued: claims serve the groups in turn.',
+    }),
     inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
     created_at: Timestamp(),
     updated_at: Timestamp(),

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { LIST_LIMIT_MAX, MAX_ATTEMPTS_LIMIT, PRIORITY_MAX, PRIORITY_MIN } from '../../jobs/limits.js';
 import { SCHEDULE_NAME_PATTERN } from '../../schedules/definition.js';
 import { CATCH_UP_ALL_MAX } from '../../schedules/occurrences.js';
-import { Json, Nullable, QueueName, strict, Timestamp } from './common.js';
+import { Int32, Json, Nullable, QueueName, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
 
 export const ScheduleParams = Type.Object(
@@ -49,11 +49,11 @@ export const ScheduleRequest = Type.Object(
     ),
     payload: Type.Optional(Json('Given to every job (default null).')),
     priority: Type.Optional(
-      Type.Integer({ minimum: PRIORITY_MIN, maximum: PRIORITY_MAX, default: 0, description: 'Of each job.' }),
+      Int32({ minimum: PRIORITY_MIN, maximum: PRIORITY_MAX, default: 0, description: 'Of each job.' }),
     ),
     max_attempts: Type.Optional(
       Nullable(
-        Type.Integer({
+        Int32({
           minimum: 1,
           maximum: MAX_ATTEMPTS_LIMIT,
           description: "Of each job. null or absent: the queue's setting.",
@@ -66,6 +66,7 @@ export const ScheduleRequest = Type.Object(
   },
   {
     ...strict,
+    $id: 'ScheduleRequest',
     description:
       'The whole definition: a field left out takes its default (so a PUT without paused resumes the schedule).',
     examples: [
@@ -81,8 +82,8 @@ export const Schedule = Type.Object(
     cron: Type.String(),
     timezone: Type.String(),
     payload: Json('Given to every job.'),
-    priority: Type.Integer(),
-    max_attempts: Nullable(Type.Integer({ description: "null: the queue's setting." })),
+    priority: Int32(),
+    max_attempts: Nullable(Int32({ description: "null: the queue's setting." })),
     overlap: OVERLAP,
     catch_up: CATCH_UP,
     paused: Type.Boolean(),
@@ -114,17 +115,25 @@ export const Schedule = Type.Object(
   { $id: 'Schedule' },
 );
 
-export const ScheduleList = Type.Object({
-  schedules: Type.Array(ref(Schedule)),
-  next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })),
-});
+export const ScheduleList = Type.Object(
+  {
+    schedules: Type.Array(ref(Schedule)),
+    next_cursor: Nullable(
+      Type.String({ description: 'Pass as cursor for the next page; null on the last.' }),
+    ),
+  },
+  { $id: 'ScheduleList' },
+);
 
 export const ScheduleListQuery = Type.Object(
   {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
+    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
   },
   strict,
 );
 
-export const DeleteScheduleResponse = Type.Object({ name: Type.String(), deleted: Type.Literal(true) });
+export const DeletedSchedule = Type.Object(
+  { name: Type.String(), deleted: Type.Literal(true) },
+  { $id: 'DeletedSchedule' },
+);
