@@ -594,6 +594,8 @@ export interface components {
                 worker_id?: string | null;
             }[];
             dead_reason: ("lease_expired" | "attempts_exhausted" | "nacked_dead") | null;
+            /** @description Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload. */
+            meta: unknown;
         };
         Queue: {
             name: string;
@@ -773,7 +775,7 @@ export interface operations {
                 cursor?: string;
                 /** @description asc follows each state's natural order (ready: claim order; scheduled: run_at; claimed: id; finished: finished_at, oldest first); desc reverses it. */
                 order?: "asc" | "desc";
-                /** @description Payloads are left out unless asked for. */
+                /** @description Payloads (and metadata) are left out unless asked for. */
                 include_payload?: boolean;
             };
             header?: never;

@@ -14,13 +14,10 @@ describe('migrations', () => {
     const empty = await createTestDatabase({ migrated: false });
     const handle = createDatabase(empty.url, settings, quiet);
     try {
-      expect(await pendingMigrations(handle.db)).toEqual([
-        '0001_initial',
-        '0002_queue_stats',
-        '0003_idempotent_ack',
-      ]);
+      const all = ['0001_initial', '0002_queue_stats', '0003_idempotent_ack', '0009_job_meta'];
+      expect(await pendingMigrations(handle.db)).toEqual(all);
       const first = await migrateToLatest(handle.db);
-      expect(first.applied).toEqual(['0001_initial', '0002_queue_stats', '0003_idempotent_ack']);
+      expect(first.applied).toEqual(all);
       const second = await migrateToLatest(handle.db);
       expect(second.applied).toEqual([]);
       expect(await pendingMigrations(handle.db)).toEqual([]);
@@ -41,7 +38,7 @@ describe('migrations', () => {
     try {
       const results = await Promise.all(handles.map((h) => migrateToLatest(h.db)));
       // Exactly one runner applied the migration; the others found nothing to do.
-      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 3]);
+      expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 4]);
       expect(await pendingMigrations(handles[0]!.db)).toEqual([]);
     } finally {
       await Promise.all(handles.map((h) => h.close()));

@@ -32,6 +32,8 @@ export interface QueuesTable {
   auto_created: boolean;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  /** Per-queue metadata (migrations/0009_job_meta.ts): SQS attributes and tags, a dead-letter queue. */
+  meta: Json | null;
 }
 
 export interface JobsTable {
@@ -52,6 +54,8 @@ export interface JobsTable {
   last_error: Json | null;
   errors: Generated<Json>;
   payload: Json;
+  /** Per-job metadata (migrations/0009_job_meta.ts), e.g. SQS message attributes. */
+  meta: Json | null;
 }
 
 export interface JobHistoryTable {
@@ -73,6 +77,7 @@ export interface JobHistoryTable {
   result: Json | null;
   payload: Json;
   ack_token: string | null;
+  meta: Json | null;
 }
 
 export interface IdempotencyKeysTable {

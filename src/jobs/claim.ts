@@ -48,6 +48,8 @@ export interface ClaimedRow {
   claimed_at: Date;
   run_at: Date;
   created_at: Date;
+  /** The job's metadata (baton.jobs.meta), or null. */
+  meta: unknown;
 }
 
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
@@ -116,7 +118,7 @@ function claimGroupStatement(queue: string, defaultLeaseMs: number, slots: Claim
     FROM assigned a
     WHERE j.id = a.id
     RETURNING a.slot, j.id, j.queue, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_token,
-              j.lease_expires_at, j.claimed_at, j.run_at, j.created_at`;
+              j.lease_expires_at, j.claimed_at, j.run_at, j.created_at, j.meta`;
 }
 
 /**

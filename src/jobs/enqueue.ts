@@ -27,6 +27,8 @@ export interface EnqueueItem {
   runAt?: string;
   maxAttempts?: number;
   idempotencyKey?: string;
+  /** Metadata kept with the job (baton.jobs.meta), as plain JSON; e.g. SQS message attributes. */
+  meta?: unknown;
 }
 
 export interface EnqueueOptions {
@@ -97,6 +99,8 @@ async function insertJobs(
       run_at: item.runAt ?? null,
       max_attempts: item.maxAttempts ?? null,
       idempotency_key: item.idempotencyKey ?? null,
+      // Left out (not null) when absent: ->'meta' then reads SQL NULL, not a JSON null.
+      meta: item.meta,
     })),
   );
   const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
@@ -112,14 +116,15 @@ async function insertJobs(
       FROM json_array_elements(${meta}::json) WITH ORDINALITY AS m(item, ord)
       JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
     ), ins AS (
-      INSERT INTO baton.jobs (id, queue, state, priority, run_at, max_attempts, idempotency_key, payload)
+      INSERT INTO baton.jobs (id, queue, state, priority, run_at, max_attempts, idempotency_key, payload, meta)
       SELECT i.id, q.name,
              CASE WHEN i.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
              (i.item->>'priority')::integer,
              i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
              i.item->>'idempotency_key',
-             i.payload::jsonb
+             i.payload::jsonb,
+             (i.item->'meta')::jsonb
       FROM input i CROSS JOIN q
       RETURNING id, queue, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
     )

@@ -25,6 +25,8 @@ export interface JobRow {
   errors: JobErrorEntry[];
   dead_reason: DeadReason | null;
   payload: unknown;
+  /** Metadata kept with the job (migrations/0009_job_meta.ts), or null. */
+  meta: unknown;
 }
 
 export interface JobErrorEntry {
@@ -39,13 +41,13 @@ export interface JobErrorEntry {
 export const liveJobColumns = sql`
   j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
-  NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload`;
+  NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload, j.meta`;
 
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
   h.id, h.queue, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
-  h.result, h.last_error, h.errors, h.dead_reason, h.payload`;
+  h.result, h.last_error, h.errors, h.dead_reason, h.payload, h.meta`;
 
 /**
  * How a job moves from baton.jobs to baton.job_history. Every statement that finishes a job (ack,
@@ -66,10 +68,10 @@ export function finishedRow(
 ) {
   return {
     columns: sql`id, queue, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token`,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta`,
     values: sql`id, queue, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
-      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}`,
+      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta`,
   };
 }
 

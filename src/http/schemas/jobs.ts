@@ -288,6 +288,10 @@ export const Job = Type.Object(
     dead_reason: Nullable(
       Type.Unsafe<(typeof DEAD_REASONS)[number]>(Type.String({ enum: [...DEAD_REASONS] })),
     ),
+    meta: Json(
+      'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
+        'attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload.',
+    ),
   },
   { $id: 'Job' },
 );
@@ -306,7 +310,7 @@ export const JobListQuery = Type.Object(
       }),
     ),
     include_payload: Type.Optional(
-      Type.Boolean({ default: false, description: 'Payloads are left out unless asked for.' }),
+      Type.Boolean({ default: false, description: 'Payloads (and metadata) are left out unless asked for.' }),
     ),
   },
   strict,
