@@ -6,7 +6,6 @@ import { api, enqueueAndClaim } from '../support/http.js';
 const database = useTestDatabase();
 const app = useTestApp(database, { BATON_BACKOFF_BASE_MS: '1000' });
 
-
 describe('cancel', () => {
   it('cancels a ready, a scheduled and a claimed job; the claimed one’s worker then gets 409', async () => {
     const ready = await api(app).enqueue('x-cancel', { payload: 1 });

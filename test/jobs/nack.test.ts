@@ -6,7 +6,6 @@ import { api, enqueueAndClaim } from '../support/http.js';
 const database = useTestDatabase();
 const app = useTestApp(database, { BATON_BACKOFF_BASE_MS: '1000' });
 
-
 describe('nack', () => {
   it('without retry_in_ms schedules a retry after the backoff and records the error', async () => {
     const job = await enqueueAndClaim(app, 'n-backoff');
