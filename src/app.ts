@@ -14,6 +14,7 @@ import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
+import sqs from './plugins/sqs.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
@@ -94,5 +95,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(queueJobs);
   await app.register(jobs);
   await app.register(queues);
+  // The SQS-compatible endpoint (docs/sqs.md): POST / and POST /{account}/{queue}, hidden from OpenAPI.
+  if (config.sqs) await app.register(sqs);
   return app;
 }
