@@ -5,7 +5,7 @@ import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { WaitList } from '../wake/wait-list.js';
 import { type Caller, checkQueue } from './access.js';
-import { missingParameter } from './errors.js';
+import { invalidValue, missingParameter } from './errors.js';
 import type { Input } from './input.js';
 import type { QueueCache } from './queue-cache.js';
 import { queueOfUrl, type SqsPlace } from './queue-url.js';
@@ -45,7 +45,7 @@ export type Action = (call: SqsCall, input: Input) => Promise<Record<string, unk
 export function queueOf(call: SqsCall, input: Input): string {
   const url = input.QueueUrl ?? call.pathQueueUrl;
   if (url === undefined || url === null || url === '') throw missingParameter('QueueUrl');
-  if (typeof url !== 'string') throw missingParameter('QueueUrl');
+  if (typeof url !== 'string') throw invalidValue('QueueUrl', url, 'must be a string.');
   const queue = queueOfUrl(url, call.deps.place);
   checkQueue(call.caller, queue);
   return queue;
