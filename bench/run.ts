@@ -14,6 +14,7 @@ import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
 import { hotRenewals } from './scenarios/hot-renewals.js';
 import { onePerRequest } from './scenarios/one-per-request.js';
 import { pruneCost } from './scenarios/prune-cost.js';
+import { sqsVersusNative } from './scenarios/sqs.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
@@ -38,6 +39,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
   wake: wakeLatency,
   prune: pruneCost,
   churn: sustainedChurn,
+  sqs: sqsVersusNative,
 };
 
 const { values } = parseArgs({

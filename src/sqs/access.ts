@@ -41,7 +41,7 @@ export interface Caller {
 export function checkScope(caller: Caller, action: string): void {
   const key = caller.key;
   if (!key || key.scopes.has('admin')) return;
-  const scopes = ACTION_SCOPES[action] ?? ['admin'];
+  const scopes: Scope[] = Object.hasOwn(ACTION_SCOPES, action) ? ACTION_SCOPES[action]! : ['admin'];
   if (!scopes.some((s) => key.scopes.has(s))) {
     const needs = [...new Set([...scopes, 'admin'])].join(' or ');
     throw new SqsError('AccessDenied', `API key "${key.name}" may not call ${action} (it needs ${needs}).`);

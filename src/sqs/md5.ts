@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 /**
  * The digests SQS answers with, which SDKs check: MD5OfMessageBody (every SDK checks it on send
@@ -16,7 +16,7 @@ export interface StoredAttribute {
 }
 
 export function md5Hex(data: string | Buffer): string {
-  return createHash('md5').update(data).digest('hex');
+  return hash('md5', data, 'hex');
 }
 
 /** MD5 of a set of attributes, or undefined for none (SQS leaves the field out then). */

@@ -53,7 +53,8 @@ export function parseQueryBody(body: string): QueryRequest {
     if (key === 'Action') action = value;
     else if (key !== 'Version') tree.set(key.split('.'), value, key);
   }
-  return { action, input: reshape(tree.toValue(), true) as Input };
+  // A request with no parameters but its action is an empty input, not a missing one.
+  return { action, input: (tree.children.size === 0 ? {} : reshape(tree.toValue(), true)) as Input };
 }
 
 /** A node of the flattened parameter tree: a leaf value, or children by name or 1-based index. */
@@ -111,8 +112,8 @@ function reshape(value: unknown, top: boolean): unknown {
     else if (key === 'Tag') out[top ? 'Tags' : key] = nameValueMap(v, 'Key', 'Value', key);
     else if (key === 'MessageAttribute' || key === 'MessageSystemAttribute') {
       out[`${key}s`] = attributeMap(v, key);
-    } else if (LISTS[key] !== undefined) {
-      out[LISTS[key]] = v === '' ? [] : reshape(asList(v, key), false);
+    } else if (Object.hasOwn(LISTS, key)) {
+      out[LISTS[key]!] = v === '' ? [] : reshape(asList(v, key), false);
     } else if (INTEGERS.has(key) && typeof v === 'string' && /^-?\d{1,15}$/.test(v)) {
       out[key] = Number(v);
     } else out[key] = reshape(v, false);

@@ -161,7 +161,7 @@ export function checkAttributes(
   for (const [name, value] of Object.entries(attributes)) {
     if (name === 'RedrivePolicy') out.redrivePolicy = parseRedrivePolicy(value, place);
     else if (name === 'VisibilityTimeout') out.visibilityTimeout = Number(SETTABLE[name]!(value, name));
-    else if (SETTABLE[name]) out.stored[name] = SETTABLE[name]!(value, name);
+    else if (Object.hasOwn(SETTABLE, name)) out.stored[name] = SETTABLE[name]!(value, name);
     else if (FIFO_ONLY.includes(name)) {
       if (name === 'FifoQueue' && value === 'true') throw fifoUnsupported();
       if (!(creating && name === 'FifoQueue' && value === 'false')) {

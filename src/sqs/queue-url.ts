@@ -20,8 +20,21 @@ export function queueArn(place: SqsPlace, queue: string): string {
   return `arn:aws:sqs:${place.region}:${place.accountId}:${queue}`;
 }
 
+/** Queue URLs read lately (clients send the same few over and over): URL → queue name. */
+const read = new Map<string, { accountId: string; queue: string }>();
+const MAX_READ = 10_000;
+
 /** The queue a QueueUrl names. Another account, or no such name, is QueueDoesNotExist. */
 export function queueOfUrl(url: string, place: SqsPlace): string {
+  const known = read.get(url);
+  if (known && known.accountId === place.accountId) return known.queue;
+  const queue = parseQueueUrl(url, place);
+  if (read.size >= MAX_READ) read.clear();
+  read.set(url, { accountId: place.accountId, queue });
+  return queue;
+}
+
+function parseQueueUrl(url: string, place: SqsPlace): string {
   let path: string;
   try {
     path = new URL(url).pathname;

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, hash, type KeyObject, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { SqsCredential } from './credentials.js';
 import { SqsError } from './errors.js';
@@ -105,7 +105,7 @@ export function verifySignature(
     );
   }
 
-  const payloadHash = createHash('sha256').update(request.body).digest('hex');
+  const payloadHash = hash('sha256', request.body, 'hex');
   const declared = single(request.headers['x-amz-content-sha256']);
   if (declared !== undefined && declared !== payloadHash) {
     throw new SqsError(
@@ -114,7 +114,7 @@ export function verifySignature(
     );
   }
 
-  const key = signingKey(credential.secretAccessKey, date, region, service);
+  const key = signingKey(credential, date, region, service);
   const scope = `${date}/${region}/${service}/aws4_request`;
   const [path = '/', query = ''] = request.url.split(/\?(.*)/s);
   const headers = canonicalHeaders(request.headers, signedHeaders);
@@ -176,9 +176,32 @@ function parseAuthorization(header: string): {
   return { credential, signedHeaders, signature };
 }
 
-function signingKey(secret: string, date: string, region: string, service: string): Buffer {
+/**
+ * Signing keys, derived once per pair, day, region and service (four HMACs) rather than on every
+ * request, and kept as KeyObjects, which HMAC without preparing the key again.
+ */
+const signingKeys = new WeakMap<SqsCredential, Map<string, KeyObject>>();
+/** Scopes kept per pair: a few days and regions in use at once is plenty. */
+const MAX_SCOPES = 16;
+
+function signingKey(credential: SqsCredential, date: string, region: string, service: string): KeyObject {
+  let keys = signingKeys.get(credential);
+  if (!keys) {
+    keys = new Map();
+    signingKeys.set(credential, keys);
+  }
+  const scope = `${date}/${region}/${service}`;
+  const cached = keys.get(scope);
+  if (cached) return cached;
   const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
-  return hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), service), 'aws4_request');
+  const derived = hmac(
+    hmac(hmac(hmac(`AWS4${credential.secretAccessKey}`, date), region), service),
+    'aws4_request',
+  );
+  const key = createSecretKey(derived);
+  if (keys.size >= MAX_SCOPES) keys.clear();
+  keys.set(scope, key);
+  return key;
 }
 
 function canonicalHeaders(headers: IncomingHttpHeaders, names: string[]): string {
@@ -237,7 +260,7 @@ function decode(text: string): string {
 }
 
 const single = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
-const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+const sha256Hex = (text: string) => hash('sha256', text, 'hex');
 const compactDate = (ms: number) =>
   new Date(ms)
     .toISOString()

@@ -298,6 +298,10 @@ describe('SQS errors', () => {
     expect(unsupported.body.__type).toBe('com.amazonaws.sqs#UnsupportedOperation');
     expect(unsupported.body.message).toMatch(/AddPermission/);
     expect((await raw('Frobnicate', {})).body.__type).toBe('com.amazonaws.sqs#InvalidAction');
+    // Names that every JavaScript object has are not actions or attributes (found by test/sqs/fuzz.test.ts).
+    expect((await raw('valueOf', {})).body.__type).toBe('com.amazonaws.sqs#InvalidAction');
+    const inherited = await raw('SetQueueAttributes', { QueueUrl: url, Attributes: { toString: 'x' } });
+    expect(inherited.body.__type).toBe('com.amazonaws.sqs#InvalidAttributeName');
     expect((await raw('ListQueues', '{"QueueNamePrefix": ')).body.__type).toBe(
       'com.amazonaws.sqs#SerializationException',
     );

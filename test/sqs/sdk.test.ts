@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { metricValue } from '../support/prometheus.js';
 import { until } from '../support/until.js';
 import { sqsClient } from './support.js';
 
@@ -109,6 +110,11 @@ describe('the SQS endpoint with @aws-sdk/client-sqs', () => {
     await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message!.ReceiptHandle! }));
     const job = await api(server.app).get(sent.MessageId!);
     expect(job.body).toMatchObject({ state: 'completed', payload: 'héllo\r\nwörld ✓ 😀' });
+    // Baton's own metrics count the work done through SQS.
+    const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+    for (const name of ['baton_jobs_enqueued_total', 'baton_jobs_claimed_total', 'baton_jobs_acked_total']) {
+      expect(metricValue(metrics, name, { queue: 'sdk-roundtrip' }), name).toBe(1);
+    }
   });
 
   it('returns only the message attributes asked for, with the digest of those', async () => {
@@ -139,6 +145,23 @@ describe('the SQS endpoint with @aws-sdk/client-sqs', () => {
     await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'wake up' }));
     const { Messages } = await waiting;
     expect(Messages?.map((m) => m.Body)).toEqual(['wake up']);
+  });
+
+  it('a receiver that goes away while it waits loses nothing: the next receive gets the message', async () => {
+    const url = await createQueue('sdk-abandoned');
+    const abort = new AbortController();
+    const waiting = sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 20 }), {
+      abortSignal: abort.signal,
+    });
+    await until(() => server.app.wake.waitList.waiting('sdk-abandoned') > 0);
+    abort.abort();
+    await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
+    await until(() => server.app.wake.waitList.waiting('sdk-abandoned') === 0);
+    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'kept' }));
+    const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 5 }));
+    expect(Messages?.map((m) => [m.Body, m.Attributes?.ApproximateReceiveCount])).toEqual([
+      ['kept', undefined],
+    ]);
   });
 
   it('changes visibility: 0 makes a message visible at once, counted as a receive', async () => {

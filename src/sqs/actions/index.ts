@@ -51,9 +51,9 @@ const UNSUPPORTED: Record<string, string> = {
 };
 
 export function actionNamed(name: string | undefined): Action {
-  const action = name === undefined ? undefined : ACTIONS[name];
-  if (action) return action;
-  if (name !== undefined && UNSUPPORTED[name]) {
+  // Own properties only: "valueOf" or "constructor" names no action.
+  if (name !== undefined && Object.hasOwn(ACTIONS, name)) return ACTIONS[name]!;
+  if (name !== undefined && Object.hasOwn(UNSUPPORTED, name)) {
     throw new SqsError('UnsupportedOperation', `Baton does not support ${name}: ${UNSUPPORTED[name]}.`);
   }
   throw new SqsError(
