@@ -22,11 +22,25 @@ const MAPS: Record<string, [string, string, string]> = {
   MessageAttributes: ['MessageAttribute', 'Name', 'Value'],
 };
 
+/**
+ * Actions whose answer has no result: every other answer carries `<{Action}Result>`, empty or not
+ * (botocore's query parser fails on a missing one, say for a receive that found no message).
+ */
+const NO_RESULT = new Set([
+  'ChangeMessageVisibility',
+  'DeleteMessage',
+  'DeleteQueue',
+  'PurgeQueue',
+  'SetQueueAttributes',
+  'TagQueue',
+  'UntagQueue',
+]);
+
 export function xmlAnswer(action: string, result: Record<string, unknown>, requestId: string): string {
   const body = Object.entries(result)
     .map(([name, value]) => member(action, name, value))
     .join('');
-  const resultElement = body === '' ? '' : `<${action}Result>${body}</${action}Result>`;
+  const resultElement = NO_RESULT.has(action) ? '' : `<${action}Result>${body}</${action}Result>`;
   return (
     `<?xml version="1.0"?><${action}Response xmlns="${XML_NAMESPACE}">${resultElement}` +
     `<ResponseMetadata><RequestId>${xmlText(requestId)}</RequestId></ResponseMetadata></${action}Response>`

@@ -174,6 +174,8 @@ describe('boto3', () => {
         receive_counts: ['1', '1', '1'],
         md5_ok: true,
         deleted: 3,
+        empty_receive: [],
+        no_queues: [],
         missing_queue_error: 'AWS.SimpleQueueService.NonExistentQueue',
       });
       expect(out.received_attributes_md5, python.version).toEqual(out.sent_attributes_md5);

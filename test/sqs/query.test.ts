@@ -93,6 +93,11 @@ describe('the query protocol', () => {
     expect(deleted.text).toMatch(
       /<BatchResultErrorEntry><Id>two<\/Id><SenderFault>true<\/SenderFault><Code>ReceiptHandleIsInvalid<\/Code>/,
     );
+    // Nothing to receive: the result element is still there (botocore's parser needs it).
+    const empty = await post({ Action: 'ReceiveMessage', QueueUrl: queueUrl });
+    expect(empty.text).toContain('<ReceiveMessageResult></ReceiveMessageResult><ResponseMetadata>');
+    const none = await post({ Action: 'DeleteMessage', QueueUrl: queueUrl, ReceiptHandle: handle! });
+    expect(none.text).toMatch(/^<\?xml version="1\.0"\?><DeleteMessageResponse [^>]+><ResponseMetadata>/);
   });
 
   it('errors are an XML ErrorResponse with Type, Code and Message', async () => {
