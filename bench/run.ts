@@ -16,6 +16,7 @@ import { hotRenewals } from './scenarios/hot-renewals.js';
 import { onePerRequest } from './scenarios/one-per-request.js';
 import { pruneCost } from './scenarios/prune-cost.js';
 import { schedulesScenario } from './scenarios/schedules.js';
+import { sqsVersusNative } from './scenarios/sqs.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
@@ -50,6 +51,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
       intervalSeconds: Number(values['interval-seconds'] ?? 30),
     }),
   schedules: schedulesScenario,
+  sqs: sqsVersusNative,
 };
 
 /**

@@ -39,6 +39,12 @@ export interface Sizes {
   wakeSamples: number;
   /** Issue 4: finished jobs pruned per run. */
   pruneRows: number;
+  /** Issue 19: jobs per run of the SQS scenario (batches of 10), its workers and producers. */
+  sqsJobs: number;
+  /** Issue 19: jobs/s the producers send in the paced runs (equal load for both APIs). */
+  sqsPacedRate: number;
+  sqsWorkers: number;
+  sqsProducers: number;
 }
 
 export const QUICK: Sizes = {
@@ -67,6 +73,10 @@ export const QUICK: Sizes = {
   renewers: 8,
   wakeSamples: 30,
   pruneRows: 20_000,
+  sqsJobs: 5_000,
+  sqsPacedRate: 200,
+  sqsWorkers: 8,
+  sqsProducers: 2,
 };
 
 export const FULL: Sizes = {
@@ -95,6 +105,10 @@ export const FULL: Sizes = {
   renewers: 8,
   wakeSamples: 200,
   pruneRows: 100_000,
+  sqsJobs: 20_000,
+  sqsPacedRate: 300,
+  sqsWorkers: 8,
+  sqsProducers: 2,
 };
 
 /**

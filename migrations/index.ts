@@ -6,6 +6,7 @@ import * as m0004 from './0004_storage_ring.js';
 import * as m0005 from './0005_queue_history.js';
 import * as m0006 from './0006_schedules.js';
 import * as m0007 from './0007_flow_control.js';
+import * as m0008 from './0008_job_meta.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '0005_queue_history': m0005,
   '0006_schedules': m0006,
   '0007_flow_control': m0007,
+  '0008_job_meta': m0008,
 };

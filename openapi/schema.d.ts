@@ -703,7 +703,7 @@ export interface components {
             /** @description Any JSON value; handed to the worker as is. */
             payload: unknown;
             /**
-             * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+             * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
              * @example customer:42
              */
             group?: string;
@@ -911,6 +911,8 @@ export interface components {
             /** @description Failed attempts, oldest first (the last 20). */
             errors: components["schemas"]["JobError"][];
             dead_reason: components["schemas"]["DeadReason"] | null;
+            /** @description Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload. */
+            meta: unknown;
         };
         /** @description One failed attempt, as its nack (or the lost lease) recorded it. */
         JobError: {
@@ -1593,7 +1595,7 @@ export interface operations {
             query: {
                 state: components["schemas"]["JobState"];
                 /**
-                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
                  * @example customer:42
                  */
                 group?: string;
@@ -1602,7 +1604,7 @@ export interface operations {
                 cursor?: string;
                 /** @description asc follows each state's natural order (ready: claim order; scheduled: run_at; claimed: id; finished: finished_at, oldest first); desc reverses it. */
                 order?: "asc" | "desc";
-                /** @description Payloads are left out unless asked for. */
+                /** @description Payloads (and metadata) are left out unless asked for. */
                 include_payload?: boolean;
             };
             header?: never;
@@ -3579,7 +3581,7 @@ export interface operations {
                  */
                 queue: string;
                 /**
-                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
                  * @example customer:42
                  */
                 group: string;
@@ -3664,7 +3666,7 @@ export interface operations {
                  */
                 queue: string;
                 /**
-                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
                  * @example customer:42
                  */
                 group: string;
@@ -3780,7 +3782,7 @@ export interface operations {
                  */
                 queue: string;
                 /**
-                 * @description A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", "@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
                  * @example customer:42
                  */
                 group: string;

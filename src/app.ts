@@ -15,6 +15,7 @@ import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
 import schedulesFile from './plugins/schedules-file.js';
+import sqs from './plugins/sqs.js';
 import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
@@ -106,5 +107,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(queueGroups);
   await app.register(whoami);
   await app.register(schedules);
+  // The SQS-compatible endpoint (docs/sqs.md): POST / and POST /{account}/{queue}, hidden from OpenAPI.
+  if (config.sqs) await app.register(sqs);
   return app;
 }

@@ -18,6 +18,7 @@ import {
 } from './jobs/limits.js';
 import { backoffProblem } from './queues/queue-settings.js';
 import { type FileSchedule, loadSchedulesFile } from './schedules/file.js';
+import { parseSqsCredentials, type SqsCredential } from './sqs/credentials.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -92,6 +93,38 @@ const apiKeysFile: Parser<ApiKey[]> = (raw) => {
     throw new Error(`cannot be read: ${(err as Error).message}`);
   }
   return parseApiKeys(text);
+};
+
+const sqsCredentialsJson: Parser<SqsCredential[]> = (raw) => parseSqsCredentials(raw);
+
+const sqsCredentialsFile: Parser<SqsCredential[]> = (raw) => {
+  let text: string;
+  try {
+    text = readFileSync(raw.trim(), 'utf8');
+  } catch (err) {
+    throw new Error(`cannot be read: ${(err as Error).message}`);
+  }
+  return parseSqsCredentials(text);
+};
+
+const pattern =
+  (re: RegExp, what: string): Parser<string> =>
+  (raw) => {
+    if (!re.test(raw.trim())) throw new Error(`must be ${what}, got "${raw}"`);
+    return raw.trim();
+  };
+
+const httpUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('must be a URL such as https://sqs.example.com');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    throw new Error('must be an http(s) URL without query or fragment, such as https://sqs.example.com');
+  }
+  return url.toString().replace(/\/$/, '');
 };
 
 const OPEN_ENDPOINTS = ['readyz', 'metrics', 'docs'] as const;
@@ -466,6 +499,47 @@ export const settings = {
     doc: 'Port of the embedded PostgreSQL (loopback only).',
     parse: integer(1, 65535),
   }),
+  sqs: setting({
+    env: 'BATON_SQS',
+    default: true,
+    unit: 'boolean',
+    doc: 'Serve the SQS-compatible endpoint on the same port (POST / and POST /{account}/{queue}; AWS JSON 1.0 and query protocols). See docs/sqs.md.',
+    parse: boolean,
+  }),
+  sqsRegion: setting({
+    env: 'BATON_SQS_REGION',
+    default: 'us-east-1',
+    unit: 'region',
+    doc: 'AWS region named in queue ARNs (requests signed for any region are accepted).',
+    parse: pattern(/^[a-z0-9-]{1,32}$/, 'a region name such as us-east-1'),
+  }),
+  sqsAccountId: setting({
+    env: 'BATON_SQS_ACCOUNT_ID',
+    default: '000000000000',
+    unit: 'account',
+    doc: 'The 12-digit account id in queue URLs and ARNs.',
+    parse: pattern(/^\d{12}$/, '12 digits'),
+  }),
+  sqsCredentials: setting<SqsCredential[]>({
+    env: 'BATON_SQS_CREDENTIALS',
+    default: [],
+    unit: 'JSON',
+    doc: 'Signature V4 key pairs for the SQS endpoint: [{"access_key_id", "secret_access_key", "api_key": <name of an API key>}]; a request signed with a pair gets that API key\'s scopes and queue patterns.',
+    parse: sqsCredentialsJson,
+  }),
+  sqsCredentialsFile: setting<SqsCredential[]>({
+    env: 'BATON_SQS_CREDENTIALS_FILE',
+    default: [],
+    unit: 'path',
+    doc: 'A file holding the same JSON list of SQS key pairs (added to BATON_SQS_CREDENTIALS).',
+    parse: sqsCredentialsFile,
+  }),
+  sqsQueueUrl: optional<string>({
+    env: 'BATON_SQS_QUEUE_URL',
+    unit: 'URL',
+    doc: 'Base of the queue URLs the SQS endpoint hands out (https://sqs.example.com), for clients that reach Baton through a proxy. Unset: the scheme and Host of each request.',
+    parse: httpUrl,
+  }),
 };
 
 type Settings = typeof settings;
@@ -503,6 +577,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length === 0 && new Set(keys.map((k) => k.name)).size !== keys.length) {
     problems.push('BATON_API_KEYS and BATON_API_KEYS_FILE name the same key twice');
   }
+  const pairs = [
+    ...((out.sqsCredentials as SqsCredential[]) ?? []),
+    ...((out.sqsCredentialsFile as SqsCredential[]) ?? []),
+  ];
+  if (problems.length === 0) {
+    const names = new Set(keys.map((k) => k.name));
+    const ids = new Set<string>();
+    for (const pair of pairs) {
+      if (!names.has(pair.apiKey)) {
+        problems.push(
+          `BATON_SQS_CREDENTIALS pair ${pair.accessKeyId} names API key "${pair.apiKey}", which is not configured`,
+        );
+      }
+      if (ids.has(pair.accessKeyId)) {
+        problems.push(`BATON_SQS_CREDENTIALS and BATON_SQS_CREDENTIALS_FILE both hold ${pair.accessKeyId}`);
+      }
+      ids.add(pair.accessKeyId);
+    }
+  }
   // Safe default: with no keys, only this machine may talk to Baton.
   if (
     problems.length === 0 &&
@@ -521,6 +614,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** Every configured SQS key pair (inline and from the file). */
+export function sqsCredentialsOf(
+  config: Pick<Config, 'sqsCredentials' | 'sqsCredentialsFile'>,
+): SqsCredential[] {
+  return [...config.sqsCredentials, ...config.sqsCredentialsFile];
 }
 
 /** Every configured API key (inline and from the file). */

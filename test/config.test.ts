@@ -50,6 +50,45 @@ describe('config', () => {
     );
   });
 
+  it('SQS key pairs: each names a configured API key, ids are unique, errors never show the secret', () => {
+    const keys = JSON.stringify([{ name: 'worker', sha256: 'a'.repeat(64), scopes: ['consumer'] }]);
+    const pair = {
+      access_key_id: 'AKIAWORKER',
+      secret_access_key: 'a-secret-of-enough-length',
+      api_key: 'worker',
+    };
+    const config = loadConfig({ BATON_API_KEYS: keys, BATON_SQS_CREDENTIALS: JSON.stringify([pair]) });
+    expect(config.sqsCredentials).toEqual([
+      { accessKeyId: 'AKIAWORKER', secretAccessKey: 'a-secret-of-enough-length', apiKey: 'worker' },
+    ]);
+    expect(() =>
+      loadConfig({
+        BATON_API_KEYS: keys,
+        BATON_SQS_CREDENTIALS: JSON.stringify([{ ...pair, api_key: 'nobody' }]),
+      }),
+    ).toThrow(/pair AKIAWORKER names API key "nobody", which is not configured/);
+    expect(() =>
+      loadConfig({ BATON_API_KEYS: keys, BATON_SQS_CREDENTIALS: JSON.stringify([pair, pair]) }),
+    ).toThrow(/access_key_id "AKIAWORKER" is used twice/);
+    let message = '';
+    try {
+      loadConfig({
+        BATON_API_KEYS: keys,
+        BATON_SQS_CREDENTIALS: JSON.stringify([{ ...pair, secret_access_key: 'short secret' }]),
+      });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/secret_access_key must be 16-128 printable ASCII characters/);
+    expect(message).not.toContain('short secret');
+    expect(() => loadConfig({ BATON_SQS_ACCOUNT_ID: '12345' })).toThrow(
+      /BATON_SQS_ACCOUNT_ID must be 12 digits/,
+    );
+    expect(loadConfig({ BATON_SQS_QUEUE_URL: 'https://sqs.example.com/' }).sqsQueueUrl).toBe(
+      'https://sqs.example.com',
+    );
+  });
+
   it('rejects a malformed boolean', () => {
     expect(() => loadConfig({ BATON_MIGRATE_ON_START: 'maybe' })).toThrow(
       /BATON_MIGRATE_ON_START must be true or false/,

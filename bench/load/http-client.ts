@@ -17,7 +17,12 @@ export class HttpClient {
   private readonly host: string;
   private readonly port: number;
 
-  constructor(baseUrl: string, maxSockets = 64) {
+  /** `headers` go with every request (an Authorization header, say). */
+  constructor(
+    baseUrl: string,
+    maxSockets = 64,
+    private readonly headers: Record<string, string> = {},
+  ) {
     const url = new URL(baseUrl);
     this.host = url.hostname;
     this.port = Number(url.port);
@@ -34,7 +39,11 @@ export class HttpClient {
           port: this.port,
           path,
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+          headers: {
+            ...this.headers,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(text),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];

@@ -46,6 +46,8 @@ export interface QueuesTable {
   group_rate_period_ms: number | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  /** Per-queue metadata (migrations/0008_job_meta.ts): SQS attributes and tags, a dead-letter queue. */
+  meta: Json | null;
 }
 
 /** Ready and claimed jobs: the ring (src/jobs/ring.ts). */
@@ -69,6 +71,8 @@ export interface JobsTable {
   last_error: Json | null;
   errors: Generated<Json>;
   payload: Json;
+  /** Per-job metadata (migrations/0008_job_meta.ts), e.g. SQS message attributes. */
+  meta: Json | null;
 }
 
 /** Jobs waiting for their run_at, out of the ring until the promoter moves them in. */
@@ -87,6 +91,7 @@ export interface ScheduledJobsTable {
   last_error: Json | null;
   errors: Generated<Json>;
   payload: Json;
+  meta: Json | null;
 }
 
 export interface JobHistoryTable {
@@ -109,6 +114,7 @@ export interface JobHistoryTable {
   result: Json | null;
   payload: Json;
   ack_token: string | null;
+  meta: Json | null;
 }
 
 export interface IdempotencyKeysTable {

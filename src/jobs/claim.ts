@@ -53,6 +53,8 @@ export interface ClaimedRow {
   claimed_at: Date;
   run_at: Date;
   created_at: Date;
+  /** The job's metadata (baton.jobs.meta), or null. */
+  meta: unknown;
 }
 
 /** Why a claim of a queue with flow control got fewer jobs than it asked for. */
@@ -169,11 +171,11 @@ export function claimGroupStatement(
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot
       RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload, j.priority, j.attempts, j.max_attempts,
-                j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at
+                j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at, j.meta
     )
     SELECT * FROM claimed
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM settings WHERE flow AND NOT EXISTS (SELECT 1 FROM claimed)`;
 }
 

@@ -34,6 +34,8 @@ export interface EnqueueItem {
   idempotencyKey?: string;
   /** The job's group (flow control); undefined for none. */
   group?: string;
+  /** Metadata kept with the job (baton.jobs.meta), as plain JSON; e.g. SQS message attributes. */
+  meta?: unknown;
 }
 
 export interface EnqueueOptions {
@@ -136,6 +138,8 @@ async function insertJobs(
       max_attempts: item.maxAttempts ?? null,
       idempotency_key: item.idempotencyKey ?? null,
       group: item.group ?? '',
+      // Left out (not null) when absent: ->'meta' then reads SQL NULL, not a JSON null.
+      meta: item.meta,
     })),
   );
   const grouped = items.some((i) => i.group !== undefined);
@@ -162,17 +166,18 @@ async function insertJobs(
       WHERE EXISTS (SELECT 1 FROM q)
     ), due AS (
       INSERT INTO baton.jobs (slot, id, queue, group_key, state, priority, run_at, max_attempts, idempotency_key,
-                              payload)
+                              payload, meta)
       SELECT baton.job_slot(i.id), i.id, q.name, i.item->>'group', 'ready', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb
+             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb
       FROM input i CROSS JOIN q WHERE i.run_at <= now()
       RETURNING id, queue, group_key, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
     ), later AS (
-      INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload)
+      INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload,
+                                        meta)
       SELECT i.id, q.name, i.item->>'group', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb
+             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb
       FROM input i CROSS JOIN q WHERE i.run_at > now()
       RETURNING id, queue, group_key, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts,
                 idempotency_key, created_at

@@ -27,6 +27,8 @@ export interface JobRow {
   errors: JobErrorEntry[];
   dead_reason: DeadReason | null;
   payload: unknown;
+  /** Metadata kept with the job (migrations/0008_job_meta.ts), or null. */
+  meta: unknown;
 }
 
 export interface JobErrorEntry {
@@ -41,33 +43,48 @@ export interface JobErrorEntry {
 export const liveJobColumns = sql`
   j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
-  NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload`;
+  NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload, j.meta`;
 
 /** Select list of a baton.scheduled_jobs row (alias `s`) as a JobRow. */
 export const scheduledJobColumns = sql`
   s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
   s.idempotency_key, s.created_at, s.claimed_at, NULL::timestamptz AS lease_expires_at, s.worker_id,
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
-  s.payload`;
+  s.payload, s.meta`;
 
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
-  h.result, h.last_error, h.errors, h.dead_reason, h.payload`;
+  h.result, h.last_error, h.errors, h.dead_reason, h.payload, h.meta`;
 
 /** The columns every live job has, in the ring or scheduled (of table alias `a`): what finishedRow() reads. */
 export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
   return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
-    ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload`;
+    ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta`;
 }
 
 /**
- * The columns a job keeps unchanged when it moves between baton.jobs and baton.scheduled_jobs
- * (promote, nack with a delay, redrive): every such INSERT lists these, then what the move sets.
+ * The columns a job keeps when it moves between baton.jobs and baton.scheduled_jobs (promote, nack
+ * with a delay) or back from history (redrive): every such INSERT lists `carriedColumns`, then what
+ * the move sets, and selects `carriedValues()`, with a different value for any it changes.
  */
-export const carriedColumns = sql`id, queue, group_key, priority, max_attempts, idempotency_key, created_at, payload`;
+const CARRIED = [
+  'id',
+  'queue',
+  'group_key',
+  'priority',
+  'max_attempts',
+  'idempotency_key',
+  'created_at',
+  'payload',
+  'meta',
+] as const;
+export const carriedColumns = sql.join(CARRIED.map((c) => sql.ref(c)));
+export function carriedValues(changed: Partial<Record<(typeof CARRIED)[number], RawBuilder<unknown>>> = {}) {
+  return sql.join(CARRIED.map((c) => changed[c] ?? sql.ref(c)));
+}
 
 /**
  * How a job moves into baton.job_history. Every statement that finishes a job (ack, nack to dead,
@@ -88,10 +105,10 @@ export function finishedRow(
 ) {
   return {
     columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token`,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta`,
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
-      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}`,
+      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta`,
   };
 }
 

@@ -15,10 +15,11 @@ export const isQueueName = (name: string): boolean => QUEUE_NAME.test(name);
 
 /**
  * A job's group (flow control): a tenant, a customer, an API key. Wider than a queue name so that
- * common tenant ids fit as they are ("customer:42", "ops@example.com", "a+b"); still nothing that
- * needs escaping in a URL path other than by percent-encoding, and no spaces.
+ * tenant ids fit as they are ("customer:42", "ops@example.com", "org/team"): printable ASCII without
+ * spaces, which is also what SQS allows in a MessageGroupId, so an SQS message group is a Baton
+ * group as it is. In a URL path (/v1/queues/{queue}/groups/{group}) it is percent-encoded.
  */
-export const GROUP_NAME_PATTERN = '^[A-Za-z0-9._:@+-]{1,128}$';
+export const GROUP_NAME_PATTERN = '^[!-~]{1,128}$';
 export const GROUP_NAME_MAX = 128;
 const GROUP_NAME = new RegExp(GROUP_NAME_PATTERN);
 export const isGroupName = (name: string): boolean => GROUP_NAME.test(name);

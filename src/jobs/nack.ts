@@ -5,6 +5,7 @@ import { retryDelayMs } from './backoff.js';
 import {
   appendError,
   carriedColumns,
+  carriedValues,
   clearedLease,
   finishedJobColumns,
   finishedRow,
@@ -128,7 +129,7 @@ async function nackInTransaction(
     WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
     INSERT INTO baton.scheduled_jobs AS s (${carriedColumns}, run_at, attempts, claimed_at, worker_id, last_error,
                                            errors)
-    SELECT ${carriedColumns}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
+    SELECT ${carriedValues()}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
            ${lastError}, ${appendError(sql`errors`, lastError)}
     FROM gone
     RETURNING ${scheduledJobColumns}`.execute(trx);

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { invalidField, queueNotFound } from '../errors.js';
 import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
-import { carriedColumns } from './job-row.js';
+import { carriedColumns, carriedValues } from './job-row.js';
 
 /**
  * Redrive: dead jobs go back to `ready` with their attempts reset (their error history is kept),
@@ -29,18 +29,35 @@ export async function redriveDeadJobs(
   db: Db,
   queue: string,
   filter: RedriveFilter,
-  opts: { autoCreate: AutoCreatePolicy; batchSize?: number },
+  opts: {
+    autoCreate: AutoCreatePolicy;
+    batchSize?: number;
+    /**
+     * Send the jobs to this queue instead of back to their own (a dead-letter queue, as the SQS
+     * endpoint's RedrivePolicy asks). They keep their id; they take the target queue's max_attempts.
+     */
+    toQueue?: string;
+  },
 ): Promise<number> {
   const given = [filter.ids !== undefined, filter.deadSince !== undefined, filter.all === true];
   if (given.filter(Boolean).length !== 1) {
     throw invalidField('body', 'must give exactly one of ids, dead_since or all: true');
   }
   const batchSize = opts.batchSize ?? BATCH;
+  const target = opts.toQueue ?? queue;
   let total = 0;
   while (true) {
     const moved = await db.transaction().execute(async (trx) => {
-      const q = await sql`SELECT 1 FROM baton.queues WHERE name = ${queue} FOR KEY SHARE`.execute(trx);
+      const q = await sql<{ max_attempts: number | null }>`
+        SELECT max_attempts FROM baton.queues WHERE name = ${target} FOR KEY SHARE`.execute(trx);
       if (q.rows.length === 0) return undefined;
+      const moved =
+        target === queue
+          ? {}
+          : {
+              queue: sql`${target}::text`,
+              max_attempts: sql`coalesce(${q.rows[0]!.max_attempts}::integer, max_attempts)`,
+            };
       const { rows } = await sql<{ id: string }>`
         WITH picked AS (
           SELECT id FROM baton.job_history
@@ -54,7 +71,7 @@ export async function redriveDeadJobs(
           DELETE FROM baton.job_history h USING picked WHERE h.id = picked.id RETURNING h.*
         )
         INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, last_error, errors)
-        SELECT baton.job_slot(id), ${carriedColumns}, 'ready', now(), 0, last_error, errors
+        SELECT baton.job_slot(id), ${carriedValues(moved)}, 'ready', now(), 0, last_error, errors
         FROM moved
         RETURNING id`.execute(trx);
       return rows.length;
@@ -65,8 +82,8 @@ export async function redriveDeadJobs(
         await sql`SELECT 1 FROM baton.job_history WHERE queue = ${queue} AND state = 'dead' LIMIT 1`.execute(
           db,
         );
-      if (!opts.autoCreate.enabled || dead.rows.length === 0) throw queueNotFound(queue);
-      await createAutoQueue(db, queue, opts.autoCreate.maxQueues);
+      if (!opts.autoCreate.enabled || dead.rows.length === 0) throw queueNotFound(target);
+      await createAutoQueue(db, target, opts.autoCreate.maxQueues);
       continue;
     }
     total += moved;

@@ -97,6 +97,15 @@ export class Maintainer {
     ];
   }
 
+  /**
+   * A duty that a feature outside this layer brings (the SQS endpoint's dead-letter forwarding):
+   * it runs like the others, on the leader, in its own error boundary.
+   */
+  addDuty(duty: Duty): void {
+    this.duties.push(duty);
+    if (!this.stopped) this.schedule(duty, duty.nextRunInMs(undefined));
+  }
+
   get isLeader(): boolean {
     return this.leadership.isLeader;
   }

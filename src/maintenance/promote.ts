@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { carriedColumns } from '../jobs/job-row.js';
+import { carriedColumns, carriedValues } from '../jobs/job-row.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 
@@ -42,7 +42,7 @@ export async function promoteDueJobs(db: Db, perQueue: number, total: number): P
     ), promoted AS (
       INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, claimed_at, worker_id, last_error,
                               errors)
-      SELECT baton.job_slot(id), ${carriedColumns}, 'ready', run_at, attempts, claimed_at, worker_id, last_error,
+      SELECT baton.job_slot(id), ${carriedValues()}, 'ready', run_at, attempts, claimed_at, worker_id, last_error,
              errors
       FROM moved
       RETURNING queue

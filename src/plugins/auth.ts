@@ -39,7 +39,13 @@ import { queueOfSchedule } from '../schedules/store.js';
 
 export type Access =
   | { scopes: Scope[]; queue?: 'param' | 'job' | 'batch' | 'schedule' }
-  | { endpoint: OpenEndpoint | 'healthz' | 'ui' };
+  | { endpoint: OpenEndpoint | 'healthz' | 'ui' }
+  /**
+   * The route authenticates each request itself, because its credentials cover the raw body: the
+   * SQS endpoint verifies AWS Signature Version 4 against configured key pairs that map to API
+   * keys, and applies their scopes and queue patterns per action (src/sqs/, docs/sqs.md).
+   */
+  | { own: 'sigv4' };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -136,6 +142,7 @@ export default fp(
       if (request.is404) return;
       const access = request.routeOptions.config?.access;
       if (!access) throw new ProblemError('forbidden', 'this route declares no access rule');
+      if ('own' in access) return;
       if ('endpoint' in access) {
         if (open.has(access.endpoint)) return;
         const key = authenticate(request, reply);

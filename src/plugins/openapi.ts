@@ -42,7 +42,7 @@ function withDeclaredAnswers(schema: RouteSchema, access: Access): RouteSchema {
     description = `${description ?? ''}\n\nAPI key scopes: ${scopes.join(' or ')}.${limits}`.trim();
     security = [{ apiKey: [] }];
     statuses.push(401, 403);
-  } else if (access.endpoint !== 'healthz') {
+  } else if ('endpoint' in access && access.endpoint !== 'healthz') {
     // Open by default; a key is needed when BATON_OPEN_ENDPOINTS leaves the endpoint out.
     statuses.push(401);
     if (access.endpoint === 'metrics') statuses.push(403);

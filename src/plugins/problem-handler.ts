@@ -94,9 +94,14 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   socket.destroy();
 }
 
-/** A route's path as a pattern over request paths (params match one segment; trailing slash optional). */
+/**
+ * A route's path as a pattern over request paths (params match one segment, or their own regular
+ * expression when they have one, as `:account(^\\d{12}$)`; trailing slash optional).
+ */
 function pathPattern(url: string): RegExp {
   const parts = url.split('/').map((part) => {
+    const own = /^:\w+\(\^?(.+?)\$?\)$/.exec(part);
+    if (own) return `(?:${own[1]})`;
     if (part.startsWith(':')) return '[^/]+';
     if (part === '*') return '.*';
     return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

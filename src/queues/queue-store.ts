@@ -88,12 +88,19 @@ export async function getQueue(
 
 /**
  * Queues in name order after `after`, with their maintained statistics; with `patterns` (regular
- * expressions), only the queues whose names match one.
+ * expressions), only the queues whose names match one; with `prefix`, only names starting with it.
  */
-export async function listQueues(db: Db, limit: number, after?: string, patterns?: string[]) {
+export async function listQueues(
+  db: Db,
+  limit: number,
+  after?: string,
+  patterns?: string[],
+  prefix?: string,
+) {
   let query = db.selectFrom('baton.queues').selectAll().orderBy('name').limit(limit);
   if (after !== undefined) query = query.where('name', '>', after);
   if (patterns !== undefined) query = query.where(sql<boolean>`name ~ ANY(${patterns}::text[])`);
+  if (prefix !== undefined) query = query.where(sql<boolean>`starts_with(name, ${prefix})`);
   const queues = (await query.execute()) as QueueRow[];
   if (queues.length === 0) return [];
   const stats = (await db
@@ -125,6 +132,8 @@ export interface QueueChanges {
   group_concurrency_limit?: number | null;
   group_rate_limit?: number | null;
   group_rate_period_ms?: number | null;
+  /** The queue's metadata (baton.queues.meta) as plain JSON, replacing what was there. */
+  meta?: unknown;
 }
 
 /**
@@ -136,8 +145,10 @@ export async function upsertQueue(
   name: string,
   changes: QueueChanges,
 ): Promise<{ created: boolean }> {
-  const values = { ...changes, name, auto_created: false } as Record<string, unknown>;
-  const updates = { ...changes, auto_created: false, updated_at: sql`now()` } as Record<string, unknown>;
+  const columns: Record<string, unknown> = { ...changes };
+  if (changes.meta !== undefined) columns.meta = changes.meta === null ? null : JSON.stringify(changes.meta);
+  const values = { ...columns, name, auto_created: false };
+  const updates = { ...columns, auto_created: false, updated_at: sql`now()` };
   const row = await db
     .insertInto('baton.queues')
     .values(values as never)
@@ -169,6 +180,21 @@ export async function lockQueueForDelete(db: Db, name: string): Promise<boolean>
 export async function removeQueue(db: Db, name: string): Promise<void> {
   await sql`DELETE FROM baton.queues WHERE name = ${name}`.execute(db);
   await sql`DELETE FROM baton.queue_stats WHERE queue = ${name}`.execute(db);
+}
+
+/**
+ * Queues whose dead jobs go to another queue (`meta.dead_letter_queue`, set through the SQS
+ * endpoint's RedrivePolicy): every such route, or with `target`, only those into that queue.
+ */
+export async function deadLetterRoutes(
+  db: Db,
+  target?: string,
+): Promise<{ queue: string; deadLetterQueue: string }[]> {
+  const { rows } = await sql<{ queue: string; dead_letter_queue: string }>`
+    SELECT name AS queue, meta->>'dead_letter_queue' AS dead_letter_queue FROM baton.queues
+    WHERE meta ? 'dead_letter_queue' AND (${target ?? null}::text IS NULL OR meta->>'dead_letter_queue' = ${target ?? null})
+    ORDER BY name`.execute(db);
+  return rows.map((r) => ({ queue: r.queue, deadLetterQueue: r.dead_letter_queue }));
 }
 
 /** Every queue's maintained counts, for the metric gauges (one small table, never a count). */

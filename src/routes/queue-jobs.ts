@@ -212,7 +212,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       return {
         jobs: page.rows.map((row) => {
           const job = toJob(row);
-          return include_payload ? job : { ...job, payload: null };
+          return include_payload ? job : { ...job, payload: null, meta: null };
         }),
         next_cursor: page.next ? encodeCursor(page.next) : null,
       };

@@ -47,8 +47,9 @@ export const QueueName = Type.String({
 export const GroupName = Type.String({
   pattern: GROUP_NAME_PATTERN,
   description:
-    'A group of jobs within a queue (a tenant, a customer, an API key): letters, digits, ".", "_", "-", ":", ' +
-    '"@" and "+", at most 128 characters. Groups are served in turn and can have their own limits.',
+    'A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII ' +
+    'characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their ' +
+    'own limits.',
   examples: ['customer:42'],
 });
 

@@ -197,6 +197,10 @@ export const Job = Type.Object(
       description: `Failed attempts, oldest first (the last ${ERRORS_KEPT}).`,
     }),
     dead_reason: Nullable(ref(DeadReason)),
+    meta: Json(
+      'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
+        'attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload.',
+    ),
   },
   { $id: 'Job' },
 );
@@ -219,7 +223,7 @@ export const JobListQuery = Type.Object(
       ),
     ),
     include_payload: Type.Optional(
-      Type.Boolean({ default: false, description: 'Payloads are left out unless asked for.' }),
+      Type.Boolean({ default: false, description: 'Payloads (and metadata) are left out unless asked for.' }),
     ),
   },
   strict,

@@ -1,0 +1,88 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ProblemError } from '../http/problem.js';
+import { AckGroups, ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import sqsRoutes from '../routes/sqs.js';
+import { authenticator } from '../sqs/authenticate.js';
+import type { SqsDeps } from '../sqs/call.js';
+import { DeadLetterDuty } from '../sqs/dead-letter.js';
+import { errorResponse, JSON_CONTENT_TYPE, protocolOf } from '../sqs/endpoint.js';
+import { SqsError } from '../sqs/errors.js';
+import { QueueCache } from '../sqs/queue-cache.js';
+
+/**
+ * The SQS-compatible endpoint (docs/sqs.md), in a context of its own: its bodies are read raw (the
+ * signature covers their bytes) in the two content types SQS clients send, and every error, even
+ * one raised before the handler (load shedding, a body too large, another content type), is answered
+ * in SQS's shape, never as problem+json. The leader gets one more duty: forwarding dead messages to
+ * their queue's dead-letter queue. Registered unless BATON_SQS=false.
+ */
+export default async function sqs(app: FastifyInstance) {
+  const { config } = app;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    [JSON_CONTENT_TYPE, 'application/x-www-form-urlencoded'],
+    { parseAs: 'buffer' },
+    (_request, body, done) => done(null, body),
+  );
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const response = errorResponse(protocolOf(request.headers), asSqsError(error, request.log), request.id);
+    return reply.code(response.status).headers(response.headers).send(response.body);
+  });
+
+  const jobsReady = (queue: string, count: number) => app.wake.notifier.jobsReady(queue, count);
+  const deps: SqsDeps = {
+    db: app.db,
+    config,
+    place: { region: config.sqsRegion, accountId: config.sqsAccountId },
+    queues: new QueueCache(app.db, config),
+    // SQS never creates a queue on send: an unknown queue is QueueDoesNotExist.
+    enqueues: new EnqueueGroups(app.db, {
+      autoCreate: { enabled: false, maxQueues: config.maxAutoQueues },
+      defaultMaxAttempts: config.defaultMaxAttempts,
+      idempotencyRetentionMs: config.idempotencyRetentionMs,
+    }),
+    claims: new ClaimGroups(app.db, config.defaultLeaseMs),
+    acks: new AckGroups(app.db),
+    waitList: app.wake.waitList,
+    jobsReady,
+    slotsFreed: (queue, count) => app.wake.notifier.slotsFreed(queue, count),
+    heldBack: (queue, held) => {
+      app.metrics.claimsHeldBack.inc({ queue: app.metrics.queue(queue), reason: held.reason });
+      app.wake.notifier.watchSlots(queue);
+    },
+    metrics: app.metrics,
+    shuttingDown: () => app.shuttingDown,
+  };
+  app.maintainer?.addDuty(new DeadLetterDuty(app.db, app.log, jobsReady, config.tickMs));
+  await app.register(sqsRoutes, { deps, authenticate: authenticator(config) });
+}
+
+/** An error raised around the handler, as the SQS error to answer. */
+function asSqsError(error: FastifyError, log: FastifyInstance['log']): SqsError {
+  if (error instanceof SqsError) return error;
+  if (error instanceof ProblemError) {
+    if (error.code === 'unavailable') return new SqsError('ServiceUnavailable', error.message);
+    if (error.code === 'forbidden' || error.code === 'unauthorized')
+      return new SqsError('AccessDenied', error.message);
+    return new SqsError('InvalidParameterValue', error.message);
+  }
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_TYPE') {
+    return new SqsError(
+      'InvalidAction',
+      `Send SQS requests as ${JSON_CONTENT_TYPE} with X-Amz-Target: AmazonSQS.<Action>, or as ` +
+        'application/x-www-form-urlencoded with Action=<Action>.',
+    );
+  }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new SqsError(
+      'InvalidParameterValue',
+      'The request body is larger than this server accepts (BATON_BODY_LIMIT_BYTES).',
+    );
+  }
+  if (error.statusCode !== undefined && error.statusCode < 500) {
+    return new SqsError('InvalidParameterValue', error.message);
+  }
+  log.error({ err: error }, 'unhandled error on the SQS endpoint');
+  return new SqsError('InternalFailure', 'An internal error occurred; it has been logged.');
+}

@@ -1,0 +1,92 @@
+import { type ClaimedRow, releaseClaims } from '../../jobs/claim.js';
+import { claimWithWait } from '../../wake/long-poll.js';
+import { type Action, queueOf } from '../call.js';
+import { optionalInt, stringList } from '../input.js';
+import { md5Hex, md5OfAttributes } from '../md5.js';
+import { selectAttributes } from '../message.js';
+import { leaseOf } from '../queue-attributes.js';
+import { encodeReceiptHandle } from '../receipt-handle.js';
+import type { MessageMeta } from './send.js';
+
+/**
+ * ReceiveMessage: a claim of up to MaxNumberOfMessages (1-10) jobs under a lease of
+ * VisibilityTimeout (else the queue's), long-polling up to WaitTimeSeconds (else the queue's
+ * ReceiveMessageWaitTimeSeconds) with Baton's wake-up. Each job comes back as a message: its id is
+ * the MessageId, its lease the ReceiptHandle, its attempts ApproximateReceiveCount.
+ */
+
+/** System attributes a receive can return; others it may name (FIFO ones, queue attributes) are ignored. */
+const SYSTEM_ATTRIBUTES = [
+  'SenderId',
+  'SentTimestamp',
+  'ApproximateReceiveCount',
+  'ApproximateFirstReceiveTimestamp',
+  'AWSTraceHeader',
+  'MessageGroupId',
+];
+
+export const receiveMessage: Action = async (call, input) => {
+  const { deps } = call;
+  const name = queueOf(call, input);
+  const maxJobs = optionalInt(input, 'MaxNumberOfMessages', 1, 10) ?? 1;
+  const visibility = optionalInt(input, 'VisibilityTimeout', 0, 43_200);
+  const wait = optionalInt(input, 'WaitTimeSeconds', 0, 20);
+  const systemNames = [
+    ...stringList(input, 'AttributeNames'),
+    ...stringList(input, 'MessageSystemAttributeNames'),
+  ];
+  const attributeNames = stringList(input, 'MessageAttributeNames');
+  const queue = await deps.queues.get(name);
+
+  const { jobs: rows } = await claimWithWait(deps.claims, deps.waitList, {
+    queue: name,
+    maxJobs,
+    leaseMs: visibility === undefined ? undefined : leaseOf(visibility),
+    workerId: call.caller.senderId,
+    waitMs: deps.shuttingDown() ? 0 : (wait ?? queue.waitSeconds) * 1000,
+    pollIntervalMs: deps.config.pollIntervalMs,
+    signal: call.signal,
+    onHeldBack: (held) => deps.heldBack(name, held),
+  });
+  if (call.signal.aborted && rows.length > 0) {
+    // The client left while we claimed: nobody will receive these leases, so hand the jobs back.
+    const released = await releaseClaims(deps.db, rows);
+    call.log.info({ released }, 'SQS receiver went away; released its messages');
+    deps.jobsReady(name, released);
+    return {};
+  }
+  deps.metrics.claimed(name, rows);
+  if (rows.length === 0) return {};
+  const wanted = systemNames.some((n) => n === 'All') ? SYSTEM_ATTRIBUTES : systemNames;
+  return { Messages: rows.map((row) => toMessage(row, wanted, attributeNames)) };
+};
+
+function toMessage(row: ClaimedRow, systemNames: string[], attributeNames: string[]) {
+  // A job enqueued through the native API may hold any JSON; its body is then the JSON text.
+  const body = typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload);
+  const meta = ((row.meta as { sqs?: MessageMeta } | null)?.sqs ?? {}) as MessageMeta;
+  const system: Record<string, string | undefined> = {
+    SenderId: meta.sender_id,
+    SentTimestamp: String(row.created_at.getTime()),
+    ApproximateReceiveCount: String(row.attempts),
+    // Baton keeps the latest claim's time only: exact on the first receive, left out after it.
+    ApproximateFirstReceiveTimestamp: row.attempts === 1 ? String(row.claimed_at.getTime()) : undefined,
+    AWSTraceHeader: meta.system_attributes?.AWSTraceHeader?.StringValue,
+    MessageGroupId: meta.group_id,
+  };
+  const attributes: Record<string, string> = {};
+  for (const name of systemNames) {
+    const value = SYSTEM_ATTRIBUTES.includes(name) ? system[name] : undefined;
+    if (value !== undefined) attributes[name] = value;
+  }
+  const messageAttributes = selectAttributes(meta.attributes ?? {}, attributeNames);
+  const md5Attributes = md5OfAttributes(messageAttributes);
+  return {
+    MessageId: row.id,
+    ReceiptHandle: encodeReceiptHandle({ queue: row.queue, id: row.id, leaseToken: row.lease_token }),
+    MD5OfBody: md5Hex(body),
+    Body: body,
+    ...(Object.keys(attributes).length > 0 ? { Attributes: attributes } : {}),
+    ...(md5Attributes ? { MD5OfMessageAttributes: md5Attributes, MessageAttributes: messageAttributes } : {}),
+  };
+}

@@ -1,0 +1,108 @@
+import type { LeaseOutcome } from '../../jobs/lease-outcome.js';
+import { nackJob } from '../../jobs/nack.js';
+import { renewLeases } from '../../jobs/renew.js';
+import { batchEntries, distinctRounds, failedEntry } from '../batch.js';
+import { type Action, queueOf, type SqsCall } from '../call.js';
+import { SqsError } from '../errors.js';
+import { type Input, requiredInt, requiredString } from '../input.js';
+import type { Lease } from '../receipt-handle.js';
+import { leaseOfHandle } from './delete.js';
+
+/**
+ * ChangeMessageVisibility(Batch). A timeout above 0 renews the lease to end that many seconds from
+ * now (the same HOT-eligible renewal as POST /v1/jobs/{id}/renew). A timeout of 0 makes the message
+ * visible again at once: a nack with no delay, so the receive is counted as a failed attempt, exactly
+ * as SQS counts it in ApproximateReceiveCount (and on the last allowed attempt the message goes dead,
+ * then to the dead-letter queue). A handle whose lease is no longer current is refused the way SQS
+ * refuses it.
+ */
+
+const notAvailable = () =>
+  new SqsError(
+    'InvalidParameterValue',
+    'Value for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.',
+  );
+
+interface Change {
+  entry: string;
+  lease: Lease;
+  seconds: number;
+}
+
+/** Make one message visible now: a nack without delay. */
+async function release(call: SqsCall, change: Change): Promise<LeaseOutcome<unknown>> {
+  const { deps } = call;
+  const outcome = await nackJob(
+    deps.db,
+    {
+      id: change.lease.id,
+      leaseToken: change.lease.leaseToken,
+      error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
+      retryInMs: 0,
+    },
+    deps.config,
+  );
+  if (outcome.outcome === 'done') {
+    deps.metrics.nacked(change.lease.queue, outcome.value.job.state === 'dead' ? 'dead' : 'retry');
+    if (outcome.value.readyNow) deps.jobsReady(change.lease.queue, 1);
+    else deps.slotsFreed(change.lease.queue, 1);
+  }
+  return outcome;
+}
+
+/** Change each visibility; per change, whether it was applied. */
+async function apply(call: SqsCall, changes: Change[]): Promise<Map<Change, boolean>> {
+  const applied = new Map<Change, boolean>();
+  for (const change of changes.filter((c) => c.seconds === 0)) {
+    applied.set(change, (await release(call, change)).outcome === 'done');
+  }
+  const renewals = changes
+    .filter((c) => c.seconds > 0)
+    .map((c) => ({ id: c.lease.id, leaseToken: c.lease.leaseToken, leaseMs: c.seconds * 1000, change: c }));
+  for (const round of distinctRounds(renewals)) {
+    const outcomes = await renewLeases(call.deps.db, round);
+    outcomes.forEach((outcome, i) => {
+      const { change } = round[i]!;
+      if (outcome.outcome === 'done') call.deps.metrics.renewed(change.lease.queue);
+      if (outcome.outcome === 'lease_lost') call.deps.metrics.leaseLost(change.lease.queue, 'renew');
+      applied.set(change, outcome.outcome === 'done');
+    });
+  }
+  return applied;
+}
+
+function changeOf(entry: string, input: Input, queue: string): Change {
+  const lease = leaseOfHandle(requiredString(input, 'ReceiptHandle'), queue);
+  return { entry, lease, seconds: requiredInt(input, 'VisibilityTimeout', 0, 43_200) };
+}
+
+export const changeMessageVisibility: Action = async (call, input) => {
+  const queue = queueOf(call, input);
+  const change = changeOf('', input, queue);
+  await call.deps.queues.get(queue);
+  if (!(await apply(call, [change])).get(change)) throw notAvailable();
+  return {};
+};
+
+export const changeMessageVisibilityBatch: Action = async (call, input) => {
+  const queue = queueOf(call, input);
+  const entries = batchEntries(input, 'ChangeMessageVisibilityBatch');
+  await call.deps.queues.get(queue);
+  const failed: ReturnType<typeof failedEntry>[] = [];
+  const changes: Change[] = [];
+  for (const entry of entries) {
+    try {
+      changes.push(changeOf(entry.id, entry.input, queue));
+    } catch (err) {
+      if (!(err instanceof SqsError)) throw err;
+      failed.push(failedEntry(entry.id, err));
+    }
+  }
+  const applied = await apply(call, changes);
+  const successful: { Id: string }[] = [];
+  for (const change of changes) {
+    if (applied.get(change)) successful.push({ Id: change.entry });
+    else failed.push(failedEntry(change.entry, notAvailable()));
+  }
+  return { Successful: successful, Failed: failed };
+};

@@ -1,0 +1,168 @@
+import { SqsError } from './errors.js';
+import type { Input } from './input.js';
+
+/**
+ * The query protocol (`Action=SendMessage&QueueUrl=...`, form-encoded, answered in XML): what the
+ * AWS CLI and boto3 packaged by Debian 12 send (botocore 1.29), and older SDKs generally; newer
+ * ones send the JSON protocol. Its parameters are flattened: lists and maps become numbered keys
+ * (`AttributeName.1`, `Attribute.1.Name`/`Attribute.1.Value`,
+ * `SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.StringValue`). This module reshapes
+ * them into the object the JSON protocol would have carried, so every action reads one shape.
+ */
+
+/** Most parameters a request may carry (a batch of 10 with 10 attributes each is under 600). */
+const MAX_PARAMETERS = 5000;
+/** Highest list index accepted (a batch holds at most 10 entries, a message 10 attributes). */
+const MAX_INDEX = 1000;
+
+/** Flattened list names and the JSON member each becomes. */
+const LISTS: Record<string, string> = {
+  AttributeName: 'AttributeNames',
+  MessageAttributeName: 'MessageAttributeNames',
+  MessageSystemAttributeName: 'MessageSystemAttributeNames',
+  TagKey: 'TagKeys',
+  SendMessageBatchRequestEntry: 'Entries',
+  DeleteMessageBatchRequestEntry: 'Entries',
+  ChangeMessageVisibilityBatchRequestEntry: 'Entries',
+};
+
+/** Members the JSON protocol carries as integers. */
+const INTEGERS = new Set([
+  'MaxNumberOfMessages',
+  'VisibilityTimeout',
+  'WaitTimeSeconds',
+  'DelaySeconds',
+  'MaxResults',
+]);
+
+export interface QueryRequest {
+  action: string | undefined;
+  input: Input;
+}
+
+/** Parse a form-encoded query-protocol body into its action and a JSON-shaped input. */
+export function parseQueryBody(body: string): QueryRequest {
+  const params = new URLSearchParams(body);
+  const tree = new Node();
+  let count = 0;
+  let action: string | undefined;
+  for (const [key, value] of params) {
+    if (++count > MAX_PARAMETERS) {
+      throw new SqsError('InvalidParameterValue', `a request may carry at most ${MAX_PARAMETERS} parameters`);
+    }
+    if (key === 'Action') action = value;
+    else if (key !== 'Version') tree.set(key.split('.'), value, key);
+  }
+  // A request with no parameters but its action is an empty input, not a missing one.
+  return { action, input: (tree.children.size === 0 ? {} : reshape(tree.toValue(), true)) as Input };
+}
+
+/** A node of the flattened parameter tree: a leaf value, or children by name or 1-based index. */
+class Node {
+  value: string | undefined;
+  readonly children = new Map<string, Node>();
+
+  set(path: string[], value: string, key: string): void {
+    let node: Node = this;
+    for (const part of path) {
+      // Object keys become property names below: refuse the ones that would reach a prototype.
+      if (
+        part === '' ||
+        part === '__proto__' ||
+        part === 'constructor' ||
+        part === 'prototype' ||
+        (/^\d+$/.test(part) && (Number(part) < 1 || Number(part) > MAX_INDEX))
+      ) {
+        throw new SqsError('InvalidParameterValue', `parameter ${key} is not well formed`);
+      }
+      let child = node.children.get(part);
+      if (!child) {
+        child = new Node();
+        node.children.set(part, child);
+      }
+      node = child;
+    }
+    node.value = value;
+    if (node.children.size > 0) throw conflict(key);
+  }
+
+  /** Plain data: a string, a list (children all numbered) or an object. */
+  toValue(): unknown {
+    if (this.children.size === 0) return this.value;
+    if (this.value !== undefined) throw conflict([...this.children.keys()][0]!);
+    const keys = [...this.children.keys()];
+    if (keys.every((k) => /^\d+$/.test(k))) {
+      return keys.sort((a, b) => Number(a) - Number(b)).map((k) => this.children.get(k)!.toValue());
+    }
+    if (keys.some((k) => /^\d+$/.test(k))) throw conflict(keys[0]!);
+    return Object.fromEntries(keys.map((k) => [k, this.children.get(k)!.toValue()]));
+  }
+}
+
+const conflict = (key: string) =>
+  new SqsError('InvalidParameterValue', `parameter ${key} is given both as a value and as a list`);
+
+/** Rename flattened members to their JSON names, fold Name/Value lists into maps, type integers. */
+function reshape(value: unknown, top: boolean): unknown {
+  if (Array.isArray(value)) return value.map((v) => reshape(v, false));
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'Attribute') out.Attributes = nameValueMap(v, 'Name', 'Value', key);
+    else if (key === 'Tag') out[top ? 'Tags' : key] = nameValueMap(v, 'Key', 'Value', key);
+    else if (key === 'MessageAttribute' || key === 'MessageSystemAttribute') {
+      out[`${key}s`] = attributeMap(v, key);
+    } else if (Object.hasOwn(LISTS, key)) {
+      out[LISTS[key]!] = v === '' ? [] : reshape(asList(v, key), false);
+    } else if (INTEGERS.has(key) && typeof v === 'string' && /^-?\d{1,15}$/.test(v)) {
+      out[key] = Number(v);
+    } else out[key] = reshape(v, false);
+  }
+  // An empty list is sent as its JSON name with an empty value (botocore: `AttributeNames=`).
+  for (const name of Object.values(LISTS)) if (out[name] === '') out[name] = [];
+  return out;
+}
+
+function asList(value: unknown, key: string): unknown[] {
+  if (!Array.isArray(value))
+    throw new SqsError('InvalidParameterValue', `parameter ${key} must be numbered (${key}.1)`);
+  return value;
+}
+
+/** `Attribute.1.Name=A&Attribute.1.Value=x` → `{A: 'x'}`. */
+function nameValueMap(
+  value: unknown,
+  keyName: string,
+  valueName: string,
+  key: string,
+): Record<string, unknown> {
+  // Keys are the client's names: a map without a prototype keeps "__proto__" an ordinary key.
+  const out: Record<string, unknown> = Object.create(null);
+  if (value === '') return out;
+  for (const entry of asList(value, key)) {
+    const e = entry as Record<string, unknown> | undefined;
+    const name = e?.[keyName];
+    if (typeof name !== 'string') {
+      throw new SqsError('InvalidParameterValue', `each ${key} needs a ${key}.N.${keyName}`);
+    }
+    out[name] = e?.[valueName] ?? '';
+  }
+  return out;
+}
+
+/** `MessageAttribute.1.Name=a&MessageAttribute.1.Value.StringValue=x&...` → `{a: {StringValue, DataType}}`. */
+function attributeMap(value: unknown, key: string): Record<string, unknown> {
+  const out: Record<string, unknown> = Object.create(null);
+  for (const [name, v] of Object.entries(nameValueMap(value, 'Name', 'Value', key))) {
+    if (typeof v !== 'object' || v === null) {
+      throw new SqsError('InvalidParameterValue', `${key} ${name} needs a Value.DataType and a value`);
+    }
+    const { StringListValue, BinaryListValue, ...rest } = v as Record<string, unknown>;
+    out[name] = {
+      ...rest,
+      ...(StringListValue !== undefined ? { StringListValues: StringListValue } : {}),
+      ...(BinaryListValue !== undefined ? { BinaryListValues: BinaryListValue } : {}),
+    };
+  }
+  return out;
+}
