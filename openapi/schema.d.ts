@@ -729,6 +729,13 @@ export interface components {
              */
             max_attempts?: number;
             /**
+             * @description W3C trace context of the producer, handed to every worker that claims the job (docs: README, "Trace context"). Instead of this field, a `traceparent` header may carry it (for a batch: every job without its own).
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent?: string;
+            /** @description W3C tracestate, kept with traceparent (only with it). */
+            tracestate?: string;
+            /**
              * Format: printable
              * @description Re-sending the same key to the same queue within the key retention returns the original job and creates nothing.
              */
@@ -873,6 +880,8 @@ export interface components {
              * @description When the job was enqueued.
              */
             created_at: string;
+            traceparent: string | null;
+            tracestate: string | null;
         };
         ClaimResponse: {
             jobs: components["schemas"]["ClaimedJob"][];
@@ -911,6 +920,8 @@ export interface components {
             /** @description Failed attempts, oldest first (the last 20). */
             errors: components["schemas"]["JobError"][];
             dead_reason: components["schemas"]["DeadReason"] | null;
+            traceparent: string | null;
+            tracestate: string | null;
             /** @description Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload. */
             meta: unknown;
         };

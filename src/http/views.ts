@@ -1,5 +1,6 @@
 import type { ClaimedRow } from '../jobs/claim.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
+import { traceOf } from '../jobs/trace-context.js';
 import type { GroupRow } from '../queues/group-store.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
@@ -44,8 +45,15 @@ export function toJob(row: JobRow) {
     last_error: row.last_error && withIsoTime(row.last_error),
     errors: (row.errors ?? []).map(withIsoTime),
     dead_reason: row.dead_reason,
+    ...traceView(row.meta),
     meta: row.meta ?? null,
   };
+}
+
+/** A job's trace context as its views show it. */
+function traceView(meta: unknown) {
+  const trace = traceOf(meta);
+  return { traceparent: trace?.traceparent ?? null, tracestate: trace?.tracestate ?? null };
 }
 
 /** Entries written before every SQL time was ISO (see db/sql-time.ts) are shown the same way. */
@@ -68,6 +76,7 @@ export function toClaimedJob(r: ClaimedRow) {
     lease_expires_at: r.lease_expires_at.toISOString(),
     run_at: r.run_at.toISOString(),
     created_at: r.created_at.toISOString(),
+    ...traceView(r.meta),
   };
 }
 

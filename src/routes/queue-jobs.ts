@@ -21,14 +21,21 @@ import { releaseClaims } from '../jobs/claim.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 import { claimWithWait } from '../wake/long-poll.js';
 
 /** The jobs of a queue, /v1/queues/{queue}/...: enqueue one, enqueue a batch, claim, list. */
 
-function toItem(body: EnqueueRequest, field: string, payloadLimit: number): EnqueueItem {
+function toItem(
+  body: EnqueueRequest,
+  field: string,
+  payloadLimit: number,
+  headerTrace: TraceContext | undefined,
+): EnqueueItem {
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
     throw invalidField(`${field}run_at`, 'cannot be given with delay_ms');
   }
+  const trace = traceOfBody(body, field) ?? headerTrace;
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
     group: body.group,
@@ -38,7 +45,25 @@ function toItem(body: EnqueueRequest, field: string, payloadLimit: number): Enqu
     runAt: body.run_at === undefined ? undefined : toUtcTimestamp(body.run_at),
     maxAttempts: body.max_attempts,
     idempotencyKey: body.idempotency_key,
+    ...(trace ? { meta: { trace } } : {}),
   };
+}
+
+/** The trace context a job gives in its own fields; a 400 naming the field when they do not hold. */
+function traceOfBody(body: EnqueueRequest, field: string): TraceContext | undefined {
+  if (body.traceparent === undefined) {
+    if (body.tracestate !== undefined) throw invalidField(`${field}tracestate`, 'needs traceparent');
+    return undefined;
+  }
+  if (!isTraceparent(body.traceparent)) {
+    throw invalidField(
+      `${field}traceparent`,
+      'is not a W3C traceparent (version ff, or a zero trace or parent id)',
+    );
+  }
+  return body.tracestate === undefined
+    ? { traceparent: body.traceparent }
+    : { traceparent: body.traceparent, tracestate: body.tracestate };
 }
 
 const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
@@ -76,7 +101,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { queue } = request.params;
-      const item = toItem(request.body, '', config.payloadLimitBytes);
+      const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
       const [result] = await enqueues.enqueue(queue, [item]);
       const { job, created } = result!;
       if (created) app.metrics.enqueued(queue, 1);
@@ -107,7 +132,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { queue } = request.params;
-      const items = request.body.jobs.map((job, i) => toItem(job, `jobs[${i}].`, config.payloadLimitBytes));
+      const headerTrace = traceFromHeaders(request.headers);
+      const items = request.body.jobs.map((job, i) =>
+        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace),
+      );
       const results = await enqueues.enqueue(queue, items);
       app.metrics.enqueued(queue, results.filter((r) => r.created).length);
       const ready = results.filter((r) => r.created && r.job.state === 'ready').length;

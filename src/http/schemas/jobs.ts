@@ -14,6 +14,7 @@ import {
   WORKER_ID_MAX,
 } from '../../jobs/limits.js';
 import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
+import { TRACEPARENT_PATTERN, TRACESTATE_MAX, TRACESTATE_PATTERN } from '../../jobs/trace-context.js';
 import {
   GroupName,
   Int32,
@@ -68,6 +69,24 @@ export const EnqueueRequest = Type.Object(
         description: 'Claims allowed before the job is dead-lettered. Default: the queue setting.',
       }),
     ),
+    traceparent: Type.Optional(
+      Type.String({
+        pattern: TRACEPARENT_PATTERN,
+        description:
+          'W3C trace context of the producer, handed to every worker that claims the job (docs: README, "Trace ' +
+          'context"). Instead of this field, a `traceparent` header may carry it (for a batch: every job ' +
+          'without its own).',
+        examples: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
+      }),
+    ),
+    tracestate: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: TRACESTATE_MAX,
+        pattern: TRACESTATE_PATTERN,
+        description: 'W3C tracestate, kept with traceparent (only with it).',
+      }),
+    ),
     idempotency_key: Type.Optional(
       PrintableText(
         IDEMPOTENCY_KEY_MAX,
@@ -92,6 +111,16 @@ export const BatchEnqueueRequest = Type.Object(
     examples: [{ jobs: [{ payload: { n: 1 } }, { payload: { n: 2 }, delay_ms: 60000 }] }],
   },
 );
+
+/** The producer's trace context, as claims and reads show it. */
+const traceFields = {
+  traceparent: Nullable(
+    Type.String({ description: "The producer's W3C traceparent; null when none was given." }),
+  ),
+  tracestate: Nullable(
+    Type.String({ description: "The producer's W3C tracestate; null when none was given." }),
+  ),
+};
 
 const JobGroup = Nullable(Type.String({ description: 'The group given at enqueue; null for none.' }));
 
@@ -167,6 +196,7 @@ export const ClaimedJob = Type.Object(
     lease_expires_at: Timestamp('Renew before this or the job returns to the queue.'),
     run_at: Timestamp('When the job became due.'),
     created_at: Timestamp('When the job was enqueued.'),
+    ...traceFields,
   },
   { $id: 'ClaimedJob' },
 );
@@ -197,6 +227,7 @@ export const Job = Type.Object(
       description: `Failed attempts, oldest first (the last ${ERRORS_KEPT}).`,
     }),
     dead_reason: Nullable(ref(DeadReason)),
+    ...traceFields,
     meta: Json(
       'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
         'attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload.',
