@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { QueueRow } from '../queues/queue-store.js';
 import {
   type Claimant,
   type ClaimOutcome,
@@ -45,15 +46,19 @@ const WALK_SLACK = 200;
  */
 const READY_COUNTED = 64;
 
-interface QueueFlow {
-  paused: boolean;
-  grouped: boolean;
-  concurrency_limit: number | null;
-  rate_limit: number | null;
-  rate_period_ms: number | null;
-  group_concurrency_limit: number | null;
-  group_rate_limit: number | null;
-  group_rate_period_ms: number | null;
+/** A queue's row as far as flow control reads it, and what the claim counts and remembers. */
+interface QueueFlow
+  extends Pick<
+    QueueRow,
+    | 'paused'
+    | 'grouped'
+    | 'concurrency_limit'
+    | 'rate_limit'
+    | 'rate_period_ms'
+    | 'group_concurrency_limit'
+    | 'group_rate_limit'
+    | 'group_rate_period_ms'
+  > {
   in_flight: number;
   last_group: string | null;
   claim_times: Date[] | null;

@@ -1,8 +1,9 @@
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import {
   GROUP_NAME_PATTERN,
   JOB_ID_PATTERN,
   LEASE_TOKEN_PATTERN,
+  LIST_LIMIT_MAX,
   PRINTABLE_FORMAT,
   PRINTABLE_PATTERN,
   QUEUE_NAME_PATTERN,
@@ -30,6 +31,31 @@ export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: 
 type IntegerOptions = NonNullable<Parameters<typeof Type.Integer>[0]>;
 export const Int32 = (options: IntegerOptions = {}) => Type.Integer({ format: 'int32', ...options });
 export const Int64 = (options: IntegerOptions = {}) => Type.Integer({ format: 'int64', ...options });
+
+/**
+ * A keyset-paged list: the page's items under `key`, and the cursor of the next page. Every list of
+ * the API has this shape.
+ */
+export const PageOf = <T extends TSchema>(key: string, item: T, $id: string) =>
+  Type.Object(
+    {
+      [key]: Type.Array(item),
+      next_cursor: Nullable(
+        Type.String({ description: 'Pass as cursor for the next page; null on the last.' }),
+      ),
+    },
+    { $id },
+  );
+
+/** The query of a keyset-paged list: how many, and the cursor a previous page answered. */
+export const PageQuery = (cursorMax: number) =>
+  Type.Object(
+    {
+      limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
+      cursor: Type.Optional(Type.String({ maxLength: cursorMax })),
+    },
+    strict,
+  );
 
 /** Any JSON value, passed through as is. */
 export const Json = (description: string) => Type.Unknown({ description });

@@ -1,6 +1,16 @@
 import { Type } from 'typebox';
-import { GROUP_WEIGHT_MAX, LIST_LIMIT_MAX } from '../../jobs/limits.js';
-import { GroupName, Int32, Int64, Nullable, QueueName, strict, Timestamp } from './common.js';
+import { GROUP_WEIGHT_MAX } from '../../jobs/limits.js';
+import {
+  GroupName,
+  Int32,
+  Int64,
+  Nullable,
+  PageOf,
+  PageQuery,
+  QueueName,
+  strict,
+  Timestamp,
+} from './common.js';
 import { ConcurrencyLimit, RateLimit } from './queues.js';
 import { ref } from './ref.js';
 
@@ -61,23 +71,9 @@ export const Group = Type.Object(
   },
 );
 
-export const GroupList = Type.Object(
-  {
-    groups: Type.Array(ref(Group)),
-    next_cursor: Nullable(
-      Type.String({ description: 'Pass as cursor for the next page; null on the last.' }),
-    ),
-  },
-  { $id: 'GroupList' },
-);
+export const GroupList = PageOf('groups', ref(Group), 'GroupList');
 
-export const GroupListQuery = Type.Object(
-  {
-    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
-    cursor: Type.Optional(Type.String({ maxLength: 400 })),
-  },
-  strict,
-);
+export const GroupListQuery = PageQuery(400);
 
 export const DeletedGroup = Type.Object(
   {

@@ -6,7 +6,6 @@ import {
   HISTORY_MINUTES_MAX,
   LEASE_MS_MAX,
   LEASE_MS_MIN,
-  LIST_LIMIT_MAX,
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
   RATE_LIMIT_MAX,
@@ -14,7 +13,7 @@ import {
   RATE_PERIOD_MS_MIN,
   RETENTION_MS_MAX,
 } from '../../jobs/limits.js';
-import { Int32, Int64, JobId, Nullable, strict, Timestamp } from './common.js';
+import { Int32, Int64, JobId, Nullable, PageOf, PageQuery, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
 
 /** A concurrency limit: at most this many jobs claimed at once, across every replica. */
@@ -133,23 +132,9 @@ export const Queue = Type.Object(
   { $id: 'Queue' },
 );
 
-export const QueueList = Type.Object(
-  {
-    queues: Type.Array(ref(Queue)),
-    next_cursor: Nullable(
-      Type.String({ description: 'Pass as cursor for the next page; null on the last.' }),
-    ),
-  },
-  { $id: 'QueueList' },
-);
+export const QueueList = PageOf('queues', ref(Queue), 'QueueList');
 
-export const QueueListQuery = Type.Object(
-  {
-    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
-    cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  },
-  strict,
-);
+export const QueueListQuery = PageQuery(200);
 
 export const DeleteQueueQuery = Type.Object(
   {

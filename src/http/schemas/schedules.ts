@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
-import { LIST_LIMIT_MAX, MAX_ATTEMPTS_LIMIT, PRIORITY_MAX, PRIORITY_MIN } from '../../jobs/limits.js';
+import { MAX_ATTEMPTS_LIMIT, PRIORITY_MAX, PRIORITY_MIN } from '../../jobs/limits.js';
 import { SCHEDULE_NAME_PATTERN } from '../../schedules/definition.js';
 import { CATCH_UP_ALL_MAX } from '../../schedules/occurrences.js';
-import { Int32, Json, Nullable, QueueName, strict, Timestamp } from './common.js';
+import { Int32, Json, Nullable, PageOf, PageQuery, QueueName, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
 
 export const ScheduleParams = Type.Object(
@@ -115,23 +115,9 @@ export const Schedule = Type.Object(
   { $id: 'Schedule' },
 );
 
-export const ScheduleList = Type.Object(
-  {
-    schedules: Type.Array(ref(Schedule)),
-    next_cursor: Nullable(
-      Type.String({ description: 'Pass as cursor for the next page; null on the last.' }),
-    ),
-  },
-  { $id: 'ScheduleList' },
-);
+export const ScheduleList = PageOf('schedules', ref(Schedule), 'ScheduleList');
 
-export const ScheduleListQuery = Type.Object(
-  {
-    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
-    cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  },
-  strict,
-);
+export const ScheduleListQuery = PageQuery(200);
 
 export const DeletedSchedule = Type.Object(
   { name: Type.String(), deleted: Type.Literal(true) },
