@@ -1,4 +1,5 @@
 import type { FunctionComponent } from 'preact';
+import { GroupPage } from './group.js';
 import { JobPage } from './job.js';
 import { Overview } from './overview.js';
 import { QueuePage } from './queue.js';
@@ -10,8 +11,7 @@ export interface PageProps {
 
 /**
  * Every page of the dashboard: its path in the URL fragment, its title, and whether the header
- * links to it. A new page is one entry here (the schedules page, once cron schedules exist: see
- * docs/dashboard.md).
+ * links to it. A new page is one entry here (see docs/dashboard.md, "Adding a page").
  */
 export interface Page {
   path: string;
@@ -24,5 +24,10 @@ export interface Page {
 export const PAGES: Page[] = [
   { path: '/', nav: 'Queues', title: () => 'Queues', component: Overview },
   { path: '/queues/:queue', title: (p) => `Queue ${p.queue}`, component: QueuePage },
+  {
+    path: '/queues/:queue/groups/:group',
+    title: (p) => `Group ${p.group} of ${p.queue}`,
+    component: GroupPage,
+  },
   { path: '/jobs/:id', title: (p) => `Job ${p.id}`, component: JobPage },
 ];
