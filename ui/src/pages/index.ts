@@ -3,6 +3,8 @@ import { GroupPage } from './group.js';
 import { JobPage } from './job.js';
 import { Overview } from './overview.js';
 import { QueuePage } from './queue.js';
+import { SchedulePage } from './schedule.js';
+import { SchedulesPage } from './schedules.js';
 
 export interface PageProps {
   params: Record<string, string>;
@@ -30,4 +32,6 @@ export const PAGES: Page[] = [
     component: GroupPage,
   },
   { path: '/jobs/:id', title: (p) => `Job ${p.id}`, component: JobPage },
+  { path: '/schedules', nav: 'Schedules', title: () => 'Schedules', component: SchedulesPage },
+  { path: '/schedules/:name', title: (p) => `Schedule ${p.name}`, component: SchedulePage },
 ];
