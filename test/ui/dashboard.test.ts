@@ -1,77 +1,17 @@
 import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256 } from '../../src/auth/api-keys.js';
 import { useListeningApp } from '../support/app.js';
-import { launchChromium, watchProblems } from '../support/browser.js';
-import { useTestDatabase } from '../support/database.js';
 import { seedHourOfHistory } from './history-seed.js';
+import { eventually, SECRETS, useDashboard, WALK, XSS } from './walk.js';
 
 /**
  * The walk an operator takes, in headless Chromium against a real server (with a maintenance
  * leader counting every 200 ms) and a real PostgreSQL. The pages are built from ui/ on the first
  * request, as `npm start` does. `npm run screenshots` also writes the screenshots in docs/.
+ * Groups and schedules have their own walk: flow-pages.test.ts.
  */
-const database = useTestDatabase();
-const SECRETS = { ops: 'bk_ops_dashboard_test', viewer: 'bk_viewer_dashboard_test' };
-const KEYS = JSON.stringify([
-  { name: 'ops', sha256: sha256(SECRETS.ops).toString('hex'), scopes: ['admin'] },
-  { name: 'viewer', sha256: sha256(SECRETS.viewer).toString('hex'), scopes: ['producer', 'consumer'] },
-]);
-const server = useListeningApp(database, {
-  BATON_API_KEYS: KEYS,
-  BATON_MAINTENANCE: 'true',
-  BATON_TICK_MS: '200',
-});
-
-const XSS = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">';
-
-/** The API, as a worker or an operator's script would call it. */
-async function call(key: string, method: string, url: string, body?: unknown) {
-  const res = await fetch(`${server.url}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
-const asOps = (method: string, url: string, body?: unknown) => call(SECRETS.ops, method, url, body);
-
-/** Until `read()` passes the check: pages re-read their figures every 2 s, on a machine shared with other tests. */
-const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000 });
-/** Each walk step waits on the browser; give it room when the machine is busy. */
-const WALK = { timeout: 90_000 };
-
-let browser: Browser;
-let shots: string;
-beforeAll(async () => {
-  browser = await launchChromium();
-  shots = process.env.UPDATE_SCREENSHOTS
-    ? 'docs/screenshots'
-    : await fs.mkdtemp(path.join(os.tmpdir(), 'baton-screenshots-'));
-});
-afterAll(async () => {
-  await browser?.close();
-  if (!process.env.UPDATE_SCREENSHOTS && shots) await fs.rm(shots, { recursive: true, force: true });
-});
-
-async function openPage(viewport = { width: 1280, height: 800 }) {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  return { context, page, problems: watchProblems(page) };
-}
-
-async function signIn(page: Page, key: string) {
-  await page.goto(`${server.url}/`);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Queues' }).waitFor();
-}
+const { database, server, call, asOps, openPage, signIn, shot } = useDashboard();
 
 describe('the dashboard, with an admin key', WALK, () => {
   let context: BrowserContext;
@@ -202,27 +142,27 @@ describe('the dashboard, with an admin key', WALK, () => {
     const thumbnails = page.getByRole('row', { name: /thumbnails/ });
     await eventually(() => thumbnails.getByRole('cell').first().textContent()).toBe('12');
     await page.locator('tbody figure.chart canvas').nth(5).waitFor();
-    await page.screenshot({ path: path.join(shots, 'overview.png') });
+    await page.screenshot({ path: shot('overview.png') });
 
     await page.getByRole('link', { name: 'reports' }).click();
     await page.getByRole('heading', { name: 'Queue reports' }).waitFor();
     await page.locator('.charts canvas').nth(1).waitFor();
-    await page.screenshot({ path: path.join(shots, 'queue.png'), fullPage: true });
+    await page.screenshot({ path: shot('queue.png'), fullPage: true });
 
     await page.goto(`${server.url}/ui#/jobs/${deadJob}`);
     await page.getByRole('heading', { name: `Job ${deadJob}` }).waitFor();
     await page.getByRole('heading', { name: 'Failed attempts' }).waitFor();
-    await page.screenshot({ path: path.join(shots, 'job.png'), fullPage: true });
+    await page.screenshot({ path: shot('job.png'), fullPage: true });
 
     const phone = await openPage({ width: 390, height: 844 });
     await signIn(phone.page, SECRETS.ops);
     await phone.page.getByRole('row', { name: /thumbnails/ }).waitFor();
     await phone.page.locator('tbody figure.chart canvas').nth(5).waitFor();
-    await phone.page.screenshot({ path: path.join(shots, 'overview-phone.png') });
+    await phone.page.screenshot({ path: shot('overview-phone.png') });
     expect(phone.problems).toEqual([]);
     await phone.context.close();
     for (const name of ['overview.png', 'queue.png', 'job.png', 'overview-phone.png']) {
-      expect((await fs.stat(path.join(shots, name))).size, name).toBeGreaterThan(10_000);
+      expect((await fs.stat(shot(name))).size, name).toBeGreaterThan(10_000);
     }
   });
 

@@ -91,7 +91,17 @@ function Shell({ session }: { session: Session }) {
         </a>
         <nav aria-label="Pages">
           {PAGES.filter((p) => p.nav).map((p) => (
-            <a key={p.path} href={href(p.path)} aria-current={found?.page === p ? 'page' : undefined}>
+            <a
+              key={p.path}
+              href={href(p.path)}
+              aria-current={
+                found?.page === p
+                  ? 'page'
+                  : p.path !== '/' && where.path.startsWith(`${p.path}/`)
+                    ? 'true'
+                    : undefined
+              }
+            >
               {p.nav}
             </a>
           ))}

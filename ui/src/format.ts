@@ -14,6 +14,32 @@ export function duration(ms: number): string {
   return `${Math.round(s / 86400)} d`;
 }
 
+/** A duration in ms, exactly (a configured period, not a measurement): 100 ms, 1.5 s, 1 min, 2 h, 1 d. */
+export function period(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['min', 60_000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${count(ms / size)} ${unit}`;
+  }
+  return ms >= 1000 ? `${count(ms / 1000)} s` : `${count(ms)} ms`;
+}
+
+/** A rate limit: "100 per 1 min"; null: "none". */
+export const rate = (r: { limit: number; period_ms: number } | null): string =>
+  r === null ? 'none' : `${count(r.limit)} per ${period(r.period_ms)}`;
+
+/** A concurrency limit: "5 at once"; null: "none". */
+export const atOnce = (n: number | null): string => (n === null ? 'none' : `${count(n)} at once`);
+
+/** How far `iso` is from `now` (ms since the epoch, the server's clock): "in 4 min", "12 s ago". */
+export function relative(iso: string | null | undefined, now: number): string {
+  if (!iso) return '';
+  const ms = Date.parse(iso) - now;
+  return ms >= 0 ? `in ${duration(ms)}` : `${duration(-ms)} ago`;
+}
+
 /** A timestamp in the viewer's time zone, to the second. */
 export function time(iso: string | null | undefined): string {
   if (!iso) return '—';

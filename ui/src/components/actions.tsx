@@ -2,8 +2,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 /**
  * An operator action (admin keys only): a button, a confirmation that says what will happen and to
- * how many jobs, then the API call. Pages describe their actions; this runs them. A future page
- * (a group's pause, a schedule's "run now") adds entries to its own list.
+ * how many jobs, then the API call. Pages describe their actions (queue-actions.ts, job-actions.ts,
+ * group-actions.ts, schedule-actions.ts); this runs them.
  */
 export interface Action {
   /** The button's text: "Pause". */
@@ -21,7 +21,12 @@ export interface Action {
   run: () => Promise<string>;
 }
 
-export function ActionBar({ actions, onDone }: { actions: Action[]; onDone: () => void }) {
+/**
+ * Runs actions: a button for each, the confirmation, and a status line saying what happened. Most
+ * pages want all three together (ActionBar); a table with an action per row (a queue's groups)
+ * places the buttons in its rows and the status line and dialog once, beside the table.
+ */
+export function useActions(onDone: () => void) {
   const [asking, setAsking] = useState<{ action: Action; from: HTMLButtonElement } | undefined>();
   const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | undefined>();
 
@@ -38,27 +43,36 @@ export function ActionBar({ actions, onDone }: { actions: Action[]; onDone: () =
     onDone();
   };
 
-  return (
-    <div class="actions">
-      <div class="buttons">
-        {actions.map((action) => (
-          <button
-            key={action.name}
-            type="button"
-            class={action.danger ? 'danger' : undefined}
-            aria-label={action.name}
-            title={action.unavailable ?? action.name}
-            disabled={action.unavailable !== undefined}
-            onClick={(e) => setAsking({ action, from: e.currentTarget })}
-          >
-            {action.label}
-          </button>
-        ))}
-      </div>
+  return {
+    button: (action: Action) => (
+      <button
+        key={action.name}
+        type="button"
+        class={action.danger ? 'danger' : undefined}
+        aria-label={action.name}
+        title={action.unavailable ?? action.name}
+        disabled={action.unavailable !== undefined}
+        onClick={(e) => setAsking({ action, from: e.currentTarget })}
+      >
+        {action.label}
+      </button>
+    ),
+    status: (
       <p class={outcome?.ok === false ? 'outcome error' : 'outcome'} role="status">
         {outcome?.text}
       </p>
-      {asking && <Confirm action={asking.action} onClose={finish} />}
+    ),
+    dialog: asking && <Confirm action={asking.action} onClose={finish} />,
+  };
+}
+
+export function ActionBar({ actions, onDone }: { actions: Action[]; onDone: () => void }) {
+  const run = useActions(onDone);
+  return (
+    <div class="actions">
+      <div class="buttons">{actions.map(run.button)}</div>
+      {run.status}
+      {run.dialog}
     </div>
   );
 }

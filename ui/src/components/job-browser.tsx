@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'preact/hooks';
 import { type Job, type JobState, must } from '../api.js';
 import { count, time } from '../format.js';
 import { usePoll } from '../hooks.js';
@@ -12,12 +13,20 @@ interface Props {
   queue: string;
   state: JobState;
   order: 'asc' | 'desc';
+  /** Only this group's jobs (the URL's ?group=); undefined: every job. */
+  group?: string;
+  /** Offer a group filter (the queue's jobs carry groups). A group's own page passes false: its group is fixed. */
+  groupFilter?: boolean;
 }
 
+/** What the API takes as a group name: 1 to 128 printable ASCII characters, no spaces. */
+const GROUP_NAME = /^[!-~]{1,128}$/;
+
 /**
- * A queue's jobs in one state, a page at a time (keyset paging: GET /v1/queues/{queue}/jobs with
- * the previous page's next_cursor). The filter lives in the page's URL, so it can be shared. Not
- * polled: a list that moves under the reader is hard to use; "Refresh" reads it again.
+ * A queue's jobs in one state (and maybe one group), a page at a time (keyset paging: GET
+ * /v1/queues/{queue}/jobs with the previous page's next_cursor). The filter lives in the page's URL,
+ * so it can be shared. Not polled: a list that moves under the reader is hard to use; "Refresh"
+ * reads it again.
  */
 export function JobBrowser(props: Props) {
   return (
@@ -42,28 +51,79 @@ export function JobBrowser(props: Props) {
           </select>
         </label>
       </form>
+      {props.groupFilter && <GroupFilter group={props.group} />}
       {/* A new filter starts again at the first page. */}
-      <JobPages key={`${props.queue}/${props.state}/${props.order}`} {...props} />
+      <JobPages key={`${props.queue}/${props.state}/${props.order}/${props.group ?? ''}`} {...props} />
     </section>
   );
 }
 
-function JobPages({ queue, state, order }: Props) {
+/** The group filter: free text, so it applies on Enter or its button, and goes into the URL. */
+function GroupFilter({ group }: { group?: string }) {
+  const [text, setText] = useState(group ?? '');
+  const [invalid, setInvalid] = useState(false);
+  // The URL changed (a link, the back button): show its filter.
+  useEffect(() => {
+    setText(group ?? '');
+    setInvalid(false);
+  }, [group]);
+  const apply = (e: Event) => {
+    e.preventDefault();
+    const value = text.trim();
+    if (value !== '' && !GROUP_NAME.test(value)) return setInvalid(true);
+    setInvalid(false);
+    setQuery({ group: value || undefined });
+  };
+  return (
+    <form class="filters" onSubmit={apply}>
+      <label>
+        Group{' '}
+        <input
+          type="text"
+          value={text}
+          spellcheck={false}
+          autocomplete="off"
+          maxLength={128}
+          placeholder="every group"
+          aria-invalid={invalid ? true : undefined}
+          aria-describedby={invalid ? 'group-filter-error' : undefined}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
+      </label>
+      <button type="submit">Filter by group</button>
+      {group !== undefined && (
+        <button type="button" onClick={() => setQuery({ group: undefined })}>
+          Every group
+        </button>
+      )}
+      {invalid && (
+        <p id="group-filter-error" class="error" role="alert">
+          A group name is 1 to 128 printable ASCII characters, without spaces.
+        </p>
+      )}
+    </form>
+  );
+}
+
+function JobPages({ queue, state, order, group, groupFilter }: Props) {
   const { api } = useSession();
   const pager = usePager();
   const page = usePoll(
     (signal) =>
       must(
         api.GET('/v1/queues/{queue}/jobs', {
-          params: { path: { queue }, query: { state, order, limit: PAGE, cursor: pager.cursor } },
+          params: { path: { queue }, query: { state, order, group, limit: PAGE, cursor: pager.cursor } },
           signal,
         }),
       ),
     0,
-    [api, queue, state, order, pager.cursor],
+    [api, queue, state, order, group, pager.cursor],
   );
   const jobs = page.data?.jobs;
   const finished = state === 'completed' || state === 'dead' || state === 'cancelled';
+  const what = group === undefined ? `${state} jobs` : `${state} jobs of group ${group}`;
+  // The group of each job, when the list may hold several groups.
+  const showGroup = groupFilter === true && group === undefined;
   return (
     <>
       <button type="button" class="refresh" onClick={page.reload}>
@@ -75,15 +135,16 @@ function JobPages({ queue, state, order }: Props) {
           <Loading />
         )
       ) : jobs.length === 0 ? (
-        <p>No {state} jobs.</p>
+        <p>No {what}.</p>
       ) : (
-        <Scroll label={`${state} jobs`}>
+        <Scroll label={what}>
           <table class="jobs">
-            <caption class="visually-hidden">{`${state} jobs of ${queue}`}</caption>
+            <caption class="visually-hidden">{`${what} of ${queue}`}</caption>
             <thead>
               <tr>
                 <th scope="col">Job</th>
                 <th scope="col">State</th>
+                {showGroup && <th scope="col">Group</th>}
                 <th scope="col" class="num">
                   Priority
                 </th>
@@ -98,18 +159,18 @@ function JobPages({ queue, state, order }: Props) {
             </thead>
             <tbody>
               {jobs.map((job) => (
-                <JobRow key={job.id} job={job} finished={finished} />
+                <JobRow key={job.id} job={job} finished={finished} showGroup={showGroup} />
               ))}
             </tbody>
           </table>
         </Scroll>
       )}
-      <Pager pager={pager} nextCursor={page.data?.next_cursor} what={`${state} jobs`} />
+      <Pager pager={pager} nextCursor={page.data?.next_cursor} what={what} />
     </>
   );
 }
 
-function JobRow({ job, finished }: { job: Job; finished: boolean }) {
+function JobRow({ job, finished, showGroup }: { job: Job; finished: boolean; showGroup: boolean }) {
   const when = finished ? job.finished_at : job.state === 'claimed' ? job.lease_expires_at : job.run_at;
   return (
     <tr>
@@ -119,6 +180,15 @@ function JobRow({ job, finished }: { job: Job; finished: boolean }) {
       <td>
         <StateBadge state={job.state} />
       </td>
+      {showGroup && (
+        <td class="group">
+          {job.group === null ? (
+            <span class="muted">—</span>
+          ) : (
+            <a href={href('/queues', job.queue, 'groups', job.group)}>{job.group}</a>
+          )}
+        </td>
+      )}
       <td class="num">{count(job.priority)}</td>
       <td class="num">
         {job.attempts} of {job.max_attempts}

@@ -1,7 +1,10 @@
 import type { FunctionComponent } from 'preact';
+import { GroupPage } from './group.js';
 import { JobPage } from './job.js';
 import { Overview } from './overview.js';
 import { QueuePage } from './queue.js';
+import { SchedulePage } from './schedule.js';
+import { SchedulesPage } from './schedules.js';
 
 export interface PageProps {
   params: Record<string, string>;
@@ -10,8 +13,7 @@ export interface PageProps {
 
 /**
  * Every page of the dashboard: its path in the URL fragment, its title, and whether the header
- * links to it. A new page is one entry here (the schedules page, once cron schedules exist: see
- * docs/dashboard.md).
+ * links to it. A new page is one entry here (see docs/dashboard.md, "Adding a page").
  */
 export interface Page {
   path: string;
@@ -24,5 +26,12 @@ export interface Page {
 export const PAGES: Page[] = [
   { path: '/', nav: 'Queues', title: () => 'Queues', component: Overview },
   { path: '/queues/:queue', title: (p) => `Queue ${p.queue}`, component: QueuePage },
+  {
+    path: '/queues/:queue/groups/:group',
+    title: (p) => `Group ${p.group} of ${p.queue}`,
+    component: GroupPage,
+  },
   { path: '/jobs/:id', title: (p) => `Job ${p.id}`, component: JobPage },
+  { path: '/schedules', nav: 'Schedules', title: () => 'Schedules', component: SchedulesPage },
+  { path: '/schedules/:name', title: (p) => `Schedule ${p.name}`, component: SchedulePage },
 ];

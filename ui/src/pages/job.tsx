@@ -51,6 +51,15 @@ export function JobPage({ params }: PageProps) {
             </section>
           )}
           <Errors job={j} />
+          {j.meta !== null && j.meta !== undefined && (
+            <section aria-labelledby="meta-title">
+              <h2 id="meta-title">Metadata</h2>
+              <p class="muted">
+                Kept with the job: for a message sent through the SQS endpoint, its attributes.
+              </p>
+              <pre class="json">{json(j.meta)}</pre>
+            </section>
+          )}
         </>
       )}
     </>
@@ -60,6 +69,10 @@ export function JobPage({ params }: PageProps) {
 function Facts({ job: j }: { job: Job }) {
   const rows: [string, string | preact.JSX.Element][] = [
     ['Queue', <a href={href('/queues', j.queue)}>{j.queue}</a>],
+    [
+      'Group',
+      j.group === null ? 'none' : <a href={href('/queues', j.queue, 'groups', j.group)}>{j.group}</a>,
+    ],
     ['State', j.state + (j.dead_reason ? ` (${j.dead_reason.replaceAll('_', ' ')})` : '')],
     ['Attempts', `${j.attempts} of ${j.max_attempts}`],
     ['Priority', String(j.priority)],
@@ -73,6 +86,8 @@ function Facts({ job: j }: { job: Job }) {
   } else if (j.worker_id) rows.push(['Last worker', j.worker_id]);
   if (j.finished_at) rows.push(['Finished', time(j.finished_at)]);
   if (j.idempotency_key) rows.push(['Idempotency key', j.idempotency_key]);
+  if (j.traceparent) rows.push(['Trace (traceparent)', j.traceparent]);
+  if (j.tracestate) rows.push(['Trace state (tracestate)', j.tracestate]);
   return (
     <dl class="settings">
       {rows.map(([label, value]) => (

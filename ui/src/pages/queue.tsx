@@ -5,8 +5,9 @@ import { ErrorLine, Loading } from '../components/bits.js';
 import { JobBrowser, STATES } from '../components/job-browser.js';
 import { queueActions } from '../components/queue-actions.js';
 import { Activity } from '../components/queue-activity.js';
+import { Groups } from '../components/queue-groups.js';
 import { REFRESH_MS } from '../config.js';
-import { count, duration, time } from '../format.js';
+import { atOnce, count, duration, rate, time } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { useSession } from '../session.js';
 import type { PageProps } from './index.js';
@@ -16,12 +17,13 @@ interface SectionProps {
 }
 
 /**
- * The parts of a queue's page, in order. A part for a feature that does not exist yet slots in
- * here (groups and their limits, once flow control exists: see docs/dashboard.md).
+ * The parts of a queue's page, in order (the job browser follows them). A new part is one entry
+ * here: see docs/dashboard.md.
  */
 const SECTIONS: [string, FunctionComponent<SectionProps>][] = [
   ['counts', Counts],
   ['activity', ({ queue }) => <Activity queue={queue.name} />],
+  ['groups', Groups],
   ['settings', Settings],
 ];
 
@@ -37,6 +39,7 @@ export function QueuePage({ params, query }: PageProps) {
     ? (query.get('state') as JobState)
     : 'ready';
   const order = query.get('order') === 'desc' ? 'desc' : 'asc';
+  const group = query.get('group') || undefined;
   const missing = q.error instanceof ApiError && q.error.status === 404;
   return (
     <>
@@ -55,7 +58,13 @@ export function QueuePage({ params, query }: PageProps) {
           {SECTIONS.map(([key, Section]) => (
             <Section key={key} queue={q.data!} />
           ))}
-          <JobBrowser queue={name} state={state} order={order} />
+          <JobBrowser
+            queue={name}
+            state={state}
+            order={order}
+            group={group}
+            groupFilter={q.data.grouped || group !== undefined}
+          />
         </>
       )}
     </>
@@ -106,6 +115,14 @@ function Settings({ queue: q }: SectionProps) {
     ],
     ['Keep completed', duration(q.retention.completed_ms) + own('retention.completed_ms')],
     ['Keep dead', duration(q.retention.dead_ms) + own('retention.dead_ms')],
+    ['Concurrency limit', atOnce(q.concurrency_limit)],
+    ['Rate limit', rate(q.rate_limit)],
+    ['Groups', q.grouped ? 'its jobs carry groups, served in turn' : 'no job with a group yet'],
+    [
+      'Each group’s concurrency limit',
+      `${atOnce(q.group_concurrency_limit)} (unless the group sets its own)`,
+    ],
+    ['Each group’s rate limit', `${rate(q.group_rate_limit)} (unless the group sets its own)`],
     ['Created', `${time(q.created_at)}${q.auto_created ? ' by a first enqueue (removed when idle)' : ''}`],
     ['Updated', time(q.updated_at)],
   ];
