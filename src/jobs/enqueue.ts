@@ -281,3 +281,13 @@ async function insertWithKeys(
     return { job, created: false };
   });
 }
+
+/**
+ * Forget every idempotency key of a queue at once, rather than when each expires: the SQS endpoint
+ * does so when it purges a FIFO queue (SQS clears its deduplication window then) and when it deletes
+ * a queue (a queue created again under the name starts with none). Answers how many were dropped.
+ */
+export async function forgetIdempotencyKeys(db: Db, queue: string): Promise<number> {
+  const result = await sql`DELETE FROM baton.idempotency_keys WHERE queue = ${queue}`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
