@@ -189,12 +189,16 @@ async function insertJobs(
 
 /**
  * Enqueue with idempotency keys, in one transaction:
- * 1. Claim each key with INSERT ... ON CONFLICT. A key already held (and not expired) is not
+ * 1. Draw an id for every item, in request order, and claim each key with INSERT ... ON CONFLICT
+ *    under the id of the first item carrying it. A key already held (and not expired) is not
  *    claimed; a concurrent enqueue with the same key waits here for the first to commit or roll
  *    back, so twenty simultaneous requests with one key create exactly one job.
- * 2. Insert the jobs whose keys we claimed, with the ids reserved in step 1.
+ * 2. Insert the jobs whose keys we claimed (and the items without a key), with the ids from step 1.
  * 3. Read back the original job of every key we did not claim (live or finished).
- * Keys are claimed in sorted order so two batches sharing keys cannot deadlock.
+ * Keys are claimed in sorted order so two batches sharing keys cannot deadlock; the ids are drawn
+ * in request order all the same, because ids order jobs that are due at the same time (claim order
+ * is priority, run_at, id): a batch is claimed in the order it was sent, keys or not, which an SQS
+ * FIFO queue's message group needs (its messages carry their deduplication ids as keys).
  */
 async function insertWithKeys(
   trx: Transaction<Database>,
@@ -202,28 +206,41 @@ async function insertWithKeys(
   items: EnqueueItem[],
   opts: EnqueueOptions,
 ): Promise<EnqueueResult[]> {
-  const keys = [
-    ...new Set(items.flatMap((i) => (i.idempotencyKey === undefined ? [] : [i.idempotencyKey]))),
-  ].sort();
-  const claimed = await sql<{ key: string; job_id: string }>`
-    INSERT INTO baton.idempotency_keys AS k (queue, key, job_id, expires_at)
-    SELECT ${queue}, t.key, nextval('baton.jobs_id_seq'), now() + ${opts.idempotencyRetentionMs}::bigint * interval '1 millisecond'
-    FROM json_array_elements_text(${JSON.stringify(keys)}::json) WITH ORDINALITY AS t(key, ord)
-    ORDER BY t.ord
-    ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at
-      WHERE k.expires_at <= now()
-    RETURNING key, job_id`.execute(trx);
-  const newIds = new Map(claimed.rows.map((r) => [r.key, r.job_id]));
+  // Each key once, with the (1-based) position of the first item carrying it, in sorted key order.
+  const first = new Map<string, number>();
+  items.forEach((item, i) => {
+    const key = item.idempotencyKey;
+    if (key !== undefined && !first.has(key)) first.set(key, i + 1);
+  });
+  const keys = [...first]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, ord], pos) => ({ key, ord, pos }));
+  // `ids` draws one id per item as generate_series yields them, so in request order.
+  const reserved = await sql<{ ord: number; id: string; claimed: boolean }>`
+    WITH ids AS MATERIALIZED (
+      SELECT g.ord, nextval('baton.jobs_id_seq') AS id FROM generate_series(1, ${items.length}::integer) AS g(ord)
+    ), claimed AS (
+      INSERT INTO baton.idempotency_keys AS k (queue, key, job_id, expires_at)
+      SELECT ${queue}, t.key, ids.id, now() + ${opts.idempotencyRetentionMs}::bigint * interval '1 millisecond'
+      FROM json_to_recordset(${JSON.stringify(keys)}::json) AS t(key text, ord integer, pos integer)
+      JOIN ids ON ids.ord = t.ord
+      ORDER BY t.pos
+      ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at
+        WHERE k.expires_at <= now()
+      RETURNING job_id
+    )
+    SELECT ids.ord::integer AS ord, ids.id, EXISTS (SELECT 1 FROM claimed c WHERE c.job_id = ids.id) AS claimed
+    FROM ids ORDER BY ids.ord`.execute(trx);
 
   // Items to insert: every unkeyed item, and the first item carrying each newly claimed key.
-  const toInsert: { index: number; id: string | null }[] = [];
-  const seen = new Set<string>();
+  const toInsert: { index: number; id: string }[] = [];
+  const newKeys = new Set<string>();
   items.forEach((item, index) => {
-    const key = item.idempotencyKey;
-    if (key === undefined) toInsert.push({ index, id: null });
-    else if (newIds.has(key) && !seen.has(key)) {
-      seen.add(key);
-      toInsert.push({ index, id: newIds.get(key)! });
+    const row = reserved.rows[index]!;
+    if (item.idempotencyKey === undefined) toInsert.push({ index, id: row.id });
+    else if (row.claimed) {
+      newKeys.add(item.idempotencyKey);
+      toInsert.push({ index, id: row.id });
     }
   });
   const inserted = await insertJobs(
@@ -236,7 +253,7 @@ async function insertWithKeys(
   // Roll the whole transaction back (keys included); the caller creates the queue and retries.
   if (inserted === QUEUE_MISSING) throw QUEUE_MISSING;
 
-  const existingKeys = keys.filter((k) => !newIds.has(k));
+  const existingKeys = [...first.keys()].filter((k) => !newKeys.has(k));
   const existing = new Map<string, EnqueuedRow>();
   if (existingKeys.length > 0) {
     const held = await sql<{ key: string; job_id: string }>`
@@ -263,4 +280,14 @@ async function insertWithKeys(
     if (!job) throw new Error(`idempotency key "${key}" names a job that no longer exists`);
     return { job, created: false };
   });
+}
+
+/**
+ * Forget every idempotency key of a queue at once, rather than when each expires: the SQS endpoint
+ * does so when it purges a FIFO queue (SQS clears its deduplication window then) and when it deletes
+ * a queue (a queue created again under the name starts with none). Answers how many were dropped.
+ */
+export async function forgetIdempotencyKeys(db: Db, queue: string): Promise<number> {
+  const result = await sql`DELETE FROM baton.idempotency_keys WHERE queue = ${queue}`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }

@@ -36,6 +36,16 @@ export interface NackInput {
   error?: { message: string; details?: unknown };
   retryInMs?: number;
   dead?: boolean;
+  /**
+   * With a retry at once (retryInMs 0): keep the job's run_at, so it takes its old place in claim
+   * order (priority, run_at, id) instead of going behind the jobs that became ready since. The SQS
+   * endpoint sets it for FIFO queues, where a message made visible again (ChangeMessageVisibility
+   * to 0) must be received before its group's later messages, exactly as when its visibility
+   * timeout runs out (the leader's re-arm keeps run_at too). Without it, a job retried at once is
+   * due from now: a worker that gives a job back goes to the end of the line, which is what a
+   * plain queue wants.
+   */
+  keepPlace?: boolean;
 }
 
 export interface NackResult {
@@ -118,7 +128,7 @@ async function nackInTransaction(
   if (delayMs === 0) {
     // Claimable again at once: it stays in its slot of the ring.
     const retried = await sql<JobRow>`
-      UPDATE baton.jobs j SET state = 'ready', run_at = now(), ${clearedLease},
+      UPDATE baton.jobs j SET state = 'ready', run_at = ${input.keepPlace ? sql`j.run_at` : sql`now()`}, ${clearedLease},
              last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}
       WHERE ${thisRow}
       RETURNING ${liveJobColumns}`.execute(trx);

@@ -7,6 +7,7 @@ import type { SqsDeps } from '../sqs/call.js';
 import { DeadLetterDuty } from '../sqs/dead-letter.js';
 import { errorResponse, JSON_CONTENT_TYPE, protocolOf } from '../sqs/endpoint.js';
 import { SqsError } from '../sqs/errors.js';
+import { DEDUPLICATION_INTERVAL_MS } from '../sqs/queue-attributes.js';
 import { QueueCache } from '../sqs/queue-cache.js';
 
 /**
@@ -31,16 +32,24 @@ export default async function sqs(app: FastifyInstance) {
   });
 
   const jobsReady = (queue: string, count: number) => app.wake.notifier.jobsReady(queue, count);
+  const enqueueOptions = {
+    // SQS never creates a queue on send: an unknown queue is QueueDoesNotExist.
+    autoCreate: { enabled: false, maxQueues: config.maxAutoQueues },
+    defaultMaxAttempts: config.defaultMaxAttempts,
+  };
   const deps: SqsDeps = {
     db: app.db,
     config,
     place: { region: config.sqsRegion, accountId: config.sqsAccountId },
     queues: new QueueCache(app.db, config),
-    // SQS never creates a queue on send: an unknown queue is QueueDoesNotExist.
     enqueues: new EnqueueGroups(app.db, {
-      autoCreate: { enabled: false, maxQueues: config.maxAutoQueues },
-      defaultMaxAttempts: config.defaultMaxAttempts,
+      ...enqueueOptions,
       idempotencyRetentionMs: config.idempotencyRetentionMs,
+    }),
+    // A FIFO queue's deduplication ids are idempotency keys for SQS's five-minute window.
+    fifoEnqueues: new EnqueueGroups(app.db, {
+      ...enqueueOptions,
+      idempotencyRetentionMs: DEDUPLICATION_INTERVAL_MS,
     }),
     claims: new ClaimGroups(app.db, config.defaultLeaseMs),
     acks: new AckGroups(app.db),

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { QueuesTable } from '../db/schema.js';
-import { DomainError } from '../errors.js';
+import { DomainError, invalidField } from '../errors.js';
 
 /**
  * A queue's effective settings: its own value where it set one, else the server default.
@@ -73,4 +73,33 @@ export function checkSettings(merged: QueueSettings): void {
   throw new DomainError('validation_failed', `backoff.max_ms (${merged.backoff.maxMs}) ${message}`, [
     { field: 'backoff.max_ms', message },
   ]);
+}
+
+/**
+ * Whether a queue's meta marks it an SQS FIFO queue (created through the SQS endpoint with
+ * FifoQueue=true; docs/sqs.md). Such a queue serves each message group one job at a time, in order:
+ * its group_concurrency_limit is 1, set when it is created.
+ */
+export function isFifoQueue(meta: unknown): boolean {
+  const sqs = (meta as { sqs?: { attributes?: Record<string, unknown> } } | null | undefined)?.sqs;
+  return sqs?.attributes?.FifoQueue === 'true';
+}
+
+/**
+ * What keeps an SQS FIFO queue FIFO: one job per group in flight. A change through Baton's own API
+ * that would allow more is refused with a 400 naming the field, rather than quietly breaking the
+ * order its SQS consumers rely on: the queue's group_concurrency_limit other than 1 or removed
+ * (null), or a group's own concurrency_limit above 1 (null is fine there: it falls back to the
+ * queue's 1). To lift it, use a standard queue.
+ */
+export function checkFifoGroupLimit(
+  meta: unknown,
+  change: { field: string; limit: number | null | undefined; nullKeepsOne: boolean },
+): void {
+  const { field, limit, nullKeepsOne } = change;
+  if (!isFifoQueue(meta) || limit === undefined || limit === 1 || (limit === null && nullKeepsOne)) return;
+  throw invalidField(
+    field,
+    'must stay 1 on an SQS FIFO queue (one message per group in flight is what keeps its groups in order)',
+  );
 }

@@ -132,6 +132,12 @@ export interface QueueChanges {
   group_concurrency_limit?: number | null;
   group_rate_limit?: number | null;
   group_rate_period_ms?: number | null;
+  /**
+   * Mark the queue grouped from the start (claims serve its groups in turn and apply the group
+   * limits), rather than from the first job with a group: an SQS FIFO queue, all of whose jobs have
+   * a group, is created so. Never set back to false (a queue that had groups stays grouped).
+   */
+  grouped?: true;
   /** The queue's metadata (baton.queues.meta) as plain JSON, replacing what was there. */
   meta?: unknown;
 }

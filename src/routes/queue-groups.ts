@@ -23,6 +23,7 @@ import {
   listGroups,
   putGroupOverride,
 } from '../queues/group-store.js';
+import { checkFifoGroupLimit } from '../queues/queue-settings.js';
 import { getQueue } from '../queues/queue-store.js';
 
 /** A queue's groups (flow control): list them busiest first, read one, override its limits, reset it. */
@@ -125,6 +126,13 @@ const queueGroups: FastifyPluginAsyncTypebox = async (app) => {
       for (const key of Object.keys(changes) as (keyof GroupChanges)[]) {
         if (changes[key] === undefined) delete changes[key];
       }
+      // An SQS FIFO queue keeps one job per group in flight (null falls back to the queue's 1).
+      const found = await getQueue(app.db, queue);
+      checkFifoGroupLimit(found?.queue.meta, {
+        field: 'concurrency_limit',
+        limit: changes.concurrency_limit,
+        nullKeepsOne: true,
+      });
       await putGroupOverride(app.db, queue, group, changes);
       // Unpausing or raising a limit may let waiting claims take jobs now.
       app.wake.notifier.jobsReady(queue, 1);

@@ -22,7 +22,7 @@ import { purgeQueue } from '../jobs/cancel.js';
 import { deleteQueue } from '../jobs/delete-queue.js';
 import { isQueueName } from '../jobs/limits.js';
 import { redriveDeadJobs } from '../jobs/redrive.js';
-import { checkSettings, effectiveSettings } from '../queues/queue-settings.js';
+import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';
 import { getQueue, listQueues, type QueueChanges, setPaused, upsertQueue } from '../queues/queue-store.js';
 
 /** Operating queues: configure, pause, inspect, list jobs, delete, purge, redrive. */
@@ -131,6 +131,12 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       // The backoff cap must not be below its base, counting values inherited or kept.
       const current = (await getQueue(app.db, queue))?.queue;
       checkSettings(effectiveSettings({ ...current, ...changes }, config));
+      // An SQS FIFO queue keeps one job per group in flight.
+      checkFifoGroupLimit(current?.meta, {
+        field: 'group_concurrency_limit',
+        limit: changes.group_concurrency_limit,
+        nullKeepsOne: false,
+      });
       const { created } = await upsertQueue(app.db, queue, changes);
       // Resuming, or raising or removing a limit, may let waiting claims take jobs now.
       if (!created) app.wake.notifier.jobsReady(queue, 1);

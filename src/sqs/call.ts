@@ -18,6 +18,8 @@ export interface SqsDeps {
   place: SqsPlace;
   queues: QueueCache;
   enqueues: EnqueueGroups;
+  /** Enqueues into FIFO queues: their deduplication ids are idempotency keys kept five minutes. */
+  fifoEnqueues: EnqueueGroups;
   claims: ClaimGroups;
   acks: AckGroups;
   waitList: WaitList;

@@ -1,5 +1,5 @@
 import { MAX_ATTEMPTS_LIMIT } from '../jobs/limits.js';
-import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
+import { effectiveSettings, isFifoQueue, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
 import { invalidValue, SqsError } from './errors.js';
 import { MAX_MESSAGE_BYTES } from './message.js';
@@ -15,6 +15,11 @@ import { queueArn, queueOfArn, type SqsPlace } from './queue-url.js';
  * ReceiveMessageWaitTimeSeconds and MaximumMessageSize are applied; MessageRetentionPeriod, Policy,
  * RedriveAllowPolicy and the KMS/SSE settings are kept and returned but change nothing (see
  * docs/sqs.md for why).
+ *
+ * A FIFO queue (FifoQueue=true, a name ending in .fifo) is a Baton queue with
+ * group_concurrency_limit 1: one message per group in flight, each group in order. Its FIFO
+ * attributes live in meta.sqs.attributes too: FifoQueue (fixed at creation), ContentBasedDeduplication
+ * and DeduplicationScope (applied on send), FifoThroughputLimit (kept and returned).
  */
 
 /** What a queue's `meta` holds; other keys (written by other features) are kept as they are. */
@@ -32,6 +37,12 @@ export interface SqsQueue {
   waitSeconds: number;
   maxMessageBytes: number;
   deadLetterQueue: string | undefined;
+  /** A FIFO queue: sends need a group and a deduplication id; one message per group in flight. */
+  fifo: boolean;
+  /** FIFO: a send without MessageDeduplicationId is deduplicated by the SHA-256 of its body. */
+  contentBasedDeduplication: boolean;
+  /** FIFO: deduplication ids are unique per queue, or per message group. */
+  deduplicationScope: 'queue' | 'messageGroup';
   meta: QueueMeta;
   row: QueueRow;
   stats: QueueStatsRow | undefined;
@@ -46,7 +57,22 @@ const DEFAULTS: Record<string, string> = {
   SqsManagedSseEnabled: 'false',
 };
 
+/** The defaults of a FIFO queue's own attributes (returned by GetQueueAttributes like SQS does). */
+const FIFO_DEFAULTS: Record<string, string> = {
+  ContentBasedDeduplication: 'false',
+  DeduplicationScope: 'queue',
+  FifoThroughputLimit: 'perQueue',
+};
+
 export const DEFAULT_VISIBILITY_TIMEOUT_S = 30;
+
+/** How long a FIFO queue remembers a deduplication id: SQS's five minutes. */
+export const DEDUPLICATION_INTERVAL_MS = 5 * 60 * 1000;
+
+/** A queue's SQS attributes as stored, over the defaults of its kind. */
+function storedAttributes(meta: QueueMeta, fifo: boolean): Record<string, string> {
+  return { ...DEFAULTS, ...(fifo ? FIFO_DEFAULTS : {}), ...meta.sqs?.attributes };
+}
 
 export function sqsQueueOf(
   found: { queue: QueueRow; stats?: QueueStatsRow },
@@ -54,7 +80,8 @@ export function sqsQueueOf(
 ): SqsQueue {
   const meta = (found.queue.meta ?? {}) as QueueMeta;
   const settings = effectiveSettings(found.queue, defaults);
-  const attributes = { ...DEFAULTS, ...meta.sqs?.attributes };
+  const fifo = isFifoQueue(meta);
+  const attributes = storedAttributes(meta, fifo);
   return {
     name: found.queue.name,
     leaseMs: settings.leaseMs,
@@ -63,6 +90,9 @@ export function sqsQueueOf(
     waitSeconds: Number(attributes.ReceiveMessageWaitTimeSeconds),
     maxMessageBytes: Number(attributes.MaximumMessageSize),
     deadLetterQueue: meta.dead_letter_queue,
+    fifo,
+    contentBasedDeduplication: fifo && attributes.ContentBasedDeduplication === 'true',
+    deduplicationScope: fifo && attributes.DeduplicationScope === 'messageGroup' ? 'messageGroup' : 'queue',
     meta,
     row: found.queue,
     stats: found.stats,
@@ -117,6 +147,28 @@ const SETTABLE: Record<string, Check> = {
   SqsManagedSseEnabled: trueOrFalse,
 };
 
+/** A boolean as SQS takes it for FIFO attributes ("True" too), stored as "true" or "false". */
+const anyCaseBoolean: Check = (value, name) => trueOrFalse(value.toLowerCase(), name);
+
+const oneOf =
+  (...allowed: string[]): Check =>
+  (value, name) => {
+    if (!allowed.includes(value)) {
+      throw new SqsError(
+        'InvalidAttributeValue',
+        `Invalid value for the parameter ${name}. Valid values: ${allowed.join(', ')}.`,
+      );
+    }
+    return value;
+  };
+
+/** Attributes only a FIFO queue has and may change (FifoQueue itself is set once, on create). */
+const FIFO_SETTABLE: Record<string, Check> = {
+  ContentBasedDeduplication: anyCaseBoolean,
+  DeduplicationScope: oneOf('queue', 'messageGroup'),
+  FifoThroughputLimit: oneOf('perQueue', 'perMessageGroupId'),
+};
+
 const READ_ONLY = [
   'ApproximateNumberOfMessages',
   'ApproximateNumberOfMessagesNotVisible',
@@ -126,15 +178,32 @@ const READ_ONLY = [
   'QueueArn',
 ];
 
-/** Attributes of FIFO queues, which Baton does not have yet. */
-const FIFO_ONLY = ['FifoQueue', 'ContentBasedDeduplication', 'DeduplicationScope', 'FifoThroughputLimit'];
+const FIFO_ONLY = ['FifoQueue', ...Object.keys(FIFO_SETTABLE)];
 
-export const fifoUnsupported = () =>
-  new SqsError(
-    'UnsupportedOperation',
-    'Baton does not support FIFO queues yet (names ending in .fifo, FifoQueue, ContentBasedDeduplication); ' +
-      'see docs/sqs.md.',
-  );
+/** A FIFO-only attribute given for a standard queue: SQS's error for each. */
+function notForStandardQueues(name: string): SqsError {
+  return name === 'FifoQueue' || name === 'ContentBasedDeduplication'
+    ? new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`)
+    : new SqsError('InvalidAttributeName', `You can specify the ${name} only when FifoQueue is set to true.`);
+}
+
+/** The FifoQueue attribute: chosen at creation (true for a FIFO queue), never changed after. */
+function checkFifoQueue(value: string, kind: AttributeTarget): string | undefined {
+  const lower = value.toLowerCase();
+  if (kind.fifo) {
+    if (lower === 'true') return 'true';
+    throw new SqsError(
+      'InvalidAttributeValue',
+      'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',
+    );
+  }
+  // A standard queue: SQS refuses the attribute on SetQueueAttributes; CreateQueue takes "false".
+  if (!kind.creating) throw notForStandardQueues('FifoQueue');
+  if (lower !== 'false') {
+    throw new SqsError('InvalidAttributeValue', 'Invalid value for the parameter FifoQueue.');
+  }
+  return undefined;
+}
 
 export interface RedrivePolicy {
   deadLetterQueue: string;
@@ -143,8 +212,7 @@ export interface RedrivePolicy {
 
 /**
  * Attributes a create or a set asks for, checked: SQS-only ones as they will be stored, the
- * visibility timeout in seconds, and the redrive policy (null: remove it). `creating` allows
- * FifoQueue=false, which SQS accepts on create.
+ * visibility timeout in seconds, and the redrive policy (null: remove it).
  */
 export interface RequestedAttributes {
   stored: Record<string, string>;
@@ -152,24 +220,28 @@ export interface RequestedAttributes {
   redrivePolicy?: RedrivePolicy | null;
 }
 
+/** Which queue attributes are checked for: one being created, or one that exists; FIFO or not. */
+export interface AttributeTarget {
+  creating: boolean;
+  fifo: boolean;
+}
+
 export function checkAttributes(
   attributes: Record<string, string>,
   place: SqsPlace,
-  creating: boolean,
+  kind: AttributeTarget,
 ): RequestedAttributes {
   const out: RequestedAttributes = { stored: {} };
   for (const [name, value] of Object.entries(attributes)) {
     if (name === 'RedrivePolicy') out.redrivePolicy = parseRedrivePolicy(value, place);
     else if (name === 'VisibilityTimeout') out.visibilityTimeout = Number(SETTABLE[name]!(value, name));
     else if (Object.hasOwn(SETTABLE, name)) out.stored[name] = SETTABLE[name]!(value, name);
-    else if (FIFO_ONLY.includes(name)) {
-      if (name === 'FifoQueue' && value === 'true') throw fifoUnsupported();
-      if (!(creating && name === 'FifoQueue' && value === 'false')) {
-        throw new SqsError(
-          'InvalidAttributeName',
-          `Unknown Attribute ${name}: it applies to FIFO queues only.`,
-        );
-      }
+    else if (name === 'FifoQueue') {
+      const stored = checkFifoQueue(value, kind);
+      if (stored !== undefined && kind.creating) out.stored[name] = stored;
+    } else if (Object.hasOwn(FIFO_SETTABLE, name)) {
+      if (!kind.fifo) throw notForStandardQueues(name);
+      out.stored[name] = FIFO_SETTABLE[name]!(value, name);
     } else if (READ_ONLY.includes(name)) {
       throw new SqsError('InvalidAttributeName', `Attribute ${name} is read-only.`);
     } else throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
@@ -205,8 +277,9 @@ function parseRedrivePolicy(text: string, place: SqsPlace): RedrivePolicy | null
   return { deadLetterQueue: target, maxReceiveCount: count };
 }
 
-/** Every attribute name GetQueueAttributes knows (All asks for all of them). */
+/** Every attribute name GetQueueAttributes knows (All asks for all of them; FIFO ones of FIFO queues). */
 const READABLE = ['VisibilityTimeout', 'RedrivePolicy', ...Object.keys(SETTABLE), ...READ_ONLY];
+const READABLE_FIFO = [...READABLE, ...FIFO_ONLY];
 
 /** The attributes GetQueueAttributes answers, for the names asked (unknown names are an error). */
 export function readAttributes(queue: SqsQueue, place: SqsPlace, names: string[]): Record<string, string> {
@@ -215,8 +288,10 @@ export function readAttributes(queue: SqsQueue, place: SqsPlace, names: string[]
       throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
     }
   }
-  const wanted = names.includes('All') ? READABLE : names.filter((n) => READABLE.includes(n));
-  const stored = { ...DEFAULTS, ...queue.meta.sqs?.attributes };
+  // A standard queue asked for a FIFO attribute answers without it.
+  const readable = queue.fifo ? READABLE_FIFO : READABLE;
+  const wanted = names.includes('All') ? readable : names.filter((n) => readable.includes(n));
+  const stored = storedAttributes(queue.meta, queue.fifo);
   const seconds = (d: Date) => String(Math.floor(d.getTime() / 1000));
   const all: Record<string, string | undefined> = {
     ...stored,
@@ -247,7 +322,7 @@ export function readAttributes(queue: SqsQueue, place: SqsPlace, names: string[]
  * QueueNameExists). Tags and the SQS-only attributes compare as stored.
  */
 export function differingAttribute(queue: SqsQueue, requested: RequestedAttributes): string | undefined {
-  const stored = { ...DEFAULTS, ...queue.meta.sqs?.attributes };
+  const stored = storedAttributes(queue.meta, queue.fifo);
   for (const [name, value] of Object.entries(requested.stored)) if (stored[name] !== value) return name;
   if (requested.visibilityTimeout !== undefined && leaseOf(requested.visibilityTimeout) !== queue.leaseMs) {
     return 'VisibilityTimeout';

@@ -248,6 +248,33 @@ describe('idempotency keys', () => {
     expect([a.created, b.created, c.created]).toEqual([true, true, false]);
   });
 
+  it('a batch with keys gets its ids, and so its claim order, in request order, not in key order', async () => {
+    // Keys sort z < y < ... the other way round from the items; one item has no key.
+    const res = await api(app).enqueueBatch('e-idem-order', [
+      { payload: 0, idempotency_key: 'z' },
+      { payload: 1, idempotency_key: 'y' },
+      { payload: 2 },
+      { payload: 3, idempotency_key: 'x' },
+      { payload: 4, idempotency_key: 'y' },
+      { payload: 5, idempotency_key: 'w' },
+    ]);
+    expect(res.status).toBe(201);
+    const ids = res.body.jobs.map((j: { id: string }) => BigInt(j.id));
+    expect(res.body.jobs.map((j: { created: boolean }) => j.created)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      true,
+    ]);
+    const created = [ids[0], ids[1], ids[2], ids[3], ids[5]];
+    expect(created).toEqual([...created].sort((a, b) => (a < b ? -1 : 1)));
+    expect(ids[4]).toBe(ids[1]);
+    const claimed = await api(app).claim('e-idem-order', { max_jobs: 10 });
+    expect(claimed.body.jobs.map((j: { payload: number }) => j.payload)).toEqual([0, 1, 2, 3, 5]);
+  });
+
   it('concurrent batches sharing keys in different orders neither deadlock nor duplicate', async () => {
     const keys = Array.from({ length: 30 }, (_, i) => `k${i}`);
     const batches = Array.from({ length: 8 }, (_, b) =>

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { nackJob } from '../../src/jobs/nack.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api, enqueueAndClaim } from '../support/http.js';
@@ -42,6 +43,29 @@ describe('nack', () => {
     const [again] = (await api(app).claim('n-now')).body.jobs;
     expect(again).toMatchObject({ id: job.id, attempt: 2 });
     expect(again.lease_token).not.toBe(job.lease_token);
+  });
+
+  it('retried at once, a job goes behind the jobs that were ready before; with keepPlace it keeps its place', async () => {
+    // keepPlace is what the SQS endpoint uses on FIFO queues (ChangeMessageVisibility to 0).
+    const order: Record<string, string[]> = {};
+    for (const keepPlace of [false, true]) {
+      const queue = `n-place-${keepPlace}`;
+      const first = await api(app).enqueue(queue, { payload: 'first' });
+      await api(app).enqueue(queue, { payload: 'second' });
+      const [claimed] = (await api(app).claim(queue)).body.jobs;
+      expect(claimed.id).toBe(first.body.id);
+      const outcome = await nackJob(
+        database.db,
+        { id: claimed.id, leaseToken: claimed.lease_token, retryInMs: 0, keepPlace },
+        app.config,
+      );
+      expect(outcome.outcome).toBe('done');
+      const next = (await api(app).claim(queue, { max_jobs: 2 })).body.jobs;
+      order[String(keepPlace)] = next.map(
+        (j: { payload: string; attempt: number }) => `${j.payload}#${j.attempt}`,
+      );
+    }
+    expect(order).toEqual({ false: ['second#1', 'first#2'], true: ['first#2', 'second#1'] });
   });
 
   it('with dead: true dead-letters the job whatever its attempts', async () => {

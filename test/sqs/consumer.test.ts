@@ -186,4 +186,70 @@ describe('sqs-consumer on Baton', () => {
     await until(async () => (await api(server.app).get(sent[0]!)).body.state === 'completed');
     expect((await api(server.app).get(sent[0]!)).body.queue).toBe('consumer-poison-dlq');
   });
+  it('on a FIFO queue handles each group in order, one message of a group at a time, retries in place', async () => {
+    const url = await createQueue('consumer-order.fifo', {
+      FifoQueue: 'true',
+      ContentBasedDeduplication: 'true',
+    });
+    const GROUPS = 5;
+    const PER_GROUP = 8;
+    const sent: Record<string, string[]> = {};
+    const entries: { group: string; body: string }[] = [];
+    for (let i = 0; i < PER_GROUP; i++) {
+      for (let g = 0; g < GROUPS; g++) {
+        const group = `customer-${g}`;
+        sent[group] = [...(sent[group] ?? []), `${group} #${i}`];
+        entries.push({ group, body: `${group} #${i}` });
+      }
+    }
+    for (let start = 0; start < entries.length; start += 10) {
+      await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: url,
+          Entries: entries
+            .slice(start, start + 10)
+            .map((e, i) => ({ Id: `m${i}`, MessageBody: e.body, MessageGroupId: e.group })),
+        }),
+      );
+    }
+    // Each message #3 fails on its first attempt and is given back at once (terminateVisibilityTimeout).
+    const handled: Record<string, string[]> = {};
+    const active = new Set<string>();
+    const overlaps: string[] = [];
+    const failedOnce = new Set<string>();
+    consume(
+      url,
+      async (m) => {
+        const group = m.Attributes!.MessageGroupId!;
+        if (active.has(group)) overlaps.push(group);
+        active.add(group);
+        try {
+          await new Promise((r) => setTimeout(r, Math.random() * 20));
+          if (m.Body!.endsWith('#3') && !failedOnce.has(m.Body!)) {
+            failedOnce.add(m.Body!);
+            throw new Error('first attempt fails');
+          }
+          handled[group] = [...(handled[group] ?? []), m.Body!];
+        } finally {
+          active.delete(group);
+        }
+      },
+      {
+        batchSize: 10,
+        suppressFifoWarning: true,
+        terminateVisibilityTimeout: true,
+        messageSystemAttributeNames: ['MessageGroupId', 'SequenceNumber'],
+      },
+    );
+    await until(async () => {
+      const done = await api(server.app).call(
+        'GET',
+        '/v1/queues/consumer-order.fifo/jobs?state=completed&limit=100',
+      );
+      return done.body.jobs.length === GROUPS * PER_GROUP;
+    }, 30_000);
+    expect(handled).toEqual(sent);
+    expect(overlaps).toEqual([]);
+    expect(failedOnce.size).toBe(GROUPS);
+  });
 });

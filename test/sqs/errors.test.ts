@@ -248,21 +248,179 @@ describe('SQS errors', () => {
     expect(redrive.message).toMatch(/Dead letter target does not exist/);
   });
 
-  it('FIFO queues are refused with a clear error', async () => {
-    const fifo = await failure(sqs.send(new CreateQueueCommand({ QueueName: 'orders.fifo' })));
-    expect(fifo).toMatchObject({
-      name: 'UnsupportedOperation',
-      Code: 'AWS.SimpleQueueService.UnsupportedOperation',
-    });
-    expect(fifo.message).toMatch(/FIFO/);
-    const flag = await failure(
-      sqs.send(new CreateQueueCommand({ QueueName: 'orders', Attributes: { FifoQueue: 'true' } })),
+  it('FIFO queue names and attributes: SQS errors', async () => {
+    // FifoQueue=true needs a .fifo name, and a .fifo name needs FifoQueue=true.
+    for (const [QueueName, Attributes] of [
+      ['orders', { FifoQueue: 'true' }],
+      ['orders.fifo', {}],
+      ['orders.fifo', { FifoQueue: 'false' }],
+    ] as const) {
+      const err = await failure(sqs.send(new CreateQueueCommand({ QueueName, Attributes })));
+      expect(err.name, `${QueueName} ${JSON.stringify(Attributes)}`).toBe('InvalidParameterValue');
+      expect(err.message).toMatch(/\.fifo/);
+    }
+    // A standard queue has none of the FIFO attributes, on create or set.
+    const expected = {
+      ContentBasedDeduplication: ['InvalidAttributeName', 'Unknown Attribute ContentBasedDeduplication.'],
+      DeduplicationScope: [
+        'InvalidAttributeName',
+        'You can specify the DeduplicationScope only when FifoQueue is set to true.',
+      ],
+      FifoThroughputLimit: [
+        'InvalidAttributeName',
+        'You can specify the FifoThroughputLimit only when FifoQueue is set to true.',
+      ],
+    };
+    const values = {
+      ContentBasedDeduplication: 'false',
+      DeduplicationScope: 'queue',
+      FifoThroughputLimit: 'perQueue',
+    };
+    for (const [name, [code, message]] of Object.entries(expected)) {
+      const Attributes = { [name]: values[name as keyof typeof values] };
+      const create = await failure(sqs.send(new CreateQueueCommand({ QueueName: 'errors-std', Attributes })));
+      expect([create.name, create.message], name).toEqual([code, message]);
+      const set = await failure(sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes })));
+      expect([set.name, set.message], name).toEqual([code, message]);
+    }
+    // The queue type is chosen once: a standard queue cannot be made FIFO, nor a FIFO queue standard.
+    const toFifo = await failure(
+      sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { FifoQueue: 'true' } })),
     );
-    expect(flag.name).toBe('UnsupportedOperation');
+    expect([toFifo.name, toFifo.message]).toEqual(['InvalidAttributeName', 'Unknown Attribute FifoQueue.']);
+    const fifo = (
+      await sqs.send(new CreateQueueCommand({ QueueName: 'errors.fifo', Attributes: { FifoQueue: 'true' } }))
+    ).QueueUrl!;
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: fifo, Attributes: { FifoQueue: 'true' } }));
+    const toStandard = await failure(
+      sqs.send(new SetQueueAttributesCommand({ QueueUrl: fifo, Attributes: { FifoQueue: 'false' } })),
+    );
+    expect([toStandard.name, toStandard.message]).toEqual([
+      'InvalidAttributeValue',
+      'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',
+    ]);
+    for (const Attributes of [
+      { DeduplicationScope: 'group' },
+      { FifoThroughputLimit: 'perGroup' },
+      { ContentBasedDeduplication: 'yes' },
+    ]) {
+      const err = await failure(sqs.send(new SetQueueAttributesCommand({ QueueUrl: fifo, Attributes })));
+      expect(err.name, JSON.stringify(Attributes)).toBe('InvalidAttributeValue');
+    }
+    // Deduplication is for FIFO queues only.
     const dedup = await failure(
       sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageDeduplicationId: 'd1' })),
     );
     expect(dedup.name).toBe('InvalidParameterValue');
+  });
+
+  it('FIFO sends: SQS errors for a missing group or deduplication id, a message delay, bad ids', async () => {
+    const fifo = (
+      await sqs.send(
+        new CreateQueueCommand({ QueueName: 'errors-send.fifo', Attributes: { FifoQueue: 'true' } }),
+      )
+    ).QueueUrl!;
+    const send = (input: Record<string, unknown>) =>
+      failure(sqs.send(new SendMessageCommand({ QueueUrl: fifo, MessageBody: 'x', ...input })));
+    const noGroup = await send({ MessageDeduplicationId: 'd1' });
+    expect([noGroup.name, noGroup.message]).toEqual([
+      'MissingParameter',
+      'The request must contain the parameter MessageGroupId.',
+    ]);
+    const noDedup = await send({ MessageGroupId: 'g' });
+    expect([noDedup.name, noDedup.message]).toEqual([
+      'InvalidParameterValue',
+      'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
+    ]);
+    const delayed = await send({ MessageGroupId: 'g', MessageDeduplicationId: 'd1', DelaySeconds: 2 });
+    expect([delayed.name, delayed.message]).toEqual([
+      'InvalidParameterValue',
+      'Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.',
+    ]);
+    for (const id of ['', 'a'.repeat(129), 'group 123', 'tab\there']) {
+      const err = await send({ MessageGroupId: 'g', MessageDeduplicationId: id });
+      expect(err.name, JSON.stringify(id)).toBe('InvalidParameterValue');
+      expect(err.message).toMatch(
+        /MessageDeduplicationId can only include alphanumeric and punctuation characters/,
+      );
+    }
+    const badGroup = await send({ MessageGroupId: 'a b', MessageDeduplicationId: 'd1' });
+    expect(badGroup.message).toMatch(
+      /MessageGroupId can only include alphanumeric and punctuation characters/,
+    );
+    // DelaySeconds 0 is allowed (the queue's delay applies); 128 characters of punctuation are an id.
+    const ok = await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: fifo,
+        MessageBody: 'x',
+        MessageGroupId: 'g',
+        MessageDeduplicationId: `${'!~'.repeat(63)}ab`,
+        DelaySeconds: 0,
+      }),
+    );
+    expect(ok.SequenceNumber).toBe(ok.MessageId);
+    // A batch lacking a group or a deduplication id in any entry is refused whole.
+    const batch = (entries: Record<string, unknown>[]) =>
+      failure(
+        sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: fifo,
+            Entries: entries.map((e, i) => ({ Id: `e${i}`, MessageBody: 'x', ...e })),
+          }),
+        ),
+      );
+    const batchNoGroup = await batch([
+      { MessageGroupId: 'g', MessageDeduplicationId: 'b1' },
+      { MessageDeduplicationId: 'b2' },
+    ]);
+    expect([batchNoGroup.name, batchNoGroup.message]).toEqual([
+      'InvalidParameterValue',
+      'The request must contain the parameter MessageGroupId.',
+    ]);
+    const batchNoDedup = await batch([
+      { MessageGroupId: 'g', MessageDeduplicationId: 'b1' },
+      { MessageGroupId: 'g' },
+    ]);
+    expect(batchNoDedup.message).toMatch(/ContentBasedDeduplication/);
+    // Nothing of either batch was sent.
+    const jobs = await api(server.app).call('GET', '/v1/queues/errors-send.fifo/jobs?state=ready');
+    expect(jobs.body.jobs).toHaveLength(1);
+  });
+
+  it('a RedrivePolicy needs a dead-letter queue of the same type: FIFO for FIFO, standard for standard', async () => {
+    await sqs.send(
+      new CreateQueueCommand({ QueueName: 'errors-dlq.fifo', Attributes: { FifoQueue: 'true' } }),
+    );
+    await sqs.send(new CreateQueueCommand({ QueueName: 'errors-dlq' }));
+    const policy = (target: string) =>
+      JSON.stringify({
+        deadLetterTargetArn: `arn:aws:sqs:us-east-1:000000000000:${target}`,
+        maxReceiveCount: 3,
+      });
+    for (const [QueueName, target, FifoQueue] of [
+      ['errors-src.fifo', 'errors-dlq', 'true'],
+      ['errors-src', 'errors-dlq.fifo', undefined],
+    ] as const) {
+      const err = await failure(
+        sqs.send(
+          new CreateQueueCommand({
+            QueueName,
+            Attributes: { RedrivePolicy: policy(target), ...(FifoQueue ? { FifoQueue } : {}) },
+          }),
+        ),
+      );
+      expect(err.name, QueueName).toBe('InvalidParameterValue');
+      expect(err.message).toMatch(/Dead-letter queue must be same type of queue as the source/);
+    }
+    const set = await failure(
+      sqs.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: url,
+          Attributes: { RedrivePolicy: policy('errors-dlq.fifo') },
+        }),
+      ),
+    );
+    expect(set.message).toMatch(/same type/);
   });
 
   it('creating an existing queue with other attributes: QueueNameExists; with the same ones it is idempotent', async () => {

@@ -14,14 +14,20 @@ const database = useTestDatabase();
 const app = useTestApp(database, { BATON_SHED_EVENT_LOOP_DELAY_MS: '0', BATON_SHED_POOL_WAITING: '0' });
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 const URL_ = 'http://127.0.0.1/000000000000/fuzz-q';
+const FIFO_URL = 'http://127.0.0.1/000000000000/fuzz-q.fifo';
 
 beforeAll(async () => {
-  await app.inject({
-    method: 'POST',
-    url: '/',
-    headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.CreateQueue' },
-    payload: JSON.stringify({ QueueName: 'fuzz-q' }),
-  });
+  for (const body of [
+    { QueueName: 'fuzz-q' },
+    { QueueName: 'fuzz-q.fifo', Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'true' } },
+  ]) {
+    await app.inject({
+      method: 'POST',
+      url: '/',
+      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.CreateQueue' },
+      payload: JSON.stringify(body),
+    });
+  }
 });
 
 const action = fc.oneof(fc.constantFrom(...Object.keys(ACTIONS)), fc.string({ maxLength: 30 }));
@@ -31,6 +37,9 @@ const text = fc.oneof(
   fc.constantFrom(
     '',
     URL_,
+    FIFO_URL,
+    FIFO_URL,
+    'fuzz-q.fifo',
     'All',
     '.*',
     'fuzz-q',
@@ -41,6 +50,14 @@ const text = fc.oneof(
     'true',
     '{}',
     '{"maxReceiveCount":1}',
+    'FifoQueue',
+    'ContentBasedDeduplication',
+    'DeduplicationScope',
+    'messageGroup',
+    'FifoThroughputLimit',
+    'perMessageGroupId',
+    'True',
+    'SequenceNumber',
   ),
   fc.constant(
     encodeReceiptHandle({ queue: 'fuzz-q', id: '1', leaseToken: '00000000-0000-4000-8000-000000000000' }),
@@ -58,7 +75,17 @@ const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.dictionary(
       fc.oneof(
         text,
-        fc.constantFrom('DataType', 'StringValue', 'BinaryValue', 'Id', 'MessageBody', '__proto__'),
+        fc.constantFrom(
+          'DataType',
+          'StringValue',
+          'BinaryValue',
+          'Id',
+          'MessageBody',
+          'MessageGroupId',
+          'MessageDeduplicationId',
+          'FifoQueue',
+          '__proto__',
+        ),
       ),
       tie('any'),
       {
@@ -86,6 +113,10 @@ const MEMBERS = [
   'TagKeys',
   'MaxResults',
   'NextToken',
+  'MessageGroupId',
+  'MessageDeduplicationId',
+  'ReceiveRequestAttemptId',
+  'MessageSystemAttributeNames',
 ];
 const input = fc.dictionary(fc.oneof(fc.constantFrom(...MEMBERS), fc.string({ maxLength: 10 })), value, {
   maxKeys: 6,
@@ -120,6 +151,45 @@ describe('fuzzing the SQS endpoint', () => {
         });
         await expectSqsAnswer(res, 'json', `${name} ${JSON.stringify(body).slice(0, 200)}`);
       }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('FIFO sends with any group, deduplication id and delay answer < 500 in SQS’s shape', async () => {
+    const idLike = fc.oneof(
+      value,
+      fc.string({ minLength: 1, maxLength: 130, unit: fc.constantFrom('a', '!', '~', ' ', '\t', 'é', '0') }),
+    );
+    const message = fc.record(
+      {
+        MessageBody: fc.oneof(text, fc.constant('body')),
+        MessageGroupId: idLike,
+        MessageDeduplicationId: idLike,
+        DelaySeconds: value,
+      },
+      { requiredKeys: ['MessageBody'] },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        message,
+        fc.array(message, { maxLength: 3 }),
+        async (batch, one, many) => {
+          const [name, body] = batch
+            ? [
+                'SendMessageBatch',
+                { QueueUrl: FIFO_URL, Entries: many.map((m, i) => ({ Id: `e${i}`, ...m })) },
+              ]
+            : ['SendMessage', { QueueUrl: FIFO_URL, ...one }];
+          const res = await app.inject({
+            method: 'POST',
+            url: '/',
+            headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': `AmazonSQS.${name}` },
+            payload: JSON.stringify(body),
+          });
+          await expectSqsAnswer(res, 'json', `${name} ${JSON.stringify(body).slice(0, 200)}`);
+        },
+      ),
       { numRuns: RUNS },
     );
   });

@@ -1,8 +1,10 @@
 import { queuePatternsOf } from '../../auth/api-keys.js';
 import { cancelQueueJobs } from '../../jobs/cancel.js';
 import { deleteQueue } from '../../jobs/delete-queue.js';
+import { forgetIdempotencyKeys } from '../../jobs/enqueue.js';
 import { MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
 import { LIVE_STATES } from '../../jobs/states.js';
+import { isFifoQueue } from '../../queues/queue-settings.js';
 import {
   deadLetterRoutes,
   getQueue,
@@ -18,7 +20,6 @@ import {
   checkAttributes,
   DEFAULT_VISIBILITY_TIMEOUT_S,
   differingAttribute,
-  fifoUnsupported,
   leaseOf,
   metaWith,
   type RedrivePolicy,
@@ -32,36 +33,53 @@ import { checkTags } from './tags.js';
 
 /** SQS queue names: 1-80 characters; Baton also allows "." (as its own queue names do). */
 const CREATE_NAME = /^[A-Za-z0-9._-]{1,80}$/;
+const FIFO_SUFFIX = '.fifo';
 
 const urlOf = (call: SqsCall, queue: string) => queueUrl(call.baseUrl, call.deps.place, queue);
 
-/** A RedrivePolicy's target must exist, be another queue, and be one the caller may use. */
-async function checkDeadLetterTarget(call: SqsCall, source: string, policy: RedrivePolicy): Promise<void> {
+/**
+ * A RedrivePolicy's target must exist, be another queue, be one the caller may use, and be of the
+ * source's kind: a FIFO queue's dead-letter queue is a FIFO queue (so its dead messages stay in
+ * their groups, in order), a standard queue's a standard one, as SQS requires.
+ */
+async function checkDeadLetterTarget(
+  call: SqsCall,
+  source: { name: string; fifo: boolean },
+  policy: RedrivePolicy,
+): Promise<void> {
   const text = `deadLetterTargetArn for ${policy.deadLetterQueue}`;
-  if (policy.deadLetterQueue === source) {
+  if (policy.deadLetterQueue === source.name) {
     throw invalidValue('RedrivePolicy', text, 'Dead letter target must be another queue.');
   }
   checkQueue(call.caller, policy.deadLetterQueue);
-  if (!(await getQueue(call.deps.db, policy.deadLetterQueue))) {
-    throw invalidValue('RedrivePolicy', text, 'Dead letter target does not exist.');
+  const target = await getQueue(call.deps.db, policy.deadLetterQueue);
+  if (!target) throw invalidValue('RedrivePolicy', text, 'Dead letter target does not exist.');
+  if (isFifoQueue(target.queue.meta) !== source.fifo) {
+    throw invalidValue('RedrivePolicy', text, 'Dead-letter queue must be same type of queue as the source.');
   }
 }
 
 export const createQueue: Action = async (call, input) => {
   const { db, config, place, queues } = call.deps;
   const name = requiredString(input, 'QueueName');
-  if (name.endsWith('.fifo')) throw fifoUnsupported();
-  if (!CREATE_NAME.test(name)) {
+  const attributes = stringMap(input, 'Attributes');
+  // A FIFO queue is asked for with FifoQueue=true, and its name ends in .fifo; neither goes alone.
+  const fifo = attributes.FifoQueue?.toLowerCase() === 'true';
+  if (!CREATE_NAME.test(name) || fifo !== name.endsWith(FIFO_SUFFIX)) {
     throw invalidValue(
       'QueueName',
       name,
-      'Can only include alphanumeric characters, hyphens, periods, or underscores. 1 to 80 in length.',
+      fifo
+        ? 'The name of a FIFO queue can only include alphanumeric characters, hyphens, periods, or underscores, must end with .fifo suffix and be 1 to 80 in length.'
+        : name.endsWith(FIFO_SUFFIX) && CREATE_NAME.test(name)
+          ? 'A queue name ending in .fifo is a FIFO queue: create it with the attribute FifoQueue set to true.'
+          : 'Can only include alphanumeric characters, hyphens, periods, or underscores. 1 to 80 in length.',
     );
   }
   checkQueue(call.caller, name);
-  const requested = checkAttributes(stringMap(input, 'Attributes'), place, true);
+  const requested = checkAttributes(attributes, place, { creating: true, fifo });
   const tags = checkTags(stringMap(input, input.tags !== undefined ? 'tags' : 'Tags'), {});
-  if (requested.redrivePolicy) await checkDeadLetterTarget(call, name, requested.redrivePolicy);
+  if (requested.redrivePolicy) await checkDeadLetterTarget(call, { name, fifo }, requested.redrivePolicy);
 
   const existing = await getQueue(db, name);
   if (existing) {
@@ -81,6 +99,11 @@ export const createQueue: Action = async (call, input) => {
     // Without a RedrivePolicy SQS redelivers until retention ends; Baton's bound is its most attempts.
     max_attempts: requested.redrivePolicy?.maxReceiveCount ?? MAX_ATTEMPTS_LIMIT,
     meta: metaWith({ sqs: { tags } }, requested),
+    // FIFO: at most one message of a group in flight (exact across replicas: the flow claim), so a
+    // group's next message waits for the delete, or the visibility timeout, of the one before it.
+    // Grouped from the start, so that its claims serve groups even before its first send commits (and
+    // for a dead-letter queue, whose messages arrive by the leader's move, not by a send).
+    ...(fifo ? { group_concurrency_limit: 1, grouped: true as const } : {}),
   });
   queues.forget(name);
   return { QueueUrl: urlOf(call, name) };
@@ -137,6 +160,8 @@ export const deleteQueueAction: Action = async (call, input) => {
   const queue = queueOf(call, input);
   // SQS deletes a queue with its messages; Baton cancels them (they stay readable in its history).
   const cancelled = await deleteQueue(call.deps.db, queue, true);
+  // A queue created again under this name starts with no deduplication ids (nor idempotency keys).
+  await forgetIdempotencyKeys(call.deps.db, queue);
   call.deps.metrics.cancelled(queue, cancelled);
   call.deps.queues.forget(queue);
   return {};
@@ -144,9 +169,11 @@ export const deleteQueueAction: Action = async (call, input) => {
 
 export const purgeQueue: Action = async (call, input) => {
   const queue = queueOf(call, input);
-  await call.deps.queues.fresh(queue);
+  const { fifo } = await call.deps.queues.fresh(queue);
   // All of them, in flight too, as SQS does; their holders' deletes then succeed as stale ones do.
   const cancelled = await cancelQueueJobs(call.deps.db, queue, LIVE_STATES);
+  // SQS empties a FIFO queue's deduplication window too: the same ids may be sent again at once.
+  if (fifo) await forgetIdempotencyKeys(call.deps.db, queue);
   call.deps.metrics.cancelled(queue, cancelled);
   return {};
 };
@@ -162,9 +189,14 @@ export const setQueueAttributes: Action = async (call, input) => {
   const queue = queueOf(call, input);
   if (input.Attributes === undefined)
     throw new SqsError('MissingParameter', 'The request must contain the parameter Attributes.');
-  const requested = checkAttributes(stringMap(input, 'Attributes'), call.deps.place, false);
   const current = await call.deps.queues.fresh(queue);
-  if (requested.redrivePolicy) await checkDeadLetterTarget(call, queue, requested.redrivePolicy);
+  const requested = checkAttributes(stringMap(input, 'Attributes'), call.deps.place, {
+    creating: false,
+    fifo: current.fifo,
+  });
+  if (requested.redrivePolicy) {
+    await checkDeadLetterTarget(call, { name: queue, fifo: current.fifo }, requested.redrivePolicy);
+  }
   const changes: QueueChanges = { meta: metaWith(current.meta, requested) };
   if (requested.visibilityTimeout !== undefined) changes.lease_ms = leaseOf(requested.visibilityTimeout);
   if (requested.redrivePolicy !== undefined) {

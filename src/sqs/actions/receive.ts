@@ -13,9 +13,15 @@ import type { MessageMeta } from './send.js';
  * VisibilityTimeout (else the queue's), long-polling up to WaitTimeSeconds (else the queue's
  * ReceiveMessageWaitTimeSeconds) with Baton's wake-up. Each job comes back as a message: its id is
  * the MessageId, its lease the ReceiptHandle, its attempts ApproximateReceiveCount.
+ *
+ * On a FIFO queue the claim is the flow claim of a queue with group_concurrency_limit 1: at most one
+ * message per group in flight, each group's first in claim order (its oldest, since priority is
+ * always 0 here), groups served in turn. So a receive returns at most one message of a group, and
+ * the group's next one only once that one is deleted or visible again. ReceiveRequestAttemptId is
+ * accepted and ignored (docs/sqs.md, "FIFO queues").
  */
 
-/** System attributes a receive can return; others it may name (FIFO ones, queue attributes) are ignored. */
+/** System attributes a receive can return; others it may name (queue attributes, ...) are ignored. */
 const SYSTEM_ATTRIBUTES = [
   'SenderId',
   'SentTimestamp',
@@ -23,6 +29,8 @@ const SYSTEM_ATTRIBUTES = [
   'ApproximateFirstReceiveTimestamp',
   'AWSTraceHeader',
   'MessageGroupId',
+  'SequenceNumber',
+  'MessageDeduplicationId',
 ];
 
 export const receiveMessage: Action = async (call, input) => {
@@ -58,10 +66,10 @@ export const receiveMessage: Action = async (call, input) => {
   deps.metrics.claimed(name, rows);
   if (rows.length === 0) return {};
   const wanted = systemNames.some((n) => n === 'All') ? SYSTEM_ATTRIBUTES : systemNames;
-  return { Messages: rows.map((row) => toMessage(row, wanted, attributeNames)) };
+  return { Messages: rows.map((row) => toMessage(row, queue.fifo, wanted, attributeNames)) };
 };
 
-function toMessage(row: ClaimedRow, systemNames: string[], attributeNames: string[]) {
+function toMessage(row: ClaimedRow, fifo: boolean, systemNames: string[], attributeNames: string[]) {
   // A job enqueued through the native API may hold any JSON; its body is then the JSON text.
   const body = typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload);
   const meta = ((row.meta as { sqs?: MessageMeta } | null)?.sqs ?? {}) as MessageMeta;
@@ -73,6 +81,9 @@ function toMessage(row: ClaimedRow, systemNames: string[], attributeNames: strin
     ApproximateFirstReceiveTimestamp: row.attempts === 1 ? String(row.claimed_at.getTime()) : undefined,
     AWSTraceHeader: meta.system_attributes?.AWSTraceHeader?.StringValue,
     MessageGroupId: meta.group_id,
+    // FIFO: the job id orders the messages of a group, as SQS's sequence numbers do.
+    SequenceNumber: fifo ? row.id : undefined,
+    MessageDeduplicationId: fifo ? meta.deduplication_id : undefined,
   };
   const attributes: Record<string, string> = {};
   for (const name of systemNames) {

@@ -5,6 +5,7 @@ import { batchEntries, distinctRounds, failedEntry } from '../batch.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { SqsError } from '../errors.js';
 import { type Input, requiredInt, requiredString } from '../input.js';
+import type { SqsQueue } from '../queue-attributes.js';
 import type { Lease } from '../receipt-handle.js';
 import { leaseOfHandle } from './delete.js';
 
@@ -13,8 +14,9 @@ import { leaseOfHandle } from './delete.js';
  * now (the same HOT-eligible renewal as POST /v1/jobs/{id}/renew). A timeout of 0 makes the message
  * visible again at once: a nack with no delay, so the receive is counted as a failed attempt, exactly
  * as SQS counts it in ApproximateReceiveCount (and on the last allowed attempt the message goes dead,
- * then to the dead-letter queue). A handle whose lease is no longer current is refused the way SQS
- * refuses it.
+ * then to the dead-letter queue). On a FIFO queue the message keeps its place (nack's keepPlace): it
+ * is received again before its group's later messages. A handle whose lease is no longer current is
+ * refused the way SQS refuses it.
  */
 
 const notAvailable = () =>
@@ -29,8 +31,8 @@ interface Change {
   seconds: number;
 }
 
-/** Make one message visible now: a nack without delay. */
-async function release(call: SqsCall, change: Change): Promise<LeaseOutcome<unknown>> {
+/** Make one message visible now: a nack without delay (on a FIFO queue, in its place). */
+async function release(call: SqsCall, queue: SqsQueue, change: Change): Promise<LeaseOutcome<unknown>> {
   const { deps } = call;
   const outcome = await nackJob(
     deps.db,
@@ -39,6 +41,8 @@ async function release(call: SqsCall, change: Change): Promise<LeaseOutcome<unkn
       leaseToken: change.lease.leaseToken,
       error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
       retryInMs: 0,
+      // A FIFO message given back comes before its group's later ones, as after a timeout.
+      keepPlace: queue.fifo,
     },
     deps.config,
   );
@@ -51,10 +55,10 @@ async function release(call: SqsCall, change: Change): Promise<LeaseOutcome<unkn
 }
 
 /** Change each visibility; per change, whether it was applied. */
-async function apply(call: SqsCall, changes: Change[]): Promise<Map<Change, boolean>> {
+async function apply(call: SqsCall, queue: SqsQueue, changes: Change[]): Promise<Map<Change, boolean>> {
   const applied = new Map<Change, boolean>();
   for (const change of changes.filter((c) => c.seconds === 0)) {
-    applied.set(change, (await release(call, change)).outcome === 'done');
+    applied.set(change, (await release(call, queue, change)).outcome === 'done');
   }
   const renewals = changes
     .filter((c) => c.seconds > 0)
@@ -79,15 +83,15 @@ function changeOf(entry: string, input: Input, queue: string): Change {
 export const changeMessageVisibility: Action = async (call, input) => {
   const queue = queueOf(call, input);
   const change = changeOf('', input, queue);
-  await call.deps.queues.get(queue);
-  if (!(await apply(call, [change])).get(change)) throw notAvailable();
+  const found = await call.deps.queues.get(queue);
+  if (!(await apply(call, found, [change])).get(change)) throw notAvailable();
   return {};
 };
 
 export const changeMessageVisibilityBatch: Action = async (call, input) => {
   const queue = queueOf(call, input);
   const entries = batchEntries(input, 'ChangeMessageVisibilityBatch');
-  await call.deps.queues.get(queue);
+  const found = await call.deps.queues.get(queue);
   const failed: ReturnType<typeof failedEntry>[] = [];
   const changes: Change[] = [];
   for (const entry of entries) {
@@ -98,7 +102,7 @@ export const changeMessageVisibilityBatch: Action = async (call, input) => {
       failed.push(failedEntry(entry.id, err));
     }
   }
-  const applied = await apply(call, changes);
+  const applied = await apply(call, found, changes);
   const successful: { Id: string }[] = [];
   for (const change of changes) {
     if (applied.get(change)) successful.push({ Id: change.entry });
