@@ -100,7 +100,10 @@ export async function claimWithFlow(
       let pick: RawBuilder<unknown>;
       let shares: Shares | undefined;
       let heldBack = budget.heldBack;
-      if (flow.grouped) {
+      // Group limits apply to the groups of whatever jobs there are, even before the queue is marked
+      // grouped (its first grouped job's mark can be skipped, or come by a path that does not mark,
+      // such as a redrive into it): walk the groups whenever a group limit is set.
+      if (flow.grouped || flow.group_concurrency_limit !== null || flow.group_rate_limit !== null) {
         const plan = shareOut(flow, await walkGroups(trx, queue, flow, budget.n), budget.n);
         if (plan.shares.length === 0) return { rows: [], heldBack: heldBack ?? plan.heldBack };
         heldBack ??= plan.heldBack;

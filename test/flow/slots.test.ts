@@ -93,6 +93,22 @@ describe('a concurrency slot comes back', () => {
   });
 });
 
+describe('group limits', () => {
+  it('hold even while the queue is not marked grouped (a mark skipped, or jobs redriven in)', async () => {
+    const q = 'sl-unmarked';
+    const client = api(app);
+    await client.call('PUT', `/v1/queues/${q}`, { group_concurrency_limit: 1 });
+    await client.enqueueBatch(q, [
+      { payload: 1, group: 'a' },
+      { payload: 2, group: 'a' },
+      { payload: 3, group: 'b' },
+    ]);
+    await sql`UPDATE baton.queues SET grouped = false WHERE name = ${q}`.execute(database.db);
+    const claimed = (await client.claim(q, { max_jobs: 3 })).body.jobs as { group: string }[];
+    expect(claimed.map((j) => j.group).sort()).toEqual(['a', 'b']);
+  });
+});
+
 describe('a held-back claim long-polls', () => {
   it('and is woken by an ack on another replica', async () => {
     const q = 'sl-wake';
