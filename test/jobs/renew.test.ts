@@ -76,7 +76,9 @@ describe('renew', () => {
       const updates = after.upd - before.upd;
       const hot = after.hot - before.hot;
       expect(updates).toBe(600);
-      expect(hot / updates).toBeGreaterThanOrEqual(0.9);
+      // Over 90% alone; 76% once in a full run on a machine loaded by other work, where page pruning
+      // found less room. A renewal that updated an indexed column would be 0% HOT.
+      expect(hot / updates).toBeGreaterThanOrEqual(0.6);
 
       // Batch renewals (POST /v1/jobs/renew) are the same update, 200 rows a statement. Mostly HOT,
       // but less than single renewals: PostgreSQL prunes a page's dead versions when a statement
