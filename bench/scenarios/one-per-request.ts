@@ -43,7 +43,8 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
     const cpu = await meter.stop();
     const per = (ms: number) => (ms / n) * 1000;
     const variant = ackAndClaim ? BATON_ACK_CLAIM : BATON;
-    (cpuPer1000[variant] ??= []).push({
+    cpuPer1000[variant] ??= [];
+    cpuPer1000[variant].push({
       server: per(cpu.server),
       postgres: per(cpu.postgres),
       client: per(cpu.bench),
