@@ -135,7 +135,7 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
     setup: [
       `${s.singleJobs.toLocaleString('en-US')} jobs per run, ${s.rounds} rounds, interleaved. Full cycle: ${s.singleProducers} producers enqueue one job per request while the workers run. Processing: the jobs are enqueued first (batches of 100, untimed), then VACUUM ANALYZE, then the workers drain them.`,
       `Baton: ${s.singleWorkers} HTTP workers, each claim max_jobs 1 (wait_ms 200) → POST /v1/jobs/{id}/ack; producers POST /v1/queues/{q}/jobs, one job per request.`,
-      `Baton ack-and-claim: the same ${s.singleWorkers} workers, each ack carrying next {max_jobs 1, wait_ms 0} (one request per job); a claim with wait_ms 200 only when an ack brought no job. Ratios are Baton ack-and-claim / each other row.`,
+      `Baton ack-and-claim: the same ${s.singleWorkers} workers, each ack carrying next {max_jobs 1, wait_ms 200} (one request per job; wait_ms 0 within the last ${s.singleWorkers} jobs, so no ack waits for jobs that will never come); a plain claim only at the start and when an ack brought no job. Ratios are Baton ack-and-claim / each other row.`,
       `graphile-worker: concurrentJobs ${GRAPHILE_SINGLE_16.concurrency}, no local queue, no batched completion, maxPoolSize ${GRAPHILE_SINGLE_16.maxPoolSize}; ${s.singleProducers} producers addJob() (processing: addJobs() of 100).`,
       `pg-boss: work() batchSize ${PG_BOSS_SINGLE_16.batchSize}, localConcurrency ${PG_BOSS_SINGLE_16.localConcurrency}, useListenNotify + queue notify, polling 0.5 s; ${s.singleProducers} producers send(). Not in the processing runs: with batchSize 1 it drains a backlog at one job per worker per 0.5 s poll (about 32 jobs/s in a trial run).`,
     ],
