@@ -257,7 +257,7 @@ export interface paths {
         put?: never;
         /**
          * Fail this attempt
-         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
+         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */

@@ -29,11 +29,12 @@ import { AckGroups } from '../jobs/statement-groups.js';
 
 type LeaseOperation = 'renew' | 'ack' | 'nack';
 
-const ACK_AND_CLAIM =
+/** What `next` does, for the descriptions of the ack, the batch ack and the nack. */
+const ackAndClaim = (verb: 'ack' | 'nack') =>
   ' With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and ' +
   'answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused ' +
-  'queues included). The ack is committed first, whatever happens to the claim: if the claim fails, the ' +
-  'answer is still 200 with an empty `next`. A lost lease (409) claims nothing.';
+  `queues included). The ${verb} is committed first, whatever happens to the claim: if the claim fails, ` +
+  'the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.';
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
@@ -188,7 +189,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone ' +
           'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.' +
-          ACK_AND_CLAIM,
+          ackAndClaim('ack'),
         params: JobParams,
         body: ref(AckRequest),
         response: {
@@ -226,7 +227,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every ' +
           "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
           'the others.' +
-          ACK_AND_CLAIM +
+          ackAndClaim('ack') +
           ' In a batch, every acked job must be of one queue (else 400, before anything is acked), and no ' +
           'next jobs are claimed when any item was lease_lost or none was acked.',
         body: ref(BatchAckRequest),
@@ -287,7 +288,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           "Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's " +
           'backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it ' +
           'goes to dead instead. Answers the job with its new state and run_at.' +
-          ACK_AND_CLAIM.replace('the ack', 'the nack') +
+          ackAndClaim('nack') +
           ' A job nacked with no delay is ready again and may be among them.',
         params: JobParams,
         body: ref(NackRequest),
