@@ -1,5 +1,5 @@
 import type { BenchContext } from '../context.js';
-import { CpuMeter } from '../cpu-split.js';
+import { CpuMeter, type CpuUsage } from '../cpu-split.js';
 import { DATABASES } from '../databases.js';
 import { enqueue, work } from '../load/baton-load.js';
 import { GRAPHILE, GRAPHILE_SINGLE_16 } from '../peers/graphile-worker.js';
@@ -24,8 +24,17 @@ export const BATON_ACK_CLAIM = 'Baton ack-and-claim';
 
 type Kind = 'cycle' | 'processing';
 
-/** CPU per 1,000 jobs of each Baton processing run, by variant: server, PostgreSQL backends, load generator. */
+/**
+ * CPU per 1,000 jobs of each processing run, by system: the Baton server, PostgreSQL backends, and
+ * this process (Baton's load generator, or the peer library working in-process).
+ */
 const cpuPer1000: Record<string, { server: number; postgres: number; client: number }[]> = {};
+
+function recordCpu(system: string, cpu: CpuUsage, jobs: number): void {
+  const per = (ms: number) => (ms / jobs) * 1000;
+  cpuPer1000[system] ??= [];
+  cpuPer1000[system].push({ server: per(cpu.server), postgres: per(cpu.postgres), client: per(cpu.bench) });
+}
 
 async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClaim: boolean): Promise<number> {
   const { server, client, admin } = await ctx.baton();
@@ -41,14 +50,7 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
     const t0 = performance.now();
     const lastAck = await work(client, queue, { ...opts, total: n });
     const cpu = await meter.stop();
-    const per = (ms: number) => (ms / n) * 1000;
-    const variant = ackAndClaim ? BATON_ACK_CLAIM : BATON;
-    cpuPer1000[variant] ??= [];
-    cpuPer1000[variant].push({
-      server: per(cpu.server),
-      postgres: per(cpu.postgres),
-      client: per(cpu.bench),
-    });
+    recordCpu(ackAndClaim ? BATON_ACK_CLAIM : BATON, cpu, n);
     return n / ((lastAck - t0) / 1000);
   }
   const warm = warmUp(n);
@@ -65,16 +67,26 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
 }
 
 /** A peer's run: the same warm-up (full cycle), ANALYZE and timed drain as Baton's. */
-async function peerRun<C>(ctx: BenchContext, peer: QueuePeer<C>, config: C, kind: Kind): Promise<number> {
+async function peerRun<C>(
+  ctx: BenchContext,
+  name: string,
+  peer: QueuePeer<C>,
+  config: C,
+  kind: Kind,
+): Promise<number> {
   const { singleJobs: n, singleProducers: producers } = ctx.sizes;
   return peer.withQueue(async () => {
     if (kind === 'processing') {
       await peer.enqueue(n, 100, producers);
       await peer.admin.query('VACUUM ANALYZE');
+      const meter = new CpuMeter(peer.admin, peer.database);
+      await meter.start();
       const t0 = performance.now();
       await peer.startWorkers(config);
       const end = await peer.waitForCompletion(n, 300_000);
+      const cpu = await meter.stop();
       await peer.stopWorkers();
+      recordCpu(name, cpu, n);
       return n / ((end - t0) / 1000);
     }
     const warm = warmUp(n);
@@ -107,8 +119,8 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
           system === BATON || system === BATON_ACK_CLAIM
             ? await batonRun(ctx, round, kind, system === BATON_ACK_CLAIM)
             : system === GRAPHILE
-              ? await peerRun(ctx, await ctx.graphile(), GRAPHILE_SINGLE_16, kind)
-              : await peerRun(ctx, await ctx.pgBoss(), PG_BOSS_SINGLE_16, kind);
+              ? await peerRun(ctx, GRAPHILE, await ctx.graphile(), GRAPHILE_SINGLE_16, kind)
+              : await peerRun(ctx, PG_BOSS, await ctx.pgBoss(), PG_BOSS_SINGLE_16, kind);
         series[kind][system]!.push(value);
         ctx.log(`  one-per-request ${kind} round ${round + 1}: ${system} ${Math.round(value)} jobs/s`);
       }
@@ -142,9 +154,9 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
     metrics: [cycle, processing],
     notes: cpuRows.length
       ? [
-          '**CPU per 1,000 jobs, Baton processing runs** (ms, medians over rounds; from /proc)',
+          '**CPU per 1,000 jobs, processing runs** (ms, medians over rounds; from /proc. The bench process is Baton’s HTTP load generator, or graphile-worker itself, in-process)',
           '',
-          '| variant | Baton server | PostgreSQL backends | load generator |',
+          '| system | Baton server | PostgreSQL backends | bench process |',
           '| --- | --- | --- | --- |',
           ...cpuRows,
         ]
