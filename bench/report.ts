@@ -16,6 +16,8 @@ export interface Metric {
   series: Record<string, number[]>;
   /** Ratios are Baton / peer per round; set false where a ratio means nothing. */
   ratios?: boolean;
+  /** The series the ratios are of (another Baton variant, say); default Baton. */
+  baseline?: string;
 }
 
 export interface Check {
@@ -43,11 +45,12 @@ export function summary(values: number[]) {
 
 /** Baton/peer per round, for each peer of the metric. */
 export function peerRatios(metric: Metric): Record<string, number[]> {
-  const baton = metric.series[BATON];
+  const base = metric.baseline ?? BATON;
+  const baton = metric.series[base];
   const out: Record<string, number[]> = {};
   if (!baton || metric.ratios === false) return out;
   for (const [system, values] of Object.entries(metric.series)) {
-    if (system !== BATON) out[system] = ratios(baton, values);
+    if (system !== base) out[system] = ratios(baton, values);
   }
   return out;
 }
@@ -67,7 +70,12 @@ function rows(metric: Metric): string[][] {
     });
 }
 
-const HEAD = ['system', 'median', 'min – max', 'Baton/peer: median (per round)'];
+const head = (metric: Metric) => [
+  'system',
+  'median',
+  'min – max',
+  `${metric.baseline ?? BATON}/peer: median (per round)`,
+];
 
 export function markdown(result: ScenarioResult): string {
   const out: string[] = [`### ${result.title}`, ''];
@@ -75,6 +83,7 @@ export function markdown(result: ScenarioResult): string {
   out.push('');
   for (const metric of result.metrics) {
     out.push(`**${metric.title}** (${metric.unit}, ${metric.better} is better)`, '');
+    const HEAD = head(metric);
     out.push(`| ${HEAD.join(' | ')} |`, `| ${HEAD.map(() => '---').join(' | ')} |`);
     for (const row of rows(metric)) out.push(`| ${row.join(' | ')} |`);
     out.push('');
@@ -93,6 +102,7 @@ export function plain(result: ScenarioResult): string {
   for (const metric of result.metrics) {
     out.push(`  ${metric.title} [${metric.unit}, ${metric.better} is better]`);
     const table = rows(metric);
+    const HEAD = head(metric);
     const widths = HEAD.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
     const line = (cells: string[]) => `    ${cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd();
     out.push(line(HEAD));
@@ -104,14 +114,20 @@ export function plain(result: ScenarioResult): string {
 }
 
 /** A check that Baton's median reaches `factor` × the reference's median (or stays under, for "lower"). */
-export function ratioCheck(metric: Metric, peer: string, factor: number, target: string): Check {
-  const baton = median(metric.series[BATON] ?? []);
+export function ratioCheck(
+  metric: Metric,
+  peer: string,
+  factor: number,
+  target: string,
+  base = BATON,
+): Check {
+  const baton = median(metric.series[base] ?? []);
   const other = median(metric.series[peer] ?? []);
   const ratio = baton / other;
   const met = metric.better === 'higher' ? ratio >= factor : ratio <= factor;
   return {
     target,
     met,
-    detail: `Baton ${fmt(baton)} vs ${peer} ${fmt(other)} ${metric.unit}: ${fmt(ratio)}× (medians)`,
+    detail: `${base} ${fmt(baton)} vs ${peer} ${fmt(other)} ${metric.unit}: ${fmt(ratio)}× (medians)`,
   };
 }

@@ -7,7 +7,9 @@
 
 It long-polls for up to CONCURRENCY jobs, runs them side by side in a thread pool, renews every
 lease it holds at a third of the lease (one batch renew for all that are due), acks with the
-handler's result and nacks with its error. On SIGTERM or SIGINT it stops claiming (a long-poll in
+handler's result and nacks with its error. Each ack (or nack) also claims the job that takes its
+place (ack-and-claim: `next` on the ack), so a busy worker makes one request per job; the long-poll
+only runs for slots that found nothing. On SIGTERM or SIGINT it stops claiming (a long-poll in
 flight is abandoned; the server hands back what it had claimed for it), lets the jobs in hand
 finish and settle, then exits 0. A 503 or a connection error is retried with backoff (honouring
 Retry-After); a 409 lease_lost drops the job, whose lease is someone else's now.
@@ -246,44 +248,71 @@ class Worker:
             self.changed.wait(timeout=seconds_)
 
     def dispatch(self, claimed):
-        """Hand claimed jobs to the pool. (Ack-and-claim's answers come in here too: see ack().)"""
+        """Hand claimed jobs to the pool."""
         for raw in claimed:
-            job = Job(raw)
-            with self.changed:
-                self.held[job.id] = job
-                in_flight = len(self.held)
-            log("claimed", id=job.id, attempt=job.attempt, in_flight=in_flight)
-            self.pool.submit(self.work, job)
+            self.pool.submit(self.work, self.hold(raw))
+
+    def hold(self, raw, replacing=None):
+        """Start keeping a claimed job's lease; `replacing` (a job just settled) stops being held in
+        the same step, so the count of jobs in hand never passes CONCURRENCY."""
+        job = Job(raw)
+        with self.changed:
+            if replacing is not None:
+                self.held.pop(replacing.id, None)
+            self.held[job.id] = job
+            in_flight = len(self.held)
+        log("claimed", id=job.id, attempt=job.attempt, in_flight=in_flight, by="ack" if replacing else "claim")
+        return job
 
     def work(self, job):
+        """Run a job, then the one its ack claimed in its place, and so on, in this thread."""
+        while job is not None:
+            job = self.work_one(job)
+
+    def work_one(self, job):
+        """Run one job and settle it; answers the next job, when the ack or nack claimed one."""
+        following = []
         try:
             try:
                 result = self.handler(job)
                 json.dumps(result)  # a result that cannot be sent fails the attempt, here
             except Exception as err:  # noqa: BLE001 - any failure of the handler fails the attempt
                 if not job.lost.is_set():
-                    self.nack(job, err)
+                    following = self.nack(job, err)
             else:
                 if not job.lost.is_set():
-                    self.ack(job, result)
+                    following = self.ack(job, result)
             if job.lost.is_set():
                 log("dropped", id=job.id, attempt=job.attempt)
         except Exception as err:  # noqa: BLE001 - a bug here must show, not vanish into the pool's Future
             log("worker_error", id=job.id, error=repr(err))
         finally:
+            # One job at most (next asks for one): it takes this job's place in hand. Even while
+            # stopping it is ours now, so it is worked and settled before the worker exits.
+            replacement = self.hold(following[0], replacing=job) if following else None
             with self.changed:
                 self.held.pop(job.id, None)
                 self.changed.notify_all()
+        return replacement
+
+    def next_claim(self):
+        """`next` for an ack or nack: one job to take this one's place, without waiting (the claim
+        loop long-polls for slots that find nothing). None while stopping: claim nothing more."""
+        if self.stopping:
+            return None
+        return {"max_jobs": 1, "lease_ms": LEASE_MS, "wait_ms": 0, "worker_id": WORKER_ID}
 
     def ack(self, job, result):
-        # Ack-and-claim, once POST /v1/jobs/{id}/ack takes `next`: add
-        #   "next": {"max_jobs": <free slots + 1>, "lease_ms": LEASE_MS, "wait_ms": 0, "worker_id": WORKER_ID}
-        # to this body (not while self.stopping) and pass the jobs of the answer to self.dispatch():
-        # a busy worker then claims in the same request as it acks, and the claim loop only runs
-        # when it has nothing to ack.
-        answer = self.settle(job, "ack", {"lease_token": job.lease_token, "result": result})
-        if answer is not None:
-            log("acked", id=job.id, attempt=job.attempt)
+        """Ack with the result; answers the jobs the ack claimed (ack-and-claim)."""
+        body = {"lease_token": job.lease_token, "result": result}
+        following = self.next_claim()
+        if following:
+            body["next"] = following
+        answer = self.settle(job, "ack", body)
+        if answer is None:
+            return []
+        log("acked", id=job.id, attempt=job.attempt)
+        return answer.get("next") or []
 
     def nack(self, job, err):
         details = getattr(err, "details", None)
@@ -294,10 +323,15 @@ class Worker:
             "error": {"message": (str(err) or type(err).__name__)[:4096], "details": details},
             "dead": bool(getattr(err, "dead", False)),
         }
+        following = self.next_claim()
+        if following:
+            body["next"] = following
         answer = self.settle(job, "nack", body)
-        if answer is not None:
-            message = body["error"]["message"]
-            log("nacked", id=job.id, attempt=job.attempt, state=answer["state"], error=message)
+        if answer is None:
+            return []
+        message = body["error"]["message"]
+        log("nacked", id=job.id, attempt=job.attempt, state=answer["state"], error=message)
+        return answer.get("next") or []
 
     def settle(self, job, verb, body):
         """Send the one ack or nack of this attempt, retrying through outages while the lease may

@@ -6,7 +6,9 @@
  * (`npm run worker` execs Node, so a SIGTERM to npm reaches this process; `npx tsx` would not pass it on.)
  *
  * It long-polls for up to CONCURRENCY jobs at a time, runs them side by side, renews each lease
- * every third of the lease while its job runs, acks on success and nacks on failure. On SIGTERM
+ * every third of the lease while its job runs, acks on success and nacks on failure. Each ack (or
+ * nack) also claims the job that takes its place (ack-and-claim: `next` on the ack), so a busy worker
+ * makes one request per job and long-polls only for slots that found nothing. On SIGTERM
  * (or SIGINT) it stops claiming at once (an unanswered long-poll is abandoned, and the server hands
  * back anything it claimed for it), lets the jobs in hand finish and report, then exits 0.
  *
@@ -45,8 +47,26 @@ async function handle(job: ClaimedJob, signal: AbortSignal): Promise<unknown> {
   return { handled_by: WORKER_ID };
 }
 
-/** Run one job under its lease: renew on a timer, then ack or nack. */
-async function work(job: ClaimedJob): Promise<void> {
+let stopping = false;
+
+/**
+ * `next` for an ack or nack: one job to take this one's place, without waiting (the claim loop below
+ * long-polls for slots that find nothing). None while stopping: claim nothing more.
+ */
+const nextClaim = () =>
+  stopping ? undefined : { max_jobs: 1, lease_ms: LEASE_MS, wait_ms: 0, worker_id: WORKER_ID };
+
+/** One slot: run a job, then the one its ack claimed in its place, and so on. */
+async function slot(first: ClaimedJob): Promise<void> {
+  let job: ClaimedJob | undefined = first;
+  while (job) job = await work(job);
+}
+
+/**
+ * Run one job under its lease: renew on a timer, then ack or nack. Answers the job the ack or nack
+ * claimed in its place, if any (even while stopping: it is ours then, so it is worked too).
+ */
+async function work(job: ClaimedJob): Promise<ClaimedJob | undefined> {
   const path = { params: { path: { id: job.id } } };
   const lost = new AbortController();
   const renewEvery = Math.max(1000, Math.floor(LEASE_MS / 3));
@@ -62,14 +82,15 @@ async function work(job: ClaimedJob): Promise<void> {
   }, renewEvery);
   try {
     const result = await handle(job, lost.signal);
-    if (lost.signal.aborted) return;
-    const { error } = await baton.POST('/v1/jobs/{id}/ack', {
+    if (lost.signal.aborted) return undefined;
+    const { data, error } = await baton.POST('/v1/jobs/{id}/ack', {
       ...path,
-      body: { lease_token: job.lease_token, result },
+      body: { lease_token: job.lease_token, result, next: nextClaim() },
     });
     log(error ? 'ack_refused' : 'acked', { id: job.id, attempt: job.attempt, code: error?.code });
+    return following(data?.next);
   } catch (err) {
-    if (lost.signal.aborted) return;
+    if (lost.signal.aborted) return undefined;
     const message = (err as Error).message || String(err);
     const { data, error } = await baton.POST('/v1/jobs/{id}/nack', {
       ...path,
@@ -77,6 +98,7 @@ async function work(job: ClaimedJob): Promise<void> {
         lease_token: job.lease_token,
         error: { message, details: { stack: (err as Error).stack?.split('\n').slice(0, 5) } },
         dead: err instanceof PermanentFailure,
+        next: nextClaim(),
       },
     });
     log(error ? 'nack_refused' : 'nacked', {
@@ -85,12 +107,19 @@ async function work(job: ClaimedJob): Promise<void> {
       state: data?.state,
       code: error?.code,
     });
+    return following(data?.next);
   } finally {
     clearInterval(renewer);
   }
 }
 
-let stopping = false;
+/** The job an ack or nack claimed (next asks for one at most). */
+function following(next: ClaimedJob[] | undefined): ClaimedJob | undefined {
+  const job = next?.[0];
+  if (job) log('claimed', { id: job.id, attempt: job.attempt, by: 'ack' });
+  return job;
+}
+
 const claiming = new AbortController();
 const inFlight = new Set<Promise<void>>();
 
@@ -125,7 +154,7 @@ while (!stopping) {
   }
   for (const job of data.jobs) {
     log('claimed', { id: job.id, attempt: job.attempt });
-    const running: Promise<void> = work(job).finally(() => inFlight.delete(running));
+    const running: Promise<void> = slot(job).finally(() => inFlight.delete(running));
     inFlight.add(running);
   }
 }

@@ -213,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a job
-         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.
+         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -235,7 +235,7 @@ export interface paths {
         put?: never;
         /**
          * Complete many jobs at once
-         * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others.
+         * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. In a batch, every acked job must be of one queue (else 400, before anything is acked), and no next jobs are claimed when any item was lease_lost or none was acked.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -257,7 +257,7 @@ export interface paths {
         put?: never;
         /**
          * Fail this attempt
-         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at.
+         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -1039,6 +1039,7 @@ export interface components {
             lease_token: string;
             /** @description Stored and shown on the job. */
             result?: unknown;
+            next?: components["schemas"]["ClaimRequest"];
         };
         /**
          * @example {
@@ -1052,6 +1053,7 @@ export interface components {
          */
         BatchAckRequest: {
             acks: components["schemas"]["BatchAckItem"][];
+            next?: components["schemas"]["ClaimRequest"];
         };
         BatchAckItem: {
             /**
@@ -1080,6 +1082,8 @@ export interface components {
             acked: number;
             /** Format: int32 */
             failed: number;
+            /** @description Only when the request gave `next`: the jobs claimed after the ack, under fresh leases. Empty when none was ready within next.wait_ms, when an item of a batch lost its lease, or when the claim failed; the ack stands either way. */
+            next?: components["schemas"]["ClaimedJob"][];
         };
         /**
          * @example {
@@ -1107,12 +1111,17 @@ export interface components {
             retry_in_ms?: number;
             /** @description Give up now: the job goes to dead whatever its attempts. */
             dead?: boolean;
+            next?: components["schemas"]["ClaimRequest"];
         };
         /** @description What went wrong, as the worker tells it. */
         WorkerError: {
             message: string;
             /** @description Anything that helps: a stack trace, a status code... */
             details?: unknown;
+        };
+        JobAndNext: components["schemas"]["Job"] & {
+            /** @description Only when the request gave `next`: the jobs claimed after the ack, under fresh leases. Empty when none was ready within next.wait_ms, when an item of a batch lost its lease, or when the claim failed; the ack stands either way. */
+            next?: components["schemas"]["ClaimedJob"][];
         };
         /**
          * @description At most `limit` jobs claimed in any window of `period_ms`, across every replica. Never exceeded; a claim may be let through up to 1% of the period later than the limit strictly requires.
@@ -2325,13 +2334,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The completed job. */
+            /** @description The completed job (and, with `next`, the next jobs claimed). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobAndNext"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -2532,13 +2541,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The job with its new state (scheduled, ready or dead) and run_at. */
+            /** @description The job with its new state (scheduled, ready or dead) and run_at (and, with `next`, the next jobs claimed). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobAndNext"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */

@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { buildValidator } from './http/validation.js';
 import { createLogger, requestLogController } from './logger.js';
 import auth from './plugins/auth.js';
+import claims from './plugins/claims.js';
 import database from './plugins/database.js';
 import jsonBody from './plugins/json-body.js';
 import loadShedding from './plugins/load-shedding.js';
@@ -97,6 +98,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(metrics);
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });
+  await app.register(claims);
   await app.register(maintenance);
   await app.register(schedulesFile);
   await app.register(health);

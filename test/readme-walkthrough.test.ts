@@ -71,4 +71,10 @@ describe('README walk-through', () => {
     expect(shown).toHaveLength(8);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
+
+  it('runs every command of "Ack and claim in one request"; each prints what the README shows under it', async () => {
+    const { printed, shown } = await runBlock('ack-and-claim');
+    expect(shown).toHaveLength(2);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+  });
 });

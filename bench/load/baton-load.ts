@@ -42,6 +42,14 @@ export interface WorkerOptions {
   total: number;
   /** Long-poll wait of each claim (keeps idle workers from spinning while producers catch up). */
   waitMs: number;
+  /**
+   * Ack-and-claim (claimSize 1 only): each ack carries `next` for one job (long-polling waitMs, as a
+   * one-job-at-a-time worker would), so a worker makes one request per job; a plain claim only at the
+   * start and when an ack brought nothing. Within the last `workers` jobs the acks ask with wait_ms 0,
+   * so the timing, which ends at the last ack's answer, does not include a wait for jobs that will
+   * never come.
+   */
+  ackAndClaim?: boolean;
 }
 
 /** Claim → ack loops. Resolves with the time (performance.now()) of the last ack's response. */
@@ -49,6 +57,32 @@ export async function work(client: HttpClient, queue: string, opts: WorkerOption
   const q = encodeURIComponent(queue);
   let acked = 0;
   let lastAck = 0;
+  if (opts.ackAndClaim) {
+    if (opts.claimSize !== 1) throw new Error('ackAndClaim works one job per request (claimSize 1)');
+    const claim1 = { max_jobs: 1, lease_ms: 60_000, wait_ms: opts.waitMs };
+    await Promise.all(
+      Array.from({ length: opts.workers }, async () => {
+        let hand: { id: string; lease_token: string }[] = [];
+        while (acked < opts.total) {
+          if (hand.length === 0) {
+            const claim = await client.post(`/v1/queues/${q}/claim`, claim1);
+            expect(claim.status, 200, 'claim', claim.body);
+            hand = claim.body.jobs;
+            continue;
+          }
+          const job = hand[0]!;
+          const tail = opts.total - acked <= opts.workers;
+          const next = tail ? { ...claim1, wait_ms: 0 } : claim1;
+          const r = await client.post(`/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token, next });
+          expect(r.status, 200, 'ack-and-claim', r.body);
+          acked++;
+          lastAck = performance.now();
+          hand = r.body.next;
+        }
+      }),
+    );
+    return lastAck;
+  }
   await Promise.all(
     Array.from({ length: opts.workers }, async () => {
       while (acked < opts.total) {

@@ -38,3 +38,32 @@ export function checkDistinctIds(field: string, items: { id: string }[]): void {
     seen.add(item.id);
   }
 }
+
+/**
+ * The one queue of a batch ack that asks for the next jobs (ack-and-claim): its items' queue, or
+ * undefined when none of them exists. Checked before anything is acked, so a batch spanning queues is
+ * a 400 naming the first item of another queue and nothing half-happens. `field` is the list's name;
+ * ids in `unseen` (jobs the caller may not see) count as not existing.
+ */
+export async function queueOfBatch(
+  db: Db,
+  field: string,
+  ids: string[],
+  unseen?: ReadonlySet<string>,
+): Promise<string | undefined> {
+  const queues = await queuesOfJobs(db, unseen?.size ? ids.filter((id) => !unseen.has(id)) : ids);
+  let first: { queue: string; at: number } | undefined;
+  for (const [i, id] of ids.entries()) {
+    const queue = unseen?.has(id) ? undefined : queues.get(id);
+    if (queue === undefined) continue;
+    if (!first) first = { queue, at: i };
+    else if (queue !== first.queue) {
+      throw invalidField(
+        `${field}[${i}].id`,
+        `is a job of queue "${queue}", not "${first.queue}" as ${field}[${first.at}]: with next, every ` +
+          'acked job must be of the one queue the next jobs are claimed from',
+      );
+    }
+  }
+  return first?.queue;
+}

@@ -1,13 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { jobNotFound, leaseLost } from '../errors.js';
 import { jsonText } from '../http/json-input.js';
-import { Job, JobParams } from '../http/schemas/jobs.js';
+import { type ClaimRequest, Job, JobParams } from '../http/schemas/jobs.js';
 import {
   AckRequest,
   BatchAckRequest,
   BatchAckResponse,
   BatchRenewRequest,
   BatchRenewResponse,
+  JobAndNext,
   NackRequest,
   RenewRequest,
   RenewResponse,
@@ -17,7 +19,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
 import { ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
-import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
+import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
 import { renewLease, renewLeases } from '../jobs/renew.js';
@@ -26,6 +28,13 @@ import { AckGroups } from '../jobs/statement-groups.js';
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
 type LeaseOperation = 'renew' | 'ack' | 'nack';
+
+/** What `next` does, for the descriptions of the ack, the batch ack and the nack. */
+const ackAndClaim = (verb: 'ack' | 'nack') =>
+  ' With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and ' +
+  'answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused ' +
+  `queues included). The ${verb} is committed first, whatever happens to the claim: if the claim fails, ` +
+  'the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.';
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
@@ -56,6 +65,27 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     for (const out of byId.values())
       if (out.outcome === 'lease_lost') app.metrics.leaseLost(out.queue, operation);
     return items.map((item) => byId.get(item.id) ?? { outcome: 'not_found' });
+  };
+
+  /**
+   * Ack-and-claim: after the ack (or nack) has committed, claim the next jobs of its queue through the
+   * claim route's own path (plugins/claims.ts). The ack stands whatever happens here: a claim that
+   * fails is logged and answered as no jobs, so the worker learns its ack went through and claims
+   * again. Who may ack a job may claim from its queue (both need the consumer scope and the job's
+   * queue, checked by plugins/auth.ts before the ack), so nothing is refused after the ack.
+   */
+  const claimNext = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    queue: string,
+    next: ClaimRequest,
+  ) => {
+    try {
+      return await app.claimFor(request, reply, queue, next);
+    } catch (err) {
+      request.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
+      return [];
+    }
   };
 
   app.get(
@@ -158,15 +188,19 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Complete a job',
         description:
           'Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone ' +
-          'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.',
+          'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.' +
+          ackAndClaim('ack'),
         params: JobParams,
         body: ref(AckRequest),
-        response: { 200: ok(ref(Job), 'The completed job.'), ...errorResponses(404, 409) },
+        response: {
+          200: ok(ref(JobAndNext), 'The completed job (and, with `next`, the next jobs claimed).'),
+          ...errorResponses(404, 409),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const { result } = request.body;
+      const { result, next } = request.body;
       const resultJson =
         result === undefined ? undefined : jsonText(result, 'result', config.payloadLimitBytes);
       const job = settle(
@@ -176,7 +210,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       );
       app.metrics.acked([job]);
       app.wake.notifier.slotsFreed(job.queue, 1);
-      return toJob(job);
+      if (!next) return toJob(job);
+      return { ...toJob(job), next: await claimNext(request, reply, job.queue, next) };
     },
   );
 
@@ -191,7 +226,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every ' +
           "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
-          'the others.',
+          'the others.' +
+          ackAndClaim('ack') +
+          ' In a batch, every acked job must be of one queue (else 400, before anything is acked), and no ' +
+          'next jobs are claimed when any item was lease_lost or none was acked.',
         body: ref(BatchAckRequest),
         response: {
           200: ok(ref(BatchAckResponse), 'Each ack’s outcome, in request order.'),
@@ -199,7 +237,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
+      const { next } = request.body;
       checkDistinctIds('acks', request.body.acks);
       const items = request.body.acks.map((ack, i) => ({
         id: ack.id,
@@ -209,6 +248,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             ? undefined
             : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
       }));
+      // With next: the batch's one queue, found (or refused) before anything is acked.
+      const nextQueue = next
+        ? await queueOfBatch(
+            app.db,
+            'acks',
+            items.map((item) => item.id),
+            request.hiddenJobIds,
+          )
+        : undefined;
       const outcomes = await settleBatch(items, request.hiddenJobIds, 'ack', (visible) =>
         ackJobs(app.db, acks, visible),
       );
@@ -220,7 +268,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         outcome: out.outcome === 'done' ? ('acked' as const) : out.outcome,
       }));
       const acked = results.filter((r) => r.outcome === 'acked').length;
-      return { results, acked, failed: results.length - acked };
+      const answer = { results, acked, failed: results.length - acked };
+      if (!next) return answer;
+      // A stale lease anywhere in the batch claims nothing, as a single ack's 409 would.
+      const claim = nextQueue !== undefined && acked > 0 && !results.some((r) => r.outcome === 'lease_lost');
+      return { ...answer, next: claim ? await claimNext(request, reply, nextQueue, next) : [] };
     },
   );
 
@@ -235,18 +287,23 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's " +
           'backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it ' +
-          'goes to dead instead. Answers the job with its new state and run_at.',
+          'goes to dead instead. Answers the job with its new state and run_at.' +
+          ackAndClaim('nack') +
+          ' A job nacked with no delay is ready again and may be among them.',
         params: JobParams,
         body: ref(NackRequest),
         response: {
-          200: ok(ref(Job), 'The job with its new state (scheduled, ready or dead) and run_at.'),
+          200: ok(
+            ref(JobAndNext),
+            'The job with its new state (scheduled, ready or dead) and run_at (and, with `next`, the next jobs claimed).',
+          ),
           ...errorResponses(404, 409),
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const { lease_token, error, retry_in_ms, dead } = request.body;
+      const { lease_token, error, retry_in_ms, dead, next } = request.body;
       if (error?.details !== undefined) jsonText(error.details, 'error.details', config.payloadLimitBytes);
       if (error) jsonText(error.message, 'error.message');
       const input = { id, leaseToken: lease_token, error, retryInMs: retry_in_ms, dead };
@@ -254,7 +311,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       app.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
       if (readyNow) app.wake.notifier.jobsReady(job.queue, 1);
       else app.wake.notifier.slotsFreed(job.queue, 1);
-      return toJob(job);
+      if (!next) return toJob(job);
+      return { ...toJob(job), next: await claimNext(request, reply, job.queue, next) };
     },
   );
 

@@ -16,13 +16,11 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
-import { toClaimedJob, toEnqueuedJob, toJob } from '../http/views.js';
-import { releaseClaims } from '../jobs/claim.js';
+import { toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
-import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import { EnqueueGroups } from '../jobs/statement-groups.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
-import { claimWithWait } from '../wake/long-poll.js';
 
 /** The jobs of a queue, /v1/queues/{queue}/...: enqueue one, enqueue a batch, claim, list. */
 
@@ -68,8 +66,8 @@ function traceOfBody(body: EnqueueRequest, field: string): TraceContext | undefi
 
 const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  // Concurrent claims (and enqueues) on a queue share one statement (src/jobs/statement-groups.ts).
-  const claims = new ClaimGroups(app.db, config.defaultLeaseMs);
+  // Concurrent enqueues on a queue share one statement (src/jobs/statement-groups.ts); so do claims
+  // (plugins/claims.ts, shared with ack-and-claim).
   const enqueueOptions = {
     autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
     defaultMaxAttempts: config.defaultMaxAttempts,
@@ -170,43 +168,9 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         request.body ??= {};
       },
     },
-    async (request, reply) => {
-      const { queue } = request.params;
-      const body = request.body;
-      // The response's 'close' fires when it finishes or when the client drops the connection;
-      // only the latter (nothing written yet) should stop the long-poll.
-      const abort = new AbortController();
-      const onClose = () => {
-        if (!reply.raw.writableEnded) abort.abort();
-      };
-      reply.raw.once('close', onClose);
-      try {
-        const { jobs: rows } = await claimWithWait(claims, app.wake.waitList, {
-          queue,
-          maxJobs: body.max_jobs ?? 1,
-          leaseMs: body.lease_ms,
-          workerId: body.worker_id,
-          waitMs: app.shuttingDown ? 0 : (body.wait_ms ?? 0),
-          pollIntervalMs: config.pollIntervalMs,
-          signal: abort.signal,
-          onHeldBack: (held) => {
-            app.metrics.claimsHeldBack.inc({ queue: app.metrics.queue(queue), reason: held.reason });
-            app.wake.notifier.watchSlots(queue);
-          },
-        });
-        if (abort.signal.aborted && rows.length > 0) {
-          // The client left while we claimed: nobody will receive these leases, so hand the jobs back.
-          const released = await releaseClaims(app.db, rows);
-          request.log.info({ released }, 'claimant went away; released its jobs');
-          app.wake.notifier.jobsReady(queue, released);
-          return reply.send({ jobs: [] });
-        }
-        app.metrics.claimed(queue, rows);
-        return { jobs: rows.map(toClaimedJob) };
-      } finally {
-        reply.raw.off('close', onClose);
-      }
-    },
+    async (request, reply) => ({
+      jobs: await app.claimFor(request, reply, request.params.queue, request.body),
+    }),
   );
 
   app.get(

@@ -160,6 +160,9 @@ describe('examples/worker.py', () => {
       }
       // Side by side: the first claim took a full pool's worth.
       expect(Math.max(...worker.events.filter((e) => e.event === 'claimed').map((e) => e.in_flight))).toBe(8);
+      // Ack-and-claim: most jobs came with the ack of the job before them, not from a claim.
+      const claimedBy = tally(worker.events.filter((e) => e.event === 'claimed').map((e) => e.by));
+      expect(claimedBy.get('ack') ?? 0).toBeGreaterThan(claimedBy.get('claim') ?? 0);
       expect(
         worker.events.filter((e) => ['lease_lost', 'dropped', 'worker_error'].includes(e.event)),
       ).toEqual([]);

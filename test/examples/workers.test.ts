@@ -40,6 +40,8 @@ describe('example workers', () => {
         dead_reason: 'nacked_dead',
       });
       expect((await api(app).get(long.id)).body.attempts).toBe(1);
+      // Ack-and-claim: acks claimed the jobs that took their places.
+      expect(worker.events.some((e) => e.event === 'claimed' && e.by === 'ack')).toBe(true);
 
       // Drain: SIGTERM while a job is in hand. It finishes and is acked; nothing new is claimed.
       const inHand = (await api(app).enqueue(q, { payload: { sleep_ms: 1500 } })).body;

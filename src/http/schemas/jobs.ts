@@ -182,6 +182,7 @@ export const ClaimRequest = Type.Object(
     examples: [{ max_jobs: 10, lease_ms: 60000, wait_ms: 20000, worker_id: 'worker-1' }],
   },
 );
+export type ClaimRequest = Static<typeof ClaimRequest>;
 
 export const ClaimedJob = Type.Object(
   {

@@ -1,9 +1,27 @@
 import { Type } from 'typebox';
 import { ERROR_MESSAGE_MAX, LEASE_MS_MAX, LEASE_MS_MIN, MAX_BATCH, MAX_DELAY_MS } from '../../jobs/limits.js';
 import { Int32, Int64, JobId, Json, LeaseToken, strict, Timestamp } from './common.js';
+import { ClaimedJob, ClaimRequest, Job } from './jobs.js';
 import { ref } from './ref.js';
 
 /** Schemas of what the holder of a lease sends and gets back: renew, ack and nack, one or many. */
+
+/**
+ * Ack-and-claim: `next` on an ack, a nack or a batch ack claims the next jobs of the same queue in
+ * the same request, with the claim request's fields, bounds and defaults.
+ */
+// (A description beside the $ref would be dropped from the document: the routes' descriptions say it.)
+const next = Type.Optional(ref(ClaimRequest));
+
+/** The jobs ack-and-claim claimed; present only when the request gave `next`. */
+const nextJobs = Type.Optional(
+  Type.Array(ref(ClaimedJob), {
+    description:
+      'Only when the request gave `next`: the jobs claimed after the ack, under fresh leases. Empty when ' +
+      'none was ready within next.wait_ms, when an item of a batch lost its lease, or when the claim ' +
+      'failed; the ack stands either way.',
+  }),
+);
 
 const EXAMPLE_TOKEN = '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001';
 
@@ -56,7 +74,7 @@ export const BatchRenewResponse = Type.Object(
 );
 
 export const AckRequest = Type.Object(
-  { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
+  { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')), next },
   { ...strict, $id: 'AckRequest', examples: [{ lease_token: EXAMPLE_TOKEN, result: { sent: true } }] },
 );
 
@@ -65,7 +83,7 @@ export const BatchAckItem = Type.Object(
   { ...strict, $id: 'BatchAckItem' },
 );
 export const BatchAckRequest = Type.Object(
-  { acks: Type.Array(ref(BatchAckItem), { minItems: 1, maxItems: MAX_BATCH }) },
+  { acks: Type.Array(ref(BatchAckItem), { minItems: 1, maxItems: MAX_BATCH }), next },
   { ...strict, $id: 'BatchAckRequest', examples: [{ acks: [{ id: '42', lease_token: EXAMPLE_TOKEN }] }] },
 );
 export const AckOutcome = Type.Unsafe<'acked' | 'lease_lost' | 'not_found'>(
@@ -80,6 +98,7 @@ export const BatchAckResponse = Type.Object(
     results: Type.Array(ref(BatchAckResult), { description: 'One per ack, in request order.' }),
     acked: Int32(),
     failed: Int32(),
+    next: nextJobs,
   },
   { $id: 'BatchAckResponse' },
 );
@@ -106,6 +125,7 @@ export const NackRequest = Type.Object(
     dead: Type.Optional(
       Type.Boolean({ description: 'Give up now: the job goes to dead whatever its attempts.' }),
     ),
+    next,
   },
   {
     ...strict,
@@ -119,3 +139,8 @@ export const NackRequest = Type.Object(
     ],
   },
 );
+
+/** A job as an ack or nack answers it, with the jobs claimed by `next` when the request gave it. */
+export const JobAndNext = Type.Intersect([ref(Job), Type.Object({ next: nextJobs })], {
+  $id: 'JobAndNext',
+});

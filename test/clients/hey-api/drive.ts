@@ -39,6 +39,7 @@ export interface Drive {
   missing: { status: number; problem: Problem };
   refusedBeforeSending: string;
   refusedAnswer: string;
+  ackAndClaim: { state: string; next: unknown[] };
 }
 
 export async function drive(baseUrl: string, apiKey: string, queue: string): Promise<Drive> {
@@ -107,6 +108,16 @@ export async function drive(baseUrl: string, apiKey: string, queue: string): Pro
   );
   const corrupted = await getJob({ client: corrupting, path: { id: first.id } });
 
+  // Ack-and-claim: an ack with next answers the queue's next job too (checked against JobAndNext).
+  await enqueueJobs({ ...on, path, body: { jobs: [{ payload: { n: 4 } }, { payload: { n: 5 } }] } });
+  const [fourth] = (await claimJobs({ ...on, path, body: { max_jobs: 1 } })).data.jobs;
+  if (!fourth) throw new Error('claimed no fourth job');
+  const ackAndClaim = await ackJob({
+    ...on,
+    path: { id: fourth.id },
+    body: { lease_token: fourth.lease_token, next: { max_jobs: 2, lease_ms: 30_000 } },
+  });
+
   return {
     enqueued: { status: one.response.status, state: one.data.state },
     batch: batch.data.jobs.map((job) => job.created),
@@ -123,6 +134,10 @@ export async function drive(baseUrl: string, apiKey: string, queue: string): Pro
     missing: { status: none.response?.status ?? 0, problem: zProblem.parse(none.error) },
     refusedBeforeSending: tooShort.response ? 'sent' : describe(tooShort.error),
     refusedAnswer: describe(corrupted.error),
+    ackAndClaim: {
+      state: ackAndClaim.data.state,
+      next: (ackAndClaim.data.next ?? []).map((job) => job.payload),
+    },
   };
 }
 
