@@ -10,6 +10,7 @@ import { formatSummary, newestProfile, type ProfileSummary, summariseProfile } f
 import { markdown, plain, type ScenarioResult } from './report.js';
 import { claimCost } from './scenarios/claim-cost.js';
 import { enqueueOnly } from './scenarios/enqueue.js';
+import { flowControl } from './scenarios/flow.js';
 import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
 import { heldHorizon } from './scenarios/held-horizon.js';
 import { hotRenewals } from './scenarios/hot-renewals.js';
@@ -52,6 +53,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
     }),
   schedules: schedulesScenario,
   sqs: sqsVersusNative,
+  flow: flowControl,
 };
 
 /**
