@@ -361,7 +361,27 @@ async function fairness(ctx: BenchContext): Promise<Fairness> {
   };
 }
 
-export async function flowControl(ctx: BenchContext): Promise<ScenarioResult> {
+/** A part's share of the scenario's result. */
+interface PartReport {
+  setup: string[];
+  metrics: Metric[];
+  checks: Check[];
+  notes: string[];
+  details: Record<string, unknown>;
+}
+
+/** Target: median / median ≥ 90%; the detail also gives the median of the paired (per-round) ratios. */
+function atLeast90(target: string, arm: number[], base: number[], unit: string): Check {
+  const r = median(arm) / median(base);
+  const paired = ratios(arm, base);
+  return {
+    target,
+    met: r >= 0.9,
+    detail: `${fmt(median(arm))} vs ${fmt(median(base))} ${unit}: ${fmt(r * 100)}% (medians); median of per-round ratios ${fmt(median(paired) * 100)}% (${paired.map((x) => `${fmt(x * 100)}%`).join(', ')})`,
+  };
+}
+
+async function costReport(ctx: BenchContext): Promise<PartReport> {
   const handle = createDatabase(
     databaseUrl(DATABASES.baton),
     { poolSize: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 },
@@ -374,28 +394,23 @@ export async function flowControl(ctx: BenchContext): Promise<ScenarioResult> {
   } finally {
     await handle.close();
   }
-  const batched = await batchedProcessing(ctx);
-  const enqueued = await singleEnqueue(ctx);
-  ctx.log('  flow fairness');
-  const fair = await fairness(ctx);
-  ctx.log(
-    `    B done after ${fair.claimsUntilBDone} claims (${fair.jobsUntilBDone} jobs); Jain min ${fmt(fair.jainMin)}`,
-  );
-
   const configs = [PLAIN, ...GROUP_COUNTS.map(groupLabel)];
   const n = ctx.sizes.flowReadyJobs.toLocaleString('en-US');
-  const metrics: Metric[] = COST_SERIES.map((s) => ({
-    id: `flow.claim.${s === 'HTTP' ? 'http' : 'function'}`,
-    title: `Claim of ${CLAIM} with ${n} ready jobs in the queue, ${s === 'HTTP' ? 'over HTTP' : 'claim function in process'} (per-round p50)`,
-    unit: 'ms',
-    better: 'lower',
-    ratios: false,
-    series: Object.fromEntries(configs.map((c) => [c, cost.p50[c]![s]])),
-  }));
-  metrics.push(
+  const where = (s: CostSeries) => (s === 'HTTP' ? 'http' : 'function');
+  const metrics: Metric[] = [
     ...COST_SERIES.map(
       (s): Metric => ({
-        id: `flow.claim.${s === 'HTTP' ? 'http' : 'function'}.p99`,
+        id: `flow.claim.${where(s)}`,
+        title: `Claim of ${CLAIM} with ${n} ready jobs in the queue, ${s === 'HTTP' ? 'over HTTP' : 'claim function in process'} (per-round p50)`,
+        unit: 'ms',
+        better: 'lower',
+        ratios: false,
+        series: Object.fromEntries(configs.map((c) => [c, cost.p50[c]![s]])),
+      }),
+    ),
+    ...COST_SERIES.map(
+      (s): Metric => ({
+        id: `flow.claim.${where(s)}.p99`,
         title: `The same, ${s === 'HTTP' ? 'over HTTP' : 'in process'} (per-round p99)`,
         unit: 'ms',
         better: 'lower',
@@ -403,39 +418,18 @@ export async function flowControl(ctx: BenchContext): Promise<ScenarioResult> {
         series: Object.fromEntries(configs.map((c) => [c, cost.p99[c]![s]])),
       }),
     ),
-    {
-      id: 'flow.batched',
-      title: `Batched processing: ${ctx.sizes.batchedJobs.toLocaleString('en-US')} jobs, ${ctx.sizes.batchedWorkers} HTTP workers, claim ${BATCH} → batch ack`,
-      unit: 'jobs/s',
-      better: 'higher',
-      ratios: false,
-      series: batched,
-    },
-    {
-      id: 'flow.enqueue',
-      title: `Single-job enqueue: ${ctx.sizes.enqueueSingleJobs.toLocaleString('en-US')} jobs, ${ctx.sizes.enqueueConcurrency} concurrent producers`,
-      unit: 'jobs/s',
-      better: 'higher',
-      ratios: false,
-      series: enqueued,
-    },
-  );
-
+  ];
   const p50 = (c: string, s: CostSeries) => median(cost.p50[c]![s]);
   const checks: Check[] = [];
   const largest = groupLabel(GROUP_COUNTS.at(-1)!);
   const smallest = groupLabel(GROUP_COUNTS[0]!);
   for (const s of COST_SERIES) {
     const r = p50(largest, s) / p50(PLAIN, s);
+    const perRound = ratios(cost.p50[largest]![s], cost.p50[PLAIN]![s]);
     checks.push({
       target: `claim p50 (${s}) with ${largest} ≤ 1.5× the queue without groups, same ${n} ready jobs`,
       met: r <= 1.5,
-      detail: `${fmt(p50(largest, s))} vs ${fmt(p50(PLAIN, s))} ms: ${fmt(r)}× (medians of per-round p50; per round ${ratios(
-        cost.p50[largest]![s],
-        cost.p50[PLAIN]![s],
-      )
-        .map((x) => fmt(x))
-        .join(', ')})`,
+      detail: `${fmt(p50(largest, s))} vs ${fmt(p50(PLAIN, s))} ms: ${fmt(r)}× (medians of per-round p50; per round ${perRound.map((x) => fmt(x)).join(', ')})`,
     });
     const grouped = GROUP_COUNTS.map((g) => p50(groupLabel(g), s));
     const flat = Math.max(...grouped) / Math.min(...grouped);
@@ -445,68 +439,139 @@ export async function flowControl(ctx: BenchContext): Promise<ScenarioResult> {
       detail: `${GROUP_COUNTS.map((g, i) => `${groupLabel(g)} ${fmt(grouped[i]!)}`).join(', ')} ms: ${fmt(flat)}×`,
     });
   }
-  const armRatio = (a: number[], b: number[]) => median(a) / median(b);
-  const b = armRatio(batched['limits set, never reached'], batched['no limits']);
-  checks.push({
-    target: 'batched processing with limits set but never reached ≥ 90% of the queue without limits',
-    met: b >= 0.9,
-    detail: `${fmt(median(batched['limits set, never reached']))} vs ${fmt(median(batched['no limits']))} jobs/s: ${fmt(b * 100)}% (medians; per round ${ratios(
-      batched['limits set, never reached'],
-      batched['no limits'],
-    )
-      .map((x) => `${fmt(x * 100)}%`)
-      .join(', ')})`,
-  });
-  for (const arm of ['one group', '1,000 groups'] as EnqueueArm[]) {
-    const r = armRatio(enqueued[arm], enqueued['no group']);
-    checks.push({
-      target: `single-job enqueue with groups (${arm}) ≥ 90% of the rate without`,
-      met: r >= 0.9,
-      detail: `${fmt(median(enqueued[arm]))} vs ${fmt(median(enqueued['no group']))} jobs/s: ${fmt(r * 100)}% (medians; per round ${ratios(
-        enqueued[arm],
-        enqueued['no group'],
-      )
-        .map((x) => `${fmt(x * 100)}%`)
-        .join(', ')})`,
-    });
-  }
-  // README's bound: a group of weight w with k ready jobs, total weight W, is done within ⌈k/w⌉·W
-  // jobs claimed after its arrival, plus one claim.
-  const bound = Math.ceil(FAIR_B / 1) * 2 + CLAIM;
-  checks.push({
-    target: `fairness: all ${FAIR_B} of B's jobs claimed within ${bound} jobs after they arrive (README's bound: ⌈k/w⌉·W plus one claim)`,
-    met: fair.jobsUntilBDone <= bound,
-    detail: `${fair.jobsUntilBDone} jobs in ${fair.claimsUntilBDone} claims of ${CLAIM} (first in, first out: ${fair.fifoJobs.toLocaleString('en-US')}); Jain's index per claim while both had jobs: min ${fmt(fair.jainMin)}, mean ${fmt(fair.jainMean)}`,
-  });
-
+  const kinds = [...STATEMENT_KINDS.map(([k]) => k), 'other'];
   return {
-    id: 'flow',
-    title: 'Issue 16: flow control',
     setup: [
       `Claim cost: ${configs.length} queues in the ring at once, each with ${n} ready jobs written straight into baton.jobs (job i in group i mod G: ${GROUP_COUNTS.map((g) => `${groupLabel(g)} × ${(ctx.sizes.flowReadyJobs / g).toLocaleString('en-US')}`).join(', ')}), VACUUM ANALYZE, then the leader's group-stats duty (marks the grouped queues, counts their groups); seeding took ${fmt(cost.seedSeconds)} s. ${ctx.sizes.claimRounds} rounds, queues in alternating order, per queue a burst of ${ctx.sizes.claimSamples} sequential claims of ${CLAIM} in process (claimJobs on a one-connection pool of the server's request role) and one over HTTP, each claim acked at once (untimed).`,
-      `Batched: ${ctx.sizes.rounds} rounds alternating a queue without limits and one with ${JSON.stringify(UNREACHED_LIMITS)}; per run ${ctx.sizes.batchedJobs.toLocaleString('en-US')} jobs enqueued first (batches of ${BATCH}, untimed), VACUUM ANALYZE, then ${ctx.sizes.batchedWorkers} workers claim ${BATCH} → batch ack; jobs/s from the first claim to the last ack.`,
-      `Enqueue: ${2 * ctx.sizes.rounds} rounds alternating no group, one group for every job, and 1,000 groups in turn; POST /v1/queues/{q}/jobs on a fresh queue, table truncated before each run.`,
-      `Fairness: group "a" enqueues ${FAIR_A.toLocaleString('en-US')} jobs; one claimer takes ${CLAIM} at a time over HTTP and acks them; after ${FAIR_LEAD_CLAIMS} claims group "b" enqueues ${FAIR_B}; counted from then until B's last job is claimed. Limits off, weights 1.`,
     ],
     metrics,
     checks,
     notes: [
       `Where an in-process claim's time goes: median ms per claim of each statement (as the pool's client sees it, round trip included; BEGIN and COMMIT are statements too):`,
       '',
-      `| queue | ${[...STATEMENT_KINDS.map(([k]) => k), 'other'].join(' | ')} |`,
-      `| --- | ${[...STATEMENT_KINDS, 'other'].map(() => '---').join(' | ')} |`,
+      `| queue | ${kinds.join(' | ')} |`,
+      `| --- | ${kinds.map(() => '---').join(' | ')} |`,
       ...configs.map(
         (c) =>
-          `| ${c} | ${[...STATEMENT_KINDS.map(([k]) => k), 'other']
-            .map((k) => (cost.statements[c]?.[k] === undefined ? '' : fmt(cost.statements[c]![k]!)))
-            .join(' | ')} |`,
+          `| ${c} | ${kinds.map((k) => (cost.statements[c]?.[k] === undefined ? '' : fmt(cost.statements[c]![k]!))).join(' | ')} |`,
       ),
       '',
-      `Fairness: B's jobs per claim after they arrived: ${fair.bPerClaim.join(', ')}.`,
       `Groups counted by the duty: ${Object.entries(cost.groupsCounted)
         .map(([k, v]) => `${k}: ${v.toLocaleString('en-US')}`)
         .join(', ')}.`,
     ],
-    details: { fairness: fair, claimCost: cost },
+    details: { claimCost: cost },
+  };
+}
+
+async function batchedReport(ctx: BenchContext): Promise<PartReport> {
+  const batched = await batchedProcessing(ctx);
+  return {
+    setup: [
+      `Batched: ${ctx.sizes.rounds} rounds alternating a queue without limits and one with ${JSON.stringify(UNREACHED_LIMITS)}; per run ${ctx.sizes.batchedJobs.toLocaleString('en-US')} jobs enqueued first (batches of ${BATCH}, untimed), VACUUM ANALYZE, then ${ctx.sizes.batchedWorkers} workers claim ${BATCH} → batch ack; jobs/s from the first claim to the last ack.`,
+    ],
+    metrics: [
+      {
+        id: 'flow.batched',
+        title: `Batched processing: ${ctx.sizes.batchedJobs.toLocaleString('en-US')} jobs, ${ctx.sizes.batchedWorkers} HTTP workers, claim ${BATCH} → batch ack`,
+        unit: 'jobs/s',
+        better: 'higher',
+        ratios: false,
+        series: batched,
+      },
+    ],
+    checks: [
+      atLeast90(
+        'batched processing with limits set but never reached ≥ 90% of the queue without limits',
+        batched['limits set, never reached'],
+        batched['no limits'],
+        'jobs/s',
+      ),
+    ],
+    notes: [],
+    details: {},
+  };
+}
+
+async function enqueueReport(ctx: BenchContext): Promise<PartReport> {
+  const enqueued = await singleEnqueue(ctx);
+  return {
+    setup: [
+      `Enqueue: ${2 * ctx.sizes.rounds} rounds alternating no group, one group for every job, and 1,000 groups in turn; POST /v1/queues/{q}/jobs on a fresh queue, table truncated before each run.`,
+    ],
+    metrics: [
+      {
+        id: 'flow.enqueue',
+        title: `Single-job enqueue: ${ctx.sizes.enqueueSingleJobs.toLocaleString('en-US')} jobs, ${ctx.sizes.enqueueConcurrency} concurrent producers`,
+        unit: 'jobs/s',
+        better: 'higher',
+        ratios: false,
+        series: enqueued,
+      },
+    ],
+    checks: (['one group', '1,000 groups'] as EnqueueArm[]).map((arm) =>
+      atLeast90(
+        `single-job enqueue with groups (${arm}) ≥ 90% of the rate without`,
+        enqueued[arm],
+        enqueued['no group'],
+        'jobs/s',
+      ),
+    ),
+    notes: [],
+    details: {},
+  };
+}
+
+async function fairnessReport(ctx: BenchContext): Promise<PartReport> {
+  ctx.log('  flow fairness');
+  const fair = await fairness(ctx);
+  ctx.log(
+    `    B done after ${fair.claimsUntilBDone} claims (${fair.jobsUntilBDone} jobs); Jain min ${fmt(fair.jainMin)}`,
+  );
+  // README's bound: a group of weight w with k ready jobs, total weight W, is done within ⌈k/w⌉·W
+  // jobs claimed after its arrival, plus one claim.
+  const bound = Math.ceil(FAIR_B / 1) * 2 + CLAIM;
+  return {
+    setup: [
+      `Fairness: group "a" enqueues ${FAIR_A.toLocaleString('en-US')} jobs; one claimer takes ${CLAIM} at a time over HTTP and acks them; after ${FAIR_LEAD_CLAIMS} claims group "b" enqueues ${FAIR_B}; counted from then until B's last job is claimed. Limits off, weights 1.`,
+    ],
+    metrics: [],
+    checks: [
+      {
+        target: `fairness: all ${FAIR_B} of B's jobs claimed within ${bound} jobs after they arrive (README's bound: ⌈k/w⌉·W plus one claim)`,
+        met: fair.jobsUntilBDone <= bound,
+        detail: `${fair.jobsUntilBDone} jobs in ${fair.claimsUntilBDone} claims of ${CLAIM} (first in, first out: ${fair.fifoJobs.toLocaleString('en-US')}); Jain's index per claim while both had jobs: min ${fmt(fair.jainMin)}, mean ${fmt(fair.jainMean)}`,
+      },
+    ],
+    notes: [`Fairness: B's jobs per claim after they arrived: ${fair.bPerClaim.join(', ')}.`],
+    details: { fairness: fair },
+  };
+}
+
+const PARTS = {
+  cost: costReport,
+  batched: batchedReport,
+  enqueue: enqueueReport,
+  fairness: fairnessReport,
+} as const;
+export const FLOW_PARTS = Object.keys(PARTS);
+
+/** All four parts, or only some (`--flow-parts batched,enqueue`). */
+export async function flowControl(ctx: BenchContext, parts: string[] = FLOW_PARTS): Promise<ScenarioResult> {
+  const unknown = parts.filter((p) => !(p in PARTS));
+  if (unknown.length > 0)
+    throw new Error(`unknown flow parts ${unknown.join(', ')}; known: ${FLOW_PARTS.join(', ')}`);
+  const reports: PartReport[] = [];
+  for (const part of FLOW_PARTS.filter((p) => parts.includes(p))) {
+    reports.push(await PARTS[part as keyof typeof PARTS](ctx));
+  }
+  return {
+    id: 'flow',
+    title: 'Issue 16: flow control',
+    setup: reports.flatMap((r) => r.setup),
+    metrics: reports.flatMap((r) => r.metrics),
+    checks: reports.flatMap((r) => r.checks),
+    notes: reports.flatMap((r) => r.notes),
+    details: Object.assign({}, ...reports.map((r) => r.details)),
   };
 }
