@@ -62,10 +62,11 @@ const SCENARIOS: Record<string, ScenarioRun> = {
 };
 
 /**
- * Scenarios that only mean something over long runs (the schedules one needs whole minutes): a quick
- * run leaves them out unless asked.
+ * Scenarios that only mean something over long runs (the schedules one needs whole minutes), or
+ * that take minutes even at quick sizes (flow seeds five queues): a quick run leaves them out
+ * unless asked.
  */
-const LONG = ['churn', 'horizon', 'schedules'];
+const LONG = ['churn', 'horizon', 'schedules', 'flow'];
 
 function minutes(value: string | undefined, fallback: number): number {
   const m = value === undefined ? fallback : Number(value);
