@@ -134,7 +134,9 @@ async function claimCost(ctx: BenchContext, handle: DatabaseHandle): Promise<Cos
       );
     groupsCounted[label(groups)] = row.groups;
   }
-  ctx.log(`  flow claim cost: ${configs.length} queues seeded and vacuumed in ${fmt(seedSeconds)} s, groups counted`);
+  ctx.log(
+    `  flow claim cost: ${configs.length} queues seeded and vacuumed in ${fmt(seedSeconds)} s, groups counted`,
+  );
 
   // The in-process claims run on a Kysely over the same pool that times each statement it sends.
   let perClaim: Record<string, number> = {};
