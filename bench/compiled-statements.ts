@@ -41,7 +41,10 @@ export function claimSql(opts: ClaimOptions): CompiledQuery {
 export async function ackSql(items: { id: string; leaseToken: string }[]): Promise<CompiledQuery> {
   const { db, seen } = recorder();
   await ackBriefEach(db, items);
-  if (seen.length !== 1) throw new Error(`expected the batch ack to run one statement, saw ${seen.length}`);
+  // The first statement probes each job's own slot (what runs on the hot path). A second one looks in
+  // every slot for the items the first missed (jobs the leader carried, ring.ts); the dummy driver
+  // answers no rows, so it always follows here.
+  if (seen.length === 0) throw new Error('expected the batch ack to run a statement');
   return seen[0]!;
 }
 

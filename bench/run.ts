@@ -10,6 +10,7 @@ import { formatSummary, newestProfile, type ProfileSummary, summariseProfile } f
 import { markdown, plain, type ScenarioResult } from './report.js';
 import { claimCost } from './scenarios/claim-cost.js';
 import { enqueueOnly } from './scenarios/enqueue.js';
+import { flowControl } from './scenarios/flow.js';
 import { fullCycleBatched } from './scenarios/full-cycle-batched.js';
 import { heldHorizon } from './scenarios/held-horizon.js';
 import { hotRenewals } from './scenarios/hot-renewals.js';
@@ -25,6 +26,7 @@ import { FULL, QUICK, type Sizes } from './sizes.js';
  * `npm run bench` (full) or `npm run bench -- --quick` (a smoke run of about two minutes).
  * Options: `--only batched,single,...` to run some scenarios, `--rounds N`, `--no-build`,
  * `--only horizon --hold-minutes 10 --clean-minutes 3 --recovery-minutes 3 --rate 2000` (issue 15),
+ * `--only flow --flow-parts batched,enqueue` (issue 16: some of its parts: cost, batched, enqueue, fairness),
  * `--systems baton,graphile,pg-boss,raw` to measure only some systems, and
  * `--profile` to record a V8 CPU profile of the Baton server (bench/results/profiles/) and summarise it.
  * Builds the server (dist/), re-creates the bench databases, runs the scenarios, prints tables and
@@ -52,13 +54,19 @@ const SCENARIOS: Record<string, ScenarioRun> = {
     }),
   schedules: schedulesScenario,
   sqs: sqsVersusNative,
+  flow: (ctx) =>
+    flowControl(
+      ctx,
+      values['flow-parts']?.split(',').map((s) => s.trim()),
+    ),
 };
 
 /**
- * Scenarios that only mean something over long runs (the schedules one needs whole minutes): a quick
- * run leaves them out unless asked.
+ * Scenarios that only mean something over long runs (the schedules one needs whole minutes), or
+ * that take minutes even at quick sizes (flow seeds five queues): a quick run leaves them out
+ * unless asked.
  */
-const LONG = ['churn', 'horizon', 'schedules'];
+const LONG = ['churn', 'horizon', 'schedules', 'flow'];
 
 function minutes(value: string | undefined, fallback: number): number {
   const m = value === undefined ? fallback : Number(value);
@@ -82,6 +90,8 @@ const { values } = parseArgs({
     // Write bench/results/<out>.json and .md instead of latest.* (kept for the full run).
     out: { type: 'string' },
     'interval-seconds': { type: 'string' },
+    // --only flow: some of its parts (cost, batched, enqueue, fairness); all when unset.
+    'flow-parts': { type: 'string' },
   },
 });
 

@@ -45,6 +45,11 @@ export interface Sizes {
   sqsPacedRate: number;
   sqsWorkers: number;
   sqsProducers: number;
+  /**
+   * Issue 16: ready jobs in each queue of the flow claim-cost part (one queue without groups, one per
+   * group count from 10 to 10,000, all in the ring at once).
+   */
+  flowReadyJobs: number;
 }
 
 export const QUICK: Sizes = {
@@ -77,6 +82,7 @@ export const QUICK: Sizes = {
   sqsPacedRate: 200,
   sqsWorkers: 8,
   sqsProducers: 2,
+  flowReadyJobs: 100_000,
 };
 
 export const FULL: Sizes = {
@@ -109,6 +115,7 @@ export const FULL: Sizes = {
   sqsPacedRate: 300,
   sqsWorkers: 8,
   sqsProducers: 2,
+  flowReadyJobs: 1_000_000,
 };
 
 /**

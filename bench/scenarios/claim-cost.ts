@@ -39,10 +39,11 @@ const BACKLOGS: Backlog[] = [
     label: 'jobs in flight (claimed, lease unexpired)',
     size: (c) => c.sizes.inFlightBacklog,
     baton: (n) => `
-      INSERT INTO baton.jobs (queue, state, run_at, attempts, max_attempts, lease_token, lease_ms,
+      INSERT INTO baton.jobs (slot, id, queue, state, run_at, attempts, max_attempts, lease_token, lease_ms,
                               lease_expires_at, claimed_at, payload)
-      SELECT '${QUEUE}', 'claimed', now(), 1, 5, gen_random_uuid(), 3600000, now() + interval '1 hour',
-             now(), jsonb_build_object('i', g) FROM generate_series(1, ${n}) g`,
+      SELECT baton.job_slot(id), id, '${QUEUE}', 'claimed', now(), 1, 5, gen_random_uuid(), 3600000,
+             now() + interval '1 hour', now(), jsonb_build_object('i', g)
+      FROM (SELECT nextval('baton.jobs_id_seq') AS id, g FROM generate_series(1, ${n}) g) s`,
     naive: (n) => `
       INSERT INTO bench_naive.jobs (queue, lease_expires_at, lease_token, attempts, payload)
       SELECT '${QUEUE}', now() + interval '1 hour', gen_random_uuid(), 1, jsonb_build_object('i', g)
@@ -53,8 +54,8 @@ const BACKLOGS: Backlog[] = [
     label: 'jobs scheduled for the future',
     size: (c) => c.sizes.scheduledBacklog,
     baton: (n) => `
-      INSERT INTO baton.jobs (queue, state, run_at, max_attempts, payload)
-      SELECT '${QUEUE}', 'scheduled', now() + interval '1 hour', 5, jsonb_build_object('i', g)
+      INSERT INTO baton.scheduled_jobs (id, queue, run_at, max_attempts, payload)
+      SELECT nextval('baton.jobs_id_seq'), '${QUEUE}', now() + interval '1 hour', 5, jsonb_build_object('i', g)
       FROM generate_series(1, ${n}) g`,
     naive: (n) => `
       INSERT INTO bench_naive.jobs (queue, run_at, lease_expires_at, payload)
@@ -92,8 +93,9 @@ type Series = (typeof SERIES)[number];
 async function insertReady(admin: pg.Pool, n: number, design: 'baton' | 'naive'): Promise<void> {
   if (design === 'baton') {
     await admin.query(
-      `INSERT INTO baton.jobs (queue, state, run_at, max_attempts, payload)
-       SELECT $1, 'ready', now(), 5, jsonb_build_object('i', g) FROM generate_series(1, $2::int) g`,
+      `INSERT INTO baton.jobs (slot, id, queue, state, run_at, max_attempts, payload)
+       SELECT baton.job_slot(id), id, $1, 'ready', now(), 5, jsonb_build_object('i', g)
+       FROM (SELECT nextval('baton.jobs_id_seq') AS id, g FROM generate_series(1, $2::int) g) s`,
       [QUEUE, n],
     );
   } else {
@@ -164,12 +166,12 @@ export async function claimCost(ctx: BenchContext): Promise<ScenarioResult> {
     for (const backlog of BACKLOGS) {
       const n = backlog.size(ctx);
       ctx.log(`  claim cost: ${backlog.label}${n ? ` (${n.toLocaleString('en-US')})` : ''}`);
-      await admin.query('TRUNCATE baton.jobs, baton.job_history, bench_naive.jobs');
+      await admin.query('TRUNCATE baton.jobs, baton.scheduled_jobs, baton.job_history, bench_naive.jobs');
       if (n > 0) {
         await admin.query(backlog.baton(n));
         await admin.query(backlog.naive(n));
       }
-      await admin.query('ANALYZE baton.jobs, baton.job_history, bench_naive.jobs');
+      await admin.query('ANALYZE baton.jobs, baton.scheduled_jobs, baton.job_history, bench_naive.jobs');
       const byRound: Record<Series, number[][]> = { 'Baton SQL': [], 'Baton HTTP': [], 'naive SQL': [] };
       for (let round = 0; round < rounds; round++) {
         for (const series of ctx.order(round, [...SERIES]) as Series[]) {
@@ -202,7 +204,7 @@ export async function claimCost(ctx: BenchContext): Promise<ScenarioResult> {
     }
   } finally {
     await sqlClient.end();
-    await admin.query('TRUNCATE baton.jobs, baton.job_history');
+    await admin.query('TRUNCATE baton.jobs, baton.scheduled_jobs, baton.job_history');
     await admin.query('DROP SCHEMA IF EXISTS bench_naive CASCADE');
   }
 

@@ -8,7 +8,7 @@ import { fmt, median, percentile } from '../stats.js';
 /**
  * Scenario 5: renewals are HOT. A set of claimed jobs is renewed over HTTP by concurrent workers for
  * a burst (after one warm-up renewal of every job, so the pages are at steady state); the HOT share
- * is the change in pg_stat_user_tables.n_tup_hot_upd over the change in n_tup_upd for baton.jobs
+ * is the change in pg_stat_user_tables.n_tup_hot_upd over the change in n_tup_upd for baton.jobs' partitions
  * across the burst. PostgreSQL publishes table statistics asynchronously (a backend flushes them
  * when it goes idle, at most once a second), so the bench waits until the counters account for
  * every renewal it made before reading them.
@@ -23,7 +23,9 @@ interface TableStats {
 
 async function stats(admin: pg.Pool): Promise<TableStats> {
   const { rows } = await admin.query<{ upd: string; hot: string }>(
-    `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`,
+    // baton.jobs is partitioned (the ring): rows, and so the counters, live in its partitions.
+    `SELECT coalesce(sum(n_tup_upd), 0) AS upd, coalesce(sum(n_tup_hot_upd), 0) AS hot FROM pg_stat_user_tables
+     WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass)`,
   );
   return { upd: Number(rows[0]!.upd), hot: Number(rows[0]!.hot) };
 }

@@ -96,8 +96,9 @@ export async function schedulesScenario(ctx: BenchContext): Promise<ScenarioResu
       for (const arm of round % 2 === 0 ? ARMS : [...ARMS].reverse()) {
         await admin.query('TRUNCATE baton.jobs, baton.job_history, baton.idempotency_keys');
         await admin.query(
-          `INSERT INTO baton.jobs (queue, state, run_at, max_attempts, payload)
-           SELECT 'bench-claim', 'ready', now(), 5, jsonb_build_object('i', g) FROM generate_series(1, $1::int) g`,
+          `INSERT INTO baton.jobs (slot, id, queue, state, run_at, max_attempts, payload)
+           SELECT baton.job_slot(id), id, 'bench-claim', 'ready', now(), 5, jsonb_build_object('i', g)
+           FROM (SELECT nextval('baton.jobs_id_seq') AS id, g FROM generate_series(1, $1::int) g) s`,
           [BACKLOG],
         );
         await admin.query('UPDATE baton.schedules SET paused = true');

@@ -47,8 +47,9 @@ async function churn(
 ): Promise<Run> {
   await pool.query('DELETE FROM baton.jobs WHERE queue = $1', [QUEUE]);
   await pool.query('VACUUM baton.jobs');
-  const insert = `INSERT INTO baton.jobs (queue, state, run_at, max_attempts, payload)
-    SELECT $1, 'ready', now(), 5, jsonb_build_object('i', g) FROM generate_series(1, $2::int) g`;
+  const insert = `INSERT INTO baton.jobs (slot, id, queue, state, run_at, max_attempts, payload)
+    SELECT baton.job_slot(id), id, $1, 'ready', now(), 5, jsonb_build_object('i', g)
+    FROM (SELECT nextval('baton.jobs_id_seq') AS id, g FROM generate_series(1, $2::int) g) s`;
   await pool.query(insert, [QUEUE, BACKLOG]);
 
   const claim = claimSql({ queue: QUEUE, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 });
