@@ -10,6 +10,7 @@ import {
 } from '../queues/queue-store.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
+import { resolveUniqueKeys } from './unique.js';
 
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
@@ -36,7 +37,18 @@ export interface EnqueueItem {
   group?: string;
   /** Metadata kept with the job (baton.jobs.meta), as plain JSON; e.g. SQS message attributes. */
   meta?: unknown;
+  /** Budget of one attempt, from claim (undefined: the queue's). */
+  timeoutMs?: number;
+  /** No attempt starts after this time (UTC), or this long from now: at most one of the two. */
+  expiresAt?: string;
+  expiresInMs?: number;
+  /** At most one waiting job per queue and key (unique.ts). */
+  uniqueKey?: string;
+  /** What an enqueue whose unique key is held by a waiting job does: `keep` (default) or `replace`. */
+  onConflict?: OnConflict;
 }
+
+export type OnConflict = 'keep' | 'replace';
 
 export interface EnqueueOptions {
   autoCreate: AutoCreatePolicy;
@@ -46,12 +58,20 @@ export interface EnqueueOptions {
 
 export interface EnqueueResult {
   job: EnqueuedRow;
-  /** false when an idempotency key matched an existing job. */
+  /** false when an idempotency key matched an existing job, or a unique key a waiting one. */
   created: boolean;
 }
 
 /** Marker: the insert found no queue row. */
-const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+export const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+
+/** Items that must go through a transaction: an idempotency key or a unique key holds a row lock. */
+const needsTransaction = (items: EnqueueItem[]) =>
+  items.some((i) => i.idempotencyKey !== undefined || i.uniqueKey !== undefined);
+
+/** What an enqueue reads back of each job (EnqueuedRow). */
+export const enqueuedColumns = sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts,
+  idempotency_key, created_at, timeout_ms, expires_at, unique_key`;
 
 export async function enqueueJobs(
   db: Db,
@@ -59,7 +79,7 @@ export async function enqueueJobs(
   items: EnqueueItem[],
   opts: EnqueueOptions,
 ): Promise<EnqueueResult[]> {
-  const keyed = items.some((i) => i.idempotencyKey !== undefined);
+  const keyed = needsTransaction(items);
   // One retry after creating the queue is enough: a queue the leader collects must have been idle for
   // BATON_QUEUE_IDLE_MS, so one we have just created cannot be collected again before our retry.
   // (The third try only guards against a leader whose idle time is set absurdly low.)
@@ -107,7 +127,7 @@ export async function enqueueInTransaction(
     await createAutoQueueInTransaction(trx, queue, opts.autoCreate.maxQueues);
     if (!(await holdQueue(trx, queue))) throw new Error(`queue ${queue} is missing right after creating it`);
   }
-  if (items.some((i) => i.idempotencyKey !== undefined)) return insertWithKeys(trx, queue, items, opts);
+  if (needsTransaction(items)) return insertWithKeys(trx, queue, items, opts);
   const rows = await insertJobs(trx, queue, items, [], opts.defaultMaxAttempts);
   if (rows === QUEUE_MISSING) throw new Error(`queue ${queue} vanished while its row was held`);
   return rows.map((job) => ({ job, created: true }));
@@ -121,7 +141,7 @@ export async function enqueueInTransaction(
  * Jobs due now go into the ring (baton.jobs, in their id's slot), the others into
  * baton.scheduled_jobs (see ring.ts): two inserts of one statement, one per table.
  */
-async function insertJobs(
+export async function insertJobs(
   db: Db,
   queue: string,
   items: EnqueueItem[],
@@ -140,6 +160,10 @@ async function insertJobs(
       group: item.group ?? '',
       // Left out (not null) when absent: ->'meta' then reads SQL NULL, not a JSON null.
       meta: item.meta,
+      timeout_ms: item.timeoutMs ?? null,
+      expires_at: item.expiresAt ?? null,
+      expires_in_ms: item.expiresInMs ?? null,
+      unique_key: item.uniqueKey ?? null,
     })),
   );
   const grouped = items.some((i) => i.group !== undefined);
@@ -159,6 +183,8 @@ async function insertJobs(
              coalesce((m.item->>'id')::bigint, nextval('baton.jobs_id_seq')) AS id,
              coalesce((m.item->>'run_at')::timestamptz,
                       now() + coalesce((m.item->>'delay_ms')::bigint, 0) * interval '1 millisecond') AS run_at,
+             coalesce((m.item->>'expires_at')::timestamptz,
+                      now() + (m.item->>'expires_in_ms')::bigint * interval '1 millisecond') AS expires_at,
              m.item, p.payload
       FROM json_array_elements(${meta}::json) WITH ORDINALITY AS m(item, ord)
       JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
@@ -166,21 +192,23 @@ async function insertJobs(
       WHERE EXISTS (SELECT 1 FROM q)
     ), due AS (
       INSERT INTO baton.jobs (slot, id, queue, group_key, state, priority, run_at, max_attempts, idempotency_key,
-                              payload, meta)
+                              payload, meta, timeout_ms, expires_at, unique_key)
       SELECT baton.job_slot(i.id), i.id, q.name, i.item->>'group', 'ready', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb
+             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
+             i.expires_at, i.item->>'unique_key'
       FROM input i CROSS JOIN q WHERE i.run_at <= now()
-      RETURNING id, queue, group_key, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
+      RETURNING ${enqueuedColumns}
     ), later AS (
       INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload,
-                                        meta)
+                                        meta, timeout_ms, expires_at, unique_key)
       SELECT i.id, q.name, i.item->>'group', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb
+             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
+             i.expires_at, i.item->>'unique_key'
       FROM input i CROSS JOIN q WHERE i.run_at > now()
       RETURNING id, queue, group_key, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts,
-                idempotency_key, created_at
+                idempotency_key, created_at, timeout_ms, expires_at, unique_key
     )
     SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
     ORDER BY input.ord`.execute(db);
@@ -188,13 +216,17 @@ async function insertJobs(
 }
 
 /**
- * Enqueue with idempotency keys, in one transaction:
- * 1. Draw an id for every item, in request order, and claim each key with INSERT ... ON CONFLICT
- *    under the id of the first item carrying it. A key already held (and not expired) is not
+ * Enqueue with idempotency keys and unique keys, in one transaction:
+ * 1. Draw an id for every item, in request order, and claim each idempotency key with INSERT ... ON
+ *    CONFLICT under the id of the first item carrying it. A key already held (and not expired) is not
  *    claimed; a concurrent enqueue with the same key waits here for the first to commit or roll
  *    back, so twenty simultaneous requests with one key create exactly one job.
- * 2. Insert the jobs whose keys we claimed (and the items without a key), with the ids from step 1.
- * 3. Read back the original job of every key we did not claim (live or finished).
+ * 2. Resolve the unique keys of the items still to insert (unique.ts): an item whose key a waiting
+ *    job holds answers that job (replacing its data with on_conflict=replace) instead of inserting.
+ * 3. Insert the remaining jobs, with the ids from step 1.
+ * 4. Read back the original job of every idempotency key we did not claim (live or finished); an
+ *    idempotency key we claimed for an item that answered a waiting job is pointed at that job, so
+ *    the same request again answers it too.
  * Keys are claimed in sorted order so two batches sharing keys cannot deadlock; the ids are drawn
  * in request order all the same, because ids order jobs that are due at the same time (claim order
  * is priority, run_at, id): a batch is claimed in the order it was sent, keys or not, which an SQS
@@ -232,7 +264,7 @@ async function insertWithKeys(
     SELECT ids.ord::integer AS ord, ids.id, EXISTS (SELECT 1 FROM claimed c WHERE c.job_id = ids.id) AS claimed
     FROM ids ORDER BY ids.ord`.execute(trx);
 
-  // Items to insert: every unkeyed item, and the first item carrying each newly claimed key.
+  // Items to go on: every item without an idempotency key, and the first item carrying each newly claimed key.
   const toInsert: { index: number; id: string }[] = [];
   const newKeys = new Set<string>();
   items.forEach((item, index) => {
@@ -243,15 +275,22 @@ async function insertWithKeys(
       toInsert.push({ index, id: row.id });
     }
   });
-  const inserted = await insertJobs(
+  const inserted = await insertUnique(
     trx,
     queue,
     toInsert.map((t) => items[t.index]!),
     toInsert.map((t) => t.id),
     opts.defaultMaxAttempts,
   );
-  // Roll the whole transaction back (keys included); the caller creates the queue and retries.
-  if (inserted === QUEUE_MISSING) throw QUEUE_MISSING;
+  // An idempotency key claimed for an item that answered a waiting job names that job from now on.
+  for (const [i, t] of toInsert.entries()) {
+    const key = items[t.index]!.idempotencyKey;
+    const job = inserted[i]!.job;
+    if (key !== undefined && job.id !== t.id) {
+      await sql`UPDATE baton.idempotency_keys SET job_id = ${job.id}::bigint
+                WHERE queue = ${queue} AND key = ${key} AND job_id = ${t.id}::bigint`.execute(trx);
+    }
+  }
 
   const existingKeys = [...first.keys()].filter((k) => !newKeys.has(k));
   const existing = new Map<string, EnqueuedRow>();
@@ -272,13 +311,48 @@ async function insertWithKeys(
   const byIndex = new Map(toInsert.map((t, i) => [t.index, inserted[i]!]));
   return items.map((item, index) => {
     const fresh = byIndex.get(index);
-    if (fresh) return { job: fresh, created: true };
+    if (fresh) return fresh;
     // A key held before this request, or repeated within it.
     const key = item.idempotencyKey!;
     const job =
-      existing.get(key) ?? inserted[toInsert.findIndex((t) => items[t.index]!.idempotencyKey === key)];
+      existing.get(key) ?? inserted[toInsert.findIndex((t) => items[t.index]!.idempotencyKey === key)]?.job;
     if (!job) throw new Error(`idempotency key "${key}" names a job that no longer exists`);
     return { job, created: false };
+  });
+}
+
+/**
+ * Insert items under the ids drawn for them, resolving their unique keys first (unique.ts): an
+ * item whose key a waiting job holds is answered with that job (created: false), and so is an item
+ * repeating a key earlier in the same list. Throws QUEUE_MISSING (rolling the transaction back,
+ * keys included) when the queue row is gone.
+ */
+async function insertUnique(
+  trx: Transaction<Database>,
+  queue: string,
+  items: EnqueueItem[],
+  ids: string[],
+  defaultMaxAttempts: number,
+): Promise<EnqueueResult[]> {
+  const decisions = await resolveUniqueKeys(trx, queue, items, ids);
+  const toInsert: { index: number; item: EnqueueItem }[] = [];
+  decisions.forEach((d, index) => {
+    if (d === undefined) toInsert.push({ index, item: items[index]! });
+    else if ('insert' in d) toInsert.push({ index, item: d.insert });
+  });
+  const rows = await insertJobs(
+    trx,
+    queue,
+    toInsert.map((t) => t.item),
+    toInsert.map((t) => ids[t.index]!),
+    defaultMaxAttempts,
+  );
+  if (rows === QUEUE_MISSING) throw QUEUE_MISSING;
+  const byIndex = new Map(toInsert.map((t, i) => [t.index, rows[i]!]));
+  return decisions.map((d, index): EnqueueResult => {
+    if (d === undefined || 'insert' in d) return { job: byIndex.get(index)!, created: true };
+    if ('sameAs' in d) return { job: byIndex.get(d.sameAs)!, created: false };
+    return { job: d.job, created: false };
   });
 }
 
