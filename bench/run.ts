@@ -18,6 +18,7 @@ import { pruneCost } from './scenarios/prune-cost.js';
 import { schedulesScenario } from './scenarios/schedules.js';
 import { sqsVersusNative } from './scenarios/sqs.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
+import { uniqueKeysScenario } from './scenarios/unique-keys.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
 
@@ -51,6 +52,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
       intervalSeconds: Number(values['interval-seconds'] ?? 30),
     }),
   schedules: schedulesScenario,
+  unique: uniqueKeysScenario,
   sqs: sqsVersusNative,
 };
 
@@ -58,7 +60,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
  * Scenarios that only mean something over long runs (the schedules one needs whole minutes): a quick
  * run leaves them out unless asked.
  */
-const LONG = ['churn', 'horizon', 'schedules'];
+const LONG = ['churn', 'horizon', 'schedules', 'unique'];
 
 function minutes(value: string | undefined, fallback: number): number {
   const m = value === undefined ? fallback : Number(value);
