@@ -10,7 +10,7 @@ import {
 } from '../queues/queue-store.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
-import { resolveUniqueKeys } from './unique.js';
+import { keyGroups, resolveUniqueKeys } from './unique.js';
 
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
@@ -79,7 +79,8 @@ export async function enqueueJobs(
   items: EnqueueItem[],
   opts: EnqueueOptions,
 ): Promise<EnqueueResult[]> {
-  const keyed = needsTransaction(items);
+  const keyed = items.some((i) => i.idempotencyKey !== undefined);
+  const unique = !keyed && items.some((i) => i.uniqueKey !== undefined);
   // One retry after creating the queue is enough: a queue the leader collects must have been idle for
   // BATON_QUEUE_IDLE_MS, so one we have just created cannot be collected again before our retry.
   // (The third try only guards against a leader whose idle time is set absurdly low.)
@@ -92,9 +93,11 @@ export async function enqueueJobs(
             if (err === QUEUE_MISSING) return QUEUE_MISSING;
             throw err;
           })
-      : await insertJobs(db, queue, items, [], opts.defaultMaxAttempts).then((rows) =>
-          rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
-        );
+      : unique
+        ? await enqueueUnique(db, queue, items, opts.defaultMaxAttempts)
+        : await insertJobs(db, queue, items, [], opts.defaultMaxAttempts).then((rows) =>
+            rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
+          );
     if (result !== QUEUE_MISSING) return result;
     if (!opts.autoCreate.enabled) {
       throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
@@ -149,6 +152,50 @@ export async function insertJobs(
   defaultMaxAttempts: number,
 ): Promise<EnqueuedRow[] | typeof QUEUE_MISSING> {
   if (items.length === 0) return [];
+  const { rows } = await insertStatement(queue, items, ids, defaultMaxAttempts, false).execute(db);
+  return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, how: __, ...row }) => row);
+}
+
+/**
+ * The same insert for items with unique keys, in one statement and no transaction (the common cases
+ * of unique.ts in one round trip): each item with a key (at most one per key) first inserts the
+ * key's row, or takes over a row whose job this statement's snapshot shows no longer waiting
+ * (claimed, finished, expired: none of these waits again), and only then inserts its job. An item
+ * with `keep` whose key a job waiting in the snapshot holds is answered with that job. Answers, by
+ * position, the inserted or kept job; an item answered neither way (its key's row names a job the
+ * snapshot cannot judge: one committed after it began, or one being replaced) is left for the
+ * locking path (resolveUniqueKeys) and absent here.
+ */
+export async function insertJobsGated(
+  db: Db,
+  queue: string,
+  items: (EnqueueItem & { keep: boolean })[],
+  defaultMaxAttempts: number,
+): Promise<{ inserted: Map<number, EnqueuedRow>; kept: Map<number, EnqueuedRow> } | typeof QUEUE_MISSING> {
+  const { rows } = await insertStatement(queue, items, [], defaultMaxAttempts, true).execute(db);
+  if (rows.length === 0) return QUEUE_MISSING;
+  const inserted = new Map<number, EnqueuedRow>();
+  const kept = new Map<number, EnqueuedRow>();
+  for (const { ord, how, ...row } of rows) {
+    if (how === 'inserted') inserted.set(Number(ord) - 1, row);
+    else if (how === 'kept') kept.set(Number(ord) - 1, row);
+  }
+  return { inserted, kept };
+}
+
+/** A job waiting for its key (unique.ts): never claimed and not expired, in the statement's snapshot. */
+const waitingIn = (alias: string) => {
+  const a = sql.ref(alias);
+  return sql`${a}.claimed_at IS NULL AND (${a}.expires_at IS NULL OR ${a}.expires_at > now())`;
+};
+
+function insertStatement(
+  queue: string,
+  items: (EnqueueItem & { keep?: boolean })[],
+  ids: (string | null)[],
+  defaultMaxAttempts: number,
+  gated: boolean,
+) {
   const meta = JSON.stringify(
     items.map((item, i) => ({
       id: ids[i] ?? null,
@@ -164,11 +211,53 @@ export async function insertJobs(
       expires_at: item.expiresAt ?? null,
       expires_in_ms: item.expiresInMs ?? null,
       unique_key: item.uniqueKey ?? null,
+      ...(gated ? { keep: item.keep ?? false } : {}),
     })),
   );
   const grouped = items.some((i) => i.group !== undefined);
   const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
-  const { rows } = await sql<EnqueuedRow & { ord: string }>`
+  // Gated: the key rows first; jobs only for the items that got theirs (or have none).
+  const gate = gated
+    ? sql`, held AS (
+      INSERT INTO baton.unique_keys AS k (queue, key, job_id)
+      SELECT ${queue}, i.item->>'unique_key', i.id FROM input i
+      WHERE i.item->>'unique_key' IS NOT NULL
+      ORDER BY i.item->>'unique_key'
+      ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id
+        -- Take over only a key whose job the snapshot shows no longer waiting; a job it cannot see
+        -- (committed after it began) is judged by the locking path.
+        WHERE EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
+           OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ${waitingIn('j')}))
+           OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${waitingIn('s')}))
+      RETURNING job_id
+    ), go AS MATERIALIZED (
+      SELECT * FROM input i WHERE i.item->>'unique_key' IS NULL OR i.id IN (SELECT job_id FROM held)
+    ), kept AS (
+      SELECT w.*, i.ord FROM input i
+      JOIN baton.unique_keys k ON k.queue = ${queue} AND k.key = i.item->>'unique_key'
+      CROSS JOIN LATERAL (
+        SELECT s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts,
+               s.max_attempts, s.idempotency_key, s.created_at, s.timeout_ms, s.expires_at, s.unique_key
+        FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND s.unique_key = k.key AND ${waitingIn('s')}
+        UNION ALL
+        SELECT j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts,
+               j.max_attempts, j.idempotency_key, j.created_at, j.timeout_ms, j.expires_at, j.unique_key
+        FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${waitingIn('j')}
+      ) w
+      WHERE (i.item->>'keep')::boolean
+    )`
+    : sql``;
+  const from = gated ? sql`go` : sql`input`;
+  const answer = gated
+    ? sql`SELECT x.*, input.ord, 'inserted' AS how FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
+    UNION ALL
+    SELECT kept.*, 'kept' FROM kept
+    UNION ALL
+    -- The queue existed: tells "nothing inserted" from "no queue".
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 'queue' FROM q`
+    : sql`SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
+    ORDER BY input.ord`;
+  return sql<EnqueuedRow & { ord: string; how?: 'inserted' | 'kept' | 'queue' }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
     ), mark_grouped AS (
@@ -190,14 +279,14 @@ export async function insertJobs(
       JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
       -- No queue row: draw no ids (the caller creates the queue and runs this again).
       WHERE EXISTS (SELECT 1 FROM q)
-    ), due AS (
+    )${gate}, due AS (
       INSERT INTO baton.jobs (slot, id, queue, group_key, state, priority, run_at, max_attempts, idempotency_key,
                               payload, meta, timeout_ms, expires_at, unique_key)
       SELECT baton.job_slot(i.id), i.id, q.name, i.item->>'group', 'ready', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
              i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
              i.expires_at, i.item->>'unique_key'
-      FROM input i CROSS JOIN q WHERE i.run_at <= now()
+      FROM ${from} i CROSS JOIN q WHERE i.run_at <= now()
       RETURNING ${enqueuedColumns}
     ), later AS (
       INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload,
@@ -206,13 +295,79 @@ export async function insertJobs(
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
              i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
              i.expires_at, i.item->>'unique_key'
-      FROM input i CROSS JOIN q WHERE i.run_at > now()
+      FROM ${from} i CROSS JOIN q WHERE i.run_at > now()
       RETURNING id, queue, group_key, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts,
                 idempotency_key, created_at, timeout_ms, expires_at, unique_key
     )
-    SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
-    ORDER BY input.ord`.execute(db);
-  return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, ...row }) => row);
+    ${answer}`;
+}
+
+/**
+ * Enqueue items with unique keys (and no idempotency keys): one statement, no transaction, for what
+ * the snapshot can decide (insertJobsGated: a new or stale key, or `keep` of a waiting job); the
+ * items whose keys it left undecided (a replace of a waiting job, a key taken a moment ago) then go
+ * through the locking path (resolveUniqueKeys) in a transaction of their own. Items repeating a key
+ * of the same request are answered with their key's job (unique.ts, keyGroups).
+ */
+async function enqueueUnique(
+  db: Db,
+  queue: string,
+  items: EnqueueItem[],
+  defaultMaxAttempts: number,
+): Promise<EnqueueResult[] | typeof QUEUE_MISSING> {
+  const groups = keyGroups(items);
+  const sent: { index: number; item: EnqueueItem & { keep: boolean } }[] = [];
+  items.forEach((item, index) => {
+    if (item.uniqueKey === undefined) sent.push({ index, item: { ...item, keep: false } });
+    else {
+      const group = groups.get(item.uniqueKey)!;
+      if (group.members[0] === index) sent.push({ index, item: { ...group.insert, keep: group.keep } });
+    }
+  });
+  const out = await insertJobsGated(
+    db,
+    queue,
+    sent.map((s) => s.item),
+    defaultMaxAttempts,
+  );
+  if (out === QUEUE_MISSING) return QUEUE_MISSING;
+  const results: (EnqueueResult | undefined)[] = items.map(() => undefined);
+  const undecided: number[] = [];
+  sent.forEach(({ index }, k) => {
+    const key = items[index]!.uniqueKey;
+    const inserted = out.inserted.get(k);
+    const job = inserted ?? out.kept.get(k);
+    if (!job) {
+      if (key === undefined) throw new Error(`item ${index} without a unique key was not inserted`);
+      undecided.push(...groups.get(key)!.members);
+      return;
+    }
+    const members = key === undefined ? [index] : groups.get(key)!.members;
+    for (const i of members) results[i] = { job, created: inserted !== undefined && i === index };
+  });
+  if (undecided.length > 0) {
+    undecided.sort((a, b) => a - b);
+    // The queue row was there a moment ago (the statement above saw it): only a forced delete since.
+    const locked = await db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ id: string }>`
+        SELECT nextval('baton.jobs_id_seq')::text AS id FROM generate_series(1, ${undecided.length}::integer)`.execute(
+        trx,
+      );
+      return insertUnique(
+        trx,
+        queue,
+        undecided.map((i) => items[i]!),
+        rows.map((r) => r.id),
+        defaultMaxAttempts,
+      ).catch((err) => {
+        throw err === QUEUE_MISSING ? queueNotFound(queue) : err;
+      });
+    });
+    undecided.forEach((i, k) => {
+      results[i] = locked[k]!;
+    });
+  }
+  return results.map((r) => r!);
 }
 
 /**

@@ -82,6 +82,31 @@ export async function resolveUniqueKeys(
   return decisions;
 }
 
+/**
+ * The items of one request by unique key: each key's items in request order, what a new job for the
+ * key holds (the first item's fields, with the payload, priority and run_at of the latest `replace`
+ * after it), and whether every item says `keep` (then a waiting job is answered as it is).
+ */
+export function keyGroups(
+  items: EnqueueItem[],
+): Map<string, { members: number[]; insert: EnqueueItem; keep: boolean }> {
+  const groups = new Map<string, { members: number[]; insert: EnqueueItem; keep: boolean }>();
+  items.forEach((item, i) => {
+    if (item.uniqueKey === undefined) return;
+    const group = groups.get(item.uniqueKey);
+    if (!group)
+      groups.set(item.uniqueKey, { members: [i], insert: item, keep: item.onConflict !== 'replace' });
+    else {
+      group.members.push(i);
+      if (item.onConflict === 'replace') {
+        group.insert = replaced(group.insert, item);
+        group.keep = false;
+      }
+    }
+  });
+  return groups;
+}
+
 /** What `replace` changes: the payload, priority and run_at; the rest stays as the first enqueue set it. */
 function replaced(item: EnqueueItem, by: EnqueueItem): EnqueueItem {
   return {

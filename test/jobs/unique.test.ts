@@ -103,56 +103,82 @@ describe('unique jobs: unique_key', () => {
     expect(await waiting('uq-race', 'one')).toHaveLength(1);
   });
 
-  it('50 concurrent enqueues across connections (no group commit) leave one waiting job; replace keeps one of theirs', async () => {
-    const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        enqueueJobs(
-          database.db,
-          'uq-race-db',
-          [{ payloadJson: JSON.stringify({ i }), priority: 0, uniqueKey: 'one', onConflict: 'replace' }],
-          opts,
+  for (const onConflict of ['keep', 'replace'] as const) {
+    it(`50 concurrent enqueues across connections (no group commit, ${onConflict}) leave one waiting job`, async () => {
+      const queue = `uq-race-db-${onConflict}`;
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          enqueueJobs(
+            database.db,
+            queue,
+            [{ payloadJson: JSON.stringify({ i }), priority: 0, uniqueKey: 'one', onConflict }],
+            opts,
+          ),
         ),
+      );
+      expect(answers.filter(([a]) => a!.created)).toHaveLength(1);
+      expect(new Set(answers.map(([a]) => a!.job.id)).size).toBe(1);
+      const left = await waiting(queue, 'one');
+      expect(left).toHaveLength(1);
+      expect((left[0]!.payload as { i: number }).i).toBeGreaterThanOrEqual(0);
+    });
+  }
+
+  it('a stale key (its job claimed, cancelled or gone) is taken over by the next enqueue, racing or not', async () => {
+    const queue = 'uq-stale-race';
+    const first = await enqueueJobs(
+      database.db,
+      queue,
+      [{ payloadJson: '1', priority: 0, uniqueKey: 's' }],
+      opts,
+    );
+    await claimJobs(database.db, { queue, maxJobs: 1, defaultLeaseMs: 60_000 });
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        enqueueJobs(database.db, queue, [{ payloadJson: String(i), priority: 0, uniqueKey: 's' }], opts),
       ),
     );
     expect(answers.filter(([a]) => a!.created)).toHaveLength(1);
-    expect(new Set(answers.map(([a]) => a!.job.id)).size).toBe(1);
-    const left = await waiting('uq-race-db', 'one');
-    expect(left).toHaveLength(1);
-    expect((left[0]!.payload as { i: number }).i).toBeGreaterThanOrEqual(0);
+    const ids = new Set(answers.map(([a]) => a!.job.id));
+    expect(ids.size).toBe(1);
+    expect(ids.has(first[0]!.job.id)).toBe(false);
+    expect(await waiting(queue, 's')).toHaveLength(1);
   });
 
-  it('claims racing replaces: never two waiting jobs, and every job is claimed at most once', async () => {
-    const queue = 'uq-claim-race';
-    const claimed = new Set<string>();
-    let stop = false;
-    const claimer = (async () => {
-      while (!stop) {
-        for (const job of await claimJobs(database.db, { queue, maxJobs: 5, defaultLeaseMs: 60_000 })) {
-          expect(claimed.has(job.id)).toBe(false);
-          claimed.add(job.id);
+  for (const onConflict of ['keep', 'replace'] as const) {
+    it(`claims racing enqueues (${onConflict}): never two waiting jobs, each job claimed at most once`, async () => {
+      const queue = `uq-claim-race-${onConflict}`;
+      const claimed = new Set<string>();
+      let stop = false;
+      const claimer = (async () => {
+        while (!stop) {
+          for (const job of await claimJobs(database.db, { queue, maxJobs: 5, defaultLeaseMs: 60_000 })) {
+            expect(claimed.has(job.id)).toBe(false);
+            claimed.add(job.id);
+          }
         }
+      })();
+      const producers = Array.from({ length: 4 }, async (_, p) => {
+        for (let i = 0; i < 40; i++) {
+          await enqueueJobs(
+            database.db,
+            queue,
+            [{ payloadJson: JSON.stringify({ p, i }), priority: 0, uniqueKey: 'hot', onConflict }],
+            opts,
+          );
+          expect((await waiting(queue, 'hot')).length).toBeLessThanOrEqual(1);
+        }
+      });
+      try {
+        await Promise.all(producers);
+      } finally {
+        stop = true;
+        await claimer;
       }
-    })();
-    const producers = Array.from({ length: 4 }, async (_, p) => {
-      for (let i = 0; i < 40; i++) {
-        await enqueueJobs(
-          database.db,
-          queue,
-          [{ payloadJson: JSON.stringify({ p, i }), priority: 0, uniqueKey: 'hot', onConflict: 'replace' }],
-          opts,
-        );
-        expect((await waiting(queue, 'hot')).length).toBeLessThanOrEqual(1);
-      }
+      expect((await waiting(queue, 'hot')).length).toBeLessThanOrEqual(1);
+      expect(claimed.size).toBeGreaterThan(0);
     });
-    try {
-      await Promise.all(producers);
-    } finally {
-      stop = true;
-      await claimer;
-    }
-    expect((await waiting(queue, 'hot')).length).toBeLessThanOrEqual(1);
-    expect(claimed.size).toBeGreaterThan(0);
-  });
+  }
 
   it("in one batch: a repeated key answers the first item's job; replace items give it their data", async () => {
     const client = api(app);
