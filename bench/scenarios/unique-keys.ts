@@ -54,18 +54,8 @@ export async function uniqueKeysScenario(ctx: BenchContext): Promise<ScenarioRes
     for (let round = 0; round < rounds(ctx); round++) {
       const order = round % 2 === 0 ? ARMS : [...ARMS].reverse();
       for (const arm of order) {
-        await admin.query('TRUNCATE baton.jobs, baton.scheduled_jobs, baton.job_history, baton.unique_keys');
-        await admin.query(
-          `INSERT INTO baton.jobs (slot, id, queue, state, run_at, max_attempts, payload, unique_key)
-           SELECT baton.job_slot(id), id, 'uq-claim', 'ready', now(), 5, jsonb_build_object('i', g),
-                  CASE WHEN $2::boolean THEN 'backlog-' || g END
-           FROM (SELECT nextval('baton.jobs_id_seq') AS id, g FROM generate_series(1, $1::int) g) s`,
-          [BACKLOG, arm !== PLAIN],
-        );
-        await admin.query(
-          'VACUUM ANALYZE baton.jobs, baton.scheduled_jobs, baton.job_history, baton.unique_keys',
-        );
-        const r = await runArm(client, arm, round);
+        await prepareArm(admin, arm !== PLAIN);
+        const r = await runArm(client, arm, round, ARM_MS);
         results[arm].push(r);
         ctx.log(
           `  unique round ${round + 1} ${arm}: enqueue ${Math.round(r.enqueueRate)}/s (p50 ${fmt(percentile(r.enqueueMs, 50))} ms, ${r.kept} kept), ` +
