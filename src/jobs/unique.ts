@@ -9,18 +9,26 @@ import { carriedColumns, carriedValues, type EnqueuedRow } from './job-row.js';
  *
  * The key's holder is a row of baton.unique_keys (queue, key, job_id). The ring is partitioned by
  * slot, so a unique index there would have to include the slot and could not say "one per key";
- * a plain side table can. An enqueue with a key takes that row's lock first (INSERT ... ON CONFLICT
- * DO UPDATE, which locks the existing row or inserts a new one), so every enqueue of one key waits
- * for the one before it to commit: fifty at once leave one waiting job.
+ * a plain side table can, and its primary key is where enqueues of one key meet.
  *
- * Holding the row, it looks at the job the row names:
- * - still waiting (never claimed, not expired): `keep` answers it; `replace` gives it the new
- *   payload, priority and run_at (a delete and an insert under the same id, so the job moves
- *   between the ring and the scheduled jobs when its run_at says so);
- * - no longer waiting (claimed, finished, cancelled, expired, gone): the row is stale and this
- *   enqueue takes it over for its new job. So the key is free again from the moment its job is
- *   claimed, and no statement that moves a job out of waiting (claim, cancel, purge, the expiry
- *   sweep) has to touch the key: the claim path pays nothing for unique keys.
+ * Two paths (enqueue.ts):
+ * - One statement, no transaction (insertJobsGated), for what its snapshot can decide: the key's
+ *   row is inserted (a new key) or taken over (its job is visibly claimed, finished or expired:
+ *   none of these waits again) and the job inserted; or, with `keep`, the job the row names is
+ *   visibly waiting and is answered. A row inserted or taken over by an enqueue that committed after
+ *   the snapshot names a job the snapshot cannot see: that is never taken over, and goes to the
+ *   second path. So the common cases cost one round trip, as a plain enqueue does.
+ * - The locking path (resolveUniqueKeys, in a transaction): take the key's row lock (INSERT ... ON
+ *   CONFLICT DO UPDATE, which locks the existing row or inserts a new one), so the enqueues of one
+ *   key wait for each other here; then look at the job the row names, as of now:
+ *   - still waiting (never claimed, not expired): `keep` answers it; `replace` gives it the new
+ *     payload, priority and run_at (a delete and an insert under the same id, so the job moves
+ *     between the ring and the scheduled jobs when its run_at says so);
+ *   - no longer waiting (claimed, finished, cancelled, expired, gone): the row is stale and this
+ *     enqueue takes it over for its new job.
+ * Either way the key is free again from the moment its job is claimed, and no statement that moves
+ * a job out of waiting (claim, cancel, purge, the expiry sweep) has to touch the key: the claim
+ * path pays nothing for unique keys.
  *
  * A replace races a claim of the same job on the job's row: the claim's FOR UPDATE SKIP LOCKED
  * skips a row the replace holds, and a replace that waited for a claim finds the row claimed, takes
