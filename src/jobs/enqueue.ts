@@ -63,7 +63,7 @@ export interface EnqueueResult {
 }
 
 /** Marker: the insert found no queue row. */
-export const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+const QUEUE_MISSING: unique symbol = Symbol('queue missing');
 
 /** Items that must go through a transaction: an idempotency key or a unique key holds a row lock. */
 const needsTransaction = (items: EnqueueItem[]) =>
@@ -144,7 +144,7 @@ export async function enqueueInTransaction(
  * Jobs due now go into the ring (baton.jobs, in their id's slot), the others into
  * baton.scheduled_jobs (see ring.ts): two inserts of one statement, one per table.
  */
-export async function insertJobs(
+async function insertJobs(
   db: Db,
   queue: string,
   items: EnqueueItem[],
@@ -166,7 +166,7 @@ export async function insertJobs(
  * snapshot cannot judge: one committed after it began, or one being replaced) is left for the
  * locking path (resolveUniqueKeys) and absent here.
  */
-export async function insertJobsGated(
+async function insertJobsGated(
   db: Db,
   queue: string,
   items: (EnqueueItem & { keep: boolean })[],

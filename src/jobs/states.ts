@@ -10,7 +10,9 @@
  *   (dead, reason expired) once past expires_at, which claims already skip.
  * - `claimed`: held by a worker under a lease token until lease_expires_at. In: claim.
  *   Out: ack (completed), nack (scheduled, ready or dead), the leader's re-arm of an expired lease
- *   (ready, or dead when attempts are exhausted), cancel. Renew keeps it here.
+ *   (ready, or dead when attempts are exhausted), cancel. Renew keeps it here. With a budget per
+ *   attempt (timeout_ms) the lease is capped at deadline_at, so the re-arm also fails the attempt
+ *   at its deadline (error reason deadline_exceeded).
  *
  * Finished states (rows in baton.job_history; terminal, pruned after retention):
  * - `completed`: acked by the worker holding the current lease.
