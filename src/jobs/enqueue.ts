@@ -63,7 +63,7 @@ export interface EnqueueResult {
 }
 
 /** Marker: the insert found no queue row. */
-const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+export const QUEUE_MISSING: unique symbol = Symbol('queue missing');
 
 /** Items that must go through a transaction: an idempotency key or a unique key holds a row lock. */
 const needsTransaction = (items: EnqueueItem[]) =>
@@ -144,7 +144,7 @@ export async function enqueueInTransaction(
  * Jobs due now go into the ring (baton.jobs, in their id's slot), the others into
  * baton.scheduled_jobs (see ring.ts): two inserts of one statement, one per table.
  */
-async function insertJobs(
+export async function insertJobs(
   db: Db,
   queue: string,
   items: EnqueueItem[],
@@ -157,30 +157,47 @@ async function insertJobs(
 }
 
 /**
- * The same insert for items with unique keys, in one statement and no transaction (the common cases
+ * The same insert for items with unique keys, in one statement and no transaction (the common case
  * of unique.ts in one round trip): each item with a key (at most one per key) first inserts the
  * key's row, or takes over a row whose job this statement's snapshot shows no longer waiting
- * (claimed, finished, expired: none of these waits again), and only then inserts its job. An item
- * with `keep` whose key a job waiting in the snapshot holds is answered with that job. Answers, by
- * position, the inserted or kept job; an item answered neither way (its key's row names a job the
- * snapshot cannot judge: one committed after it began, or one being replaced) is left for the
- * locking path (resolveUniqueKeys) and absent here.
+ * (claimed, finished, expired: none of these waits again), and only then inserts its job. Answers,
+ * by position, the jobs inserted; an item whose key is held (by a waiting job, or by one the
+ * snapshot cannot see: committed after it began) is absent, for waitingHolders() and the locking
+ * path (resolveUniqueKeys).
  */
 async function insertJobsGated(
   db: Db,
   queue: string,
-  items: (EnqueueItem & { keep: boolean })[],
+  items: EnqueueItem[],
   defaultMaxAttempts: number,
-): Promise<{ inserted: Map<number, EnqueuedRow>; kept: Map<number, EnqueuedRow> } | typeof QUEUE_MISSING> {
+): Promise<Map<number, EnqueuedRow> | typeof QUEUE_MISSING> {
   const { rows } = await insertStatement(queue, items, [], defaultMaxAttempts, true).execute(db);
   if (rows.length === 0) return QUEUE_MISSING;
   const inserted = new Map<number, EnqueuedRow>();
-  const kept = new Map<number, EnqueuedRow>();
-  for (const { ord, how, ...row } of rows) {
-    if (how === 'inserted') inserted.set(Number(ord) - 1, row);
-    else if (how === 'kept') kept.set(Number(ord) - 1, row);
-  }
-  return { inserted, kept };
+  for (const { ord, how, ...row } of rows) if (how === 'inserted') inserted.set(Number(ord) - 1, row);
+  return inserted;
+}
+
+/**
+ * The waiting jobs holding these keys, as one snapshot sees them (for `keep`: answering a job that
+ * waited at that moment is as if this enqueue came just then, and it changes nothing). A key whose
+ * job does not wait in the snapshot is absent. A separate statement from the insert, so that the
+ * insert's plan carries no probe of the ring for what only conflicting keys need.
+ */
+async function waitingHolders(db: Db, queue: string, keys: string[]): Promise<Map<string, EnqueuedRow>> {
+  const { rows } = await sql<EnqueuedRow & { key: string }>`
+    SELECT k.key, w.* FROM baton.unique_keys k
+    CROSS JOIN LATERAL (
+      SELECT s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts,
+             s.max_attempts, s.idempotency_key, s.created_at, s.timeout_ms, s.expires_at, s.unique_key
+      FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND s.unique_key = k.key AND ${waitingIn('s')}
+      UNION ALL
+      SELECT j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts,
+             j.max_attempts, j.idempotency_key, j.created_at, j.timeout_ms, j.expires_at, j.unique_key
+      FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${waitingIn('j')}
+    ) w
+    WHERE k.queue = ${queue} AND k.key = ANY(${keys}::text[])`.execute(db);
+  return new Map(rows.map(({ key, ...job }) => [key, job]));
 }
 
 /** A job waiting for its key (unique.ts): never claimed and not expired, in the statement's snapshot. */
@@ -191,7 +208,7 @@ const waitingIn = (alias: string) => {
 
 function insertStatement(
   queue: string,
-  items: (EnqueueItem & { keep?: boolean })[],
+  items: EnqueueItem[],
   ids: (string | null)[],
   defaultMaxAttempts: number,
   gated: boolean,
@@ -211,7 +228,6 @@ function insertStatement(
       expires_at: item.expiresAt ?? null,
       expires_in_ms: item.expiresInMs ?? null,
       unique_key: item.uniqueKey ?? null,
-      ...(gated ? { keep: item.keep ?? false } : {}),
     })),
   );
   const grouped = items.some((i) => i.group !== undefined);
@@ -232,32 +248,17 @@ function insertStatement(
       RETURNING job_id
     ), go AS MATERIALIZED (
       SELECT * FROM input i WHERE i.item->>'unique_key' IS NULL OR i.id IN (SELECT job_id FROM held)
-    ), kept AS (
-      SELECT w.*, i.ord FROM input i
-      JOIN baton.unique_keys k ON k.queue = ${queue} AND k.key = i.item->>'unique_key'
-      CROSS JOIN LATERAL (
-        SELECT s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts,
-               s.max_attempts, s.idempotency_key, s.created_at, s.timeout_ms, s.expires_at, s.unique_key
-        FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND s.unique_key = k.key AND ${waitingIn('s')}
-        UNION ALL
-        SELECT j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts,
-               j.max_attempts, j.idempotency_key, j.created_at, j.timeout_ms, j.expires_at, j.unique_key
-        FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${waitingIn('j')}
-      ) w
-      WHERE (i.item->>'keep')::boolean
     )`
     : sql``;
   const from = gated ? sql`go` : sql`input`;
   const answer = gated
     ? sql`SELECT x.*, input.ord, 'inserted' AS how FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
     UNION ALL
-    SELECT kept.*, 'kept' FROM kept
-    UNION ALL
     -- The queue existed: tells "nothing inserted" from "no queue".
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 'queue' FROM q`
     : sql`SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
     ORDER BY input.ord`;
-  return sql<EnqueuedRow & { ord: string; how?: 'inserted' | 'kept' | 'queue' }>`
+  return sql<EnqueuedRow & { ord: string; how?: 'inserted' | 'queue' }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
     ), mark_grouped AS (
@@ -303,11 +304,12 @@ function insertStatement(
 }
 
 /**
- * Enqueue items with unique keys (and no idempotency keys): one statement, no transaction, for what
- * the snapshot can decide (insertJobsGated: a new or stale key, or `keep` of a waiting job); the
- * items whose keys it left undecided (a replace of a waiting job, a key taken a moment ago) then go
- * through the locking path (resolveUniqueKeys) in a transaction of their own. Items repeating a key
- * of the same request are answered with their key's job (unique.ts, keyGroups).
+ * Enqueue items with unique keys (and no idempotency keys), without a transaction where a snapshot
+ * can decide: one statement inserts the jobs whose keys are new or stale (insertJobsGated), a second
+ * one, only for held keys whose items all say `keep`, answers the waiting jobs holding them
+ * (waitingHolders). What is left (a replace of a waiting job, a key taken a moment ago) goes through
+ * the locking path (resolveUniqueKeys) in a transaction of its own. Items repeating a key of the
+ * same request are answered with their key's job (unique.ts, keyGroups).
  */
 async function enqueueUnique(
   db: Db,
@@ -316,35 +318,46 @@ async function enqueueUnique(
   defaultMaxAttempts: number,
 ): Promise<EnqueueResult[] | typeof QUEUE_MISSING> {
   const groups = keyGroups(items);
-  const sent: { index: number; item: EnqueueItem & { keep: boolean } }[] = [];
+  const sent: { index: number; item: EnqueueItem }[] = [];
   items.forEach((item, index) => {
-    if (item.uniqueKey === undefined) sent.push({ index, item: { ...item, keep: false } });
+    if (item.uniqueKey === undefined) sent.push({ index, item });
     else {
       const group = groups.get(item.uniqueKey)!;
-      if (group.members[0] === index) sent.push({ index, item: { ...group.insert, keep: group.keep } });
+      if (group.members[0] === index) sent.push({ index, item: group.insert });
     }
   });
-  const out = await insertJobsGated(
+  const inserted = await insertJobsGated(
     db,
     queue,
     sent.map((s) => s.item),
     defaultMaxAttempts,
   );
-  if (out === QUEUE_MISSING) return QUEUE_MISSING;
+  if (inserted === QUEUE_MISSING) return QUEUE_MISSING;
   const results: (EnqueueResult | undefined)[] = items.map(() => undefined);
-  const undecided: number[] = [];
+  const held: string[] = [];
   sent.forEach(({ index }, k) => {
     const key = items[index]!.uniqueKey;
-    const inserted = out.inserted.get(k);
-    const job = inserted ?? out.kept.get(k);
+    const job = inserted.get(k);
     if (!job) {
       if (key === undefined) throw new Error(`item ${index} without a unique key was not inserted`);
-      undecided.push(...groups.get(key)!.members);
+      held.push(key);
       return;
     }
     const members = key === undefined ? [index] : groups.get(key)!.members;
-    for (const i of members) results[i] = { job, created: inserted !== undefined && i === index };
+    for (const i of members) results[i] = { job, created: i === index };
   });
+  // Held keys: `keep` answers a waiting holder; the rest (replace, or no holder waiting as far as a
+  // snapshot can tell) take the locking path.
+  const keepKeys = held.filter((key) => groups.get(key)!.keep);
+  const waiting =
+    keepKeys.length > 0 ? await waitingHolders(db, queue, keepKeys) : new Map<string, EnqueuedRow>();
+  const undecided: number[] = [];
+  for (const key of held) {
+    const job = waiting.get(key);
+    const { members } = groups.get(key)!;
+    if (job) for (const i of members) results[i] = { job, created: false };
+    else undecided.push(...members);
+  }
   if (undecided.length > 0) {
     undecided.sort((a, b) => a - b);
     // The queue row was there a moment ago (the statement above saw it): only a forced delete since.

@@ -12,12 +12,13 @@ import { carriedColumns, carriedValues, type EnqueuedRow } from './job-row.js';
  * a plain side table can, and its primary key is where enqueues of one key meet.
  *
  * Two paths (enqueue.ts):
- * - One statement, no transaction (insertJobsGated), for what its snapshot can decide: the key's
- *   row is inserted (a new key) or taken over (its job is visibly claimed, finished or expired:
- *   none of these waits again) and the job inserted; or, with `keep`, the job the row names is
- *   visibly waiting and is answered. A row inserted or taken over by an enqueue that committed after
- *   the snapshot names a job the snapshot cannot see: that is never taken over, and goes to the
- *   second path. So the common cases cost one round trip, as a plain enqueue does.
+ * - No transaction, for what a snapshot can decide: one statement (insertJobsGated) inserts the
+ *   key's row (a new key) or takes it over (its job is visibly claimed, finished or expired: none
+ *   of these waits again), then the job; for a held key whose items all say `keep`, a second
+ *   statement (waitingHolders) answers the job the row names if it visibly waits. A row inserted or
+ *   taken over by an enqueue that committed after the snapshot names a job the snapshot cannot
+ *   see: it is never taken over, and goes to the second path. So a new key costs one round trip,
+ *   as a plain enqueue does, and a `keep` of a waiting job two.
  * - The locking path (resolveUniqueKeys, in a transaction): take the key's row lock (INSERT ... ON
  *   CONFLICT DO UPDATE, which locks the existing row or inserts a new one), so the enqueues of one
  *   key wait for each other here; then look at the job the row names, as of now:
