@@ -19,6 +19,7 @@ import { pruneCost } from './scenarios/prune-cost.js';
 import { schedulesScenario } from './scenarios/schedules.js';
 import { sqsVersusNative } from './scenarios/sqs.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
+import { uniqueKeysScenario } from './scenarios/unique-keys.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
 
@@ -53,6 +54,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
       intervalSeconds: Number(values['interval-seconds'] ?? 30),
     }),
   schedules: schedulesScenario,
+  unique: uniqueKeysScenario,
   sqs: sqsVersusNative,
   flow: (ctx) =>
     flowControl(
@@ -66,7 +68,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
  * that take minutes even at quick sizes (flow seeds five queues): a quick run leaves them out
  * unless asked.
  */
-const LONG = ['churn', 'horizon', 'schedules', 'flow'];
+const LONG = ['churn', 'horizon', 'schedules', 'flow', 'unique'];
 
 function minutes(value: string | undefined, fallback: number): number {
   const m = value === undefined ? fallback : Number(value);

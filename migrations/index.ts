@@ -7,6 +7,7 @@ import * as m0005 from './0005_queue_history.js';
 import * as m0006 from './0006_schedules.js';
 import * as m0007 from './0007_flow_control.js';
 import * as m0008 from './0008_job_meta.js';
+import * as m0009 from './0009_time_limits.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '0006_schedules': m0006,
   '0007_flow_control': m0007,
   '0008_job_meta': m0008,
+  '0009_time_limits': m0009,
 };

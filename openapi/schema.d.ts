@@ -81,7 +81,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue a job
-         * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200.
+         * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).
          *
          *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -169,7 +169,7 @@ export interface paths {
         put?: never;
         /**
          * Extend your lease
-         * @description Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of the lease.
+         * @description Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of the lease. A job with a budget per attempt (timeout_ms) is never renewed past its deadline_at: the expiry is capped there, and once it has passed the answer is 409 deadline_exceeded.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -675,7 +675,7 @@ export interface components {
          * @description Stable machine-readable code; branch on this.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
+        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
         /** @description One invalid field, e.g. jobs[3].priority, and what is wrong with it. */
         FieldError: {
             field: string;
@@ -690,7 +690,7 @@ export interface components {
          * @description Why a dead job died.
          * @enum {string}
          */
-        DeadReason: "lease_expired" | "attempts_exhausted" | "nacked_dead";
+        DeadReason: "lease_expired" | "attempts_exhausted" | "nacked_dead" | "deadline_exceeded" | "expired";
         /**
          * @example {
          *       "payload": {
@@ -740,6 +740,31 @@ export interface components {
              * @description Re-sending the same key to the same queue within the key retention returns the original job and creates nothing.
              */
             idempotency_key?: string;
+            /**
+             * Format: int32
+             * @description Wall-clock budget of one attempt, from its claim: renewals cannot extend the lease past it, and the attempt fails at it (error reason deadline_exceeded). Default: the queue setting (none).
+             */
+            timeout_ms?: number;
+            /**
+             * Format: date-time
+             * @description A job not claimed by this time is never handed out; it goes to dead (reason expired).
+             */
+            expires_at?: string;
+            /**
+             * Format: int64
+             * @description expires_at as a length from now. Not with expires_at.
+             */
+            expires_in_ms?: number;
+            /**
+             * Format: printable
+             * @description At most one waiting (scheduled or ready) job per queue and key; free again once that job is claimed.
+             */
+            unique_key?: string;
+            /**
+             * @description Only with unique_key, when a waiting job holds the key: keep (the default) answers it unchanged (200); replace gives it this payload, priority and run_at (debounce).
+             * @enum {string}
+             */
+            on_conflict?: "keep" | "replace";
         };
         /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state. */
         EnqueuedJob: {
@@ -764,6 +789,9 @@ export interface components {
              * @description When the job was enqueued.
              */
             created_at: string;
+            timeout_ms: number | null;
+            expires_at: string | null;
+            unique_key: string | null;
         };
         /**
          * @example {
@@ -808,7 +836,10 @@ export interface components {
              * @description When the job was enqueued.
              */
             created_at: string;
-            /** @description false when an idempotency key matched an existing job. */
+            timeout_ms: number | null;
+            expires_at: string | null;
+            unique_key: string | null;
+            /** @description false when an idempotency key matched an existing job, or a unique key a waiting one. */
             created: boolean;
         };
         BatchEnqueueResponse: {
@@ -870,6 +901,7 @@ export interface components {
              * @description Renew before this or the job returns to the queue.
              */
             lease_expires_at: string;
+            deadline_at: string | null;
             /**
              * Format: date-time
              * @description When the job became due.
@@ -908,10 +940,14 @@ export interface components {
              * @description When the job was enqueued.
              */
             created_at: string;
+            timeout_ms: number | null;
+            expires_at: string | null;
+            unique_key: string | null;
             /** @description The payload given at enqueue. */
             payload: unknown;
             claimed_at: string | null;
             lease_expires_at: string | null;
+            deadline_at: string | null;
             worker_id: string | null;
             finished_at: string | null;
             /** @description What the worker gave at ack (null until then). */
@@ -937,6 +973,8 @@ export interface components {
             message: string;
             /** @description As given by the worker. */
             details?: unknown;
+            /** @description Set when Baton failed the attempt: lease_expired, deadline_exceeded or expired. */
+            reason?: string;
             worker_id?: string | null;
         };
         JobList: {
@@ -1013,8 +1051,11 @@ export interface components {
             /** Format: int32 */
             lease_ms?: number;
         };
-        /** @enum {string} */
-        RenewOutcome: "renewed" | "lease_lost" | "not_found";
+        /**
+         * @description deadline_exceeded: the attempt's budget (timeout_ms) has run out; it cannot be renewed.
+         * @enum {string}
+         */
+        RenewOutcome: "renewed" | "lease_lost" | "not_found" | "deadline_exceeded";
         BatchRenewResponse: {
             /** @description One per renewal, in request order. */
             results: components["schemas"]["BatchRenewResult"][];
@@ -1166,6 +1207,7 @@ export interface components {
                 dead_ms?: number | null;
             };
             paused?: boolean;
+            timeout_ms?: number | null;
             concurrency_limit?: number | null;
             rate_limit?: components["schemas"]["RateLimit"] | null;
             group_concurrency_limit?: number | null;
@@ -1200,6 +1242,7 @@ export interface components {
             group_rate_limit: components["schemas"]["RateLimit"] | null;
             /** @description Jobs with a group have been enqueued: claims serve the groups in turn. */
             grouped: boolean;
+            timeout_ms: number | null;
             /** @description Settings that follow the server default. */
             inherited: string[];
             /** Format: date-time */
@@ -1714,7 +1757,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The idempotency key matched: the original job; nothing was created. */
+            /** @description The idempotency key matched (the original job) or the unique key a waiting job (that job); nothing was created. */
             200: {
                 headers: {
                     [name: string]: unknown;

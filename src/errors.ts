@@ -9,6 +9,7 @@ export type DomainErrorCode =
   | 'queue_limit_reached'
   | 'queue_not_empty'
   | 'lease_lost'
+  | 'deadline_exceeded'
   | 'invalid_state'
   | 'validation_failed';
 
@@ -34,6 +35,12 @@ export const leaseLost = (id: string) =>
     'lease_lost',
     `job ${id} is not claimed under this lease_token (the lease expired and was re-armed, the job was ` +
       'acked, nacked or cancelled, or the token is wrong)',
+  );
+
+export const deadlineExceeded = (id: string) =>
+  new DomainError(
+    'deadline_exceeded',
+    `job ${id}'s attempt has passed its deadline (timeout_ms): its lease cannot be renewed; the attempt fails`,
   );
 
 /** A value that breaks a rule the schema cannot express (one field against another, say). */

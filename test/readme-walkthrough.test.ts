@@ -77,4 +77,10 @@ describe('README walk-through', () => {
     expect(shown).toHaveLength(2);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
+
+  it('runs every command of "Deadlines, expiry and unique jobs"; each prints what the README shows', async () => {
+    const { printed, shown } = await runBlock('time');
+    expect(shown).toHaveLength(6);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+  });
 });

@@ -11,6 +11,7 @@ export interface Database {
   'baton.scheduled_jobs': ScheduledJobsTable;
   'baton.job_history': JobHistoryTable;
   'baton.idempotency_keys': IdempotencyKeysTable;
+  'baton.unique_keys': UniqueKeysTable;
   'baton.leader': LeaderTable;
   'baton.queue_stats': QueueStatsTable;
   'baton.queue_history': QueueHistoryTable;
@@ -48,6 +49,8 @@ export interface QueuesTable {
   updated_at: Generated<Date>;
   /** Per-queue metadata (migrations/0008_job_meta.ts): SQS attributes and tags, a dead-letter queue. */
   meta: Json | null;
+  /** Default budget per attempt of the queue's jobs (migrations/0009_time_limits.ts); null: none. */
+  timeout_ms: number | null;
 }
 
 /** Ready and claimed jobs: the ring (src/jobs/ring.ts). */
@@ -73,6 +76,11 @@ export interface JobsTable {
   payload: Json;
   /** Per-job metadata (migrations/0008_job_meta.ts), e.g. SQS message attributes. */
   meta: Json | null;
+  /** Deadlines, expiry, unique jobs (migrations/0009_time_limits.ts). */
+  timeout_ms: number | null;
+  deadline_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  unique_key: string | null;
 }
 
 /** Jobs waiting for their run_at, out of the ring until the promoter moves them in. */
@@ -92,6 +100,9 @@ export interface ScheduledJobsTable {
   errors: Generated<Json>;
   payload: Json;
   meta: Json | null;
+  timeout_ms: number | null;
+  expires_at: Timestamp | null;
+  unique_key: string | null;
 }
 
 export interface JobHistoryTable {
@@ -115,6 +126,16 @@ export interface JobHistoryTable {
   payload: Json;
   ack_token: string | null;
   meta: Json | null;
+  timeout_ms: number | null;
+  expires_at: Timestamp | null;
+  unique_key: string | null;
+}
+
+/** The waiting job that holds a unique key (src/jobs/unique.ts); stale once that job no longer waits. */
+export interface UniqueKeysTable {
+  queue: string;
+  key: string;
+  job_id: BigIntString;
 }
 
 export interface IdempotencyKeysTable {

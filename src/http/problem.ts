@@ -16,6 +16,7 @@ export const PROBLEM_CODES = {
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   request_timeout: { status: 408, title: 'Request not received in time' },
   lease_lost: { status: 409, title: 'Lease lost' },
+  deadline_exceeded: { status: 409, title: 'Deadline exceeded' },
   invalid_state: { status: 409, title: 'Job is not in a state that allows this' },
   queue_not_empty: { status: 409, title: 'Queue has live jobs' },
   queue_limit_reached: { status: 409, title: 'Too many queues' },

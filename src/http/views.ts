@@ -13,6 +13,8 @@ import type { ScheduleRow } from '../schedules/store.js';
  * claim's answer, never in a job read.
  */
 
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
 /** A job's group as the API shows it: null for none (stored as ''). */
 const groupOf = (key: string) => (key === '' ? null : key);
 
@@ -29,6 +31,9 @@ export function toEnqueuedJob(row: EnqueuedRow) {
     max_attempts: row.max_attempts,
     idempotency_key: row.idempotency_key,
     created_at: row.created_at.toISOString(),
+    timeout_ms: row.timeout_ms,
+    expires_at: iso(row.expires_at),
+    unique_key: row.unique_key,
   };
 }
 
@@ -39,6 +44,7 @@ export function toJob(row: JobRow) {
     payload: row.payload,
     claimed_at: row.claimed_at?.toISOString() ?? null,
     lease_expires_at: row.state === 'claimed' ? (row.lease_expires_at?.toISOString() ?? null) : null,
+    deadline_at: row.state === 'claimed' ? iso(row.deadline_at) : null,
     worker_id: row.worker_id,
     finished_at: row.finished_at?.toISOString() ?? null,
     result: row.result ?? null,
@@ -74,6 +80,7 @@ export function toClaimedJob(r: ClaimedRow) {
     max_attempts: r.max_attempts,
     lease_token: r.lease_token,
     lease_expires_at: r.lease_expires_at.toISOString(),
+    deadline_at: iso(r.deadline_at),
     run_at: r.run_at.toISOString(),
     created_at: r.created_at.toISOString(),
     ...traceView(r.meta),
@@ -90,8 +97,6 @@ const OWN_SETTINGS: [keyof QueueRow, string][] = [
   ['dead_retention_ms', 'retention.dead_ms'],
 ];
 
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
-
 /** The API's view of a queue: effective settings, which of them are inherited, and its stats. */
 export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, defaults: QueueDefaults) {
   const eff = effectiveSettings(row, defaults);
@@ -105,6 +110,7 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
     backoff: { base_ms: eff.backoff.baseMs, max_ms: eff.backoff.maxMs, jitter: eff.backoff.jitter },
     retention: { completed_ms: eff.completedRetentionMs, dead_ms: eff.deadRetentionMs },
     ...queueLimits(row),
+    timeout_ms: row.timeout_ms,
     inherited: OWN_SETTINGS.filter(([column]) => row[column] === null).map(([, field]) => field),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),

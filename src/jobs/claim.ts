@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { claimWithFlow } from './flow-claim.js';
-import { claimOrder, clearedLease, compareClaimOrder } from './job-row.js';
+import { claimOrder, clearedLease, compareClaimOrder, notExpired } from './job-row.js';
 import { retryWhenMoved } from './ring.js';
 
 /**
@@ -17,7 +17,9 @@ import { retryWhenMoved } from './ring.js';
  * before the index is touched.
  *
  * The lease length is the request's, else the queue's, else the server default; it is stored on the
- * row so that a renewal without lease_ms extends by the same length. The lease starts at
+ * row so that a renewal without lease_ms extends by the same length. A job with a budget per attempt
+ * (its timeout_ms, else the queue's) gets deadline_at = claimed_at + budget, and its lease is capped
+ * there: renewals never pass it (renew.ts) and the re-arm fails the attempt at it. The lease starts at
  * clock_timestamp(), the moment the row is claimed, not now() (the start of the transaction, which
  * on a busy server can be a little earlier than the moment a re-armed job became claimable).
  */
@@ -50,6 +52,8 @@ export interface ClaimedRow {
   max_attempts: number;
   lease_token: string;
   lease_expires_at: Date;
+  /** When this attempt's budget runs out (claimed_at + timeout), or null without one. */
+  deadline_at: Date | null;
   claimed_at: Date;
   run_at: Date;
   created_at: Date;
@@ -121,7 +125,7 @@ export const totalOf = (claimants: Claimant[]) => claimants.reduce((n, c) => n +
 function fastPick(queue: string, total: number) {
   return sql`
     SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused OR flow FROM settings)
+    WHERE j.queue = ${queue} AND j.state = 'ready' AND NOT (SELECT paused OR flow FROM settings) AND ${notExpired('j')}
     ORDER BY ${claimOrder('j')}
     LIMIT ${sql.lit(total)}
     FOR UPDATE SKIP LOCKED`;
@@ -146,6 +150,7 @@ export function claimGroupStatement(
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
              coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms,
+             max(timeout_ms) AS timeout_ms,
              coalesce(bool_or(${flowControlled('queues')}), false) AS flow
       FROM baton.queues WHERE name = ${queue}
     ), picked AS (
@@ -155,7 +160,8 @@ export function claimGroupStatement(
              c.item->>'worker_id' AS worker_id, sum((c.item->>'n')::integer) OVER (ORDER BY c.ord) AS upto
       FROM json_array_elements(${claimantsJson}::json) WITH ORDINALITY AS c(item, ord)
     ), assigned AS (
-      SELECT p.id, p.slot, cl.claimant, coalesce(cl.lease_ms, st.lease_ms) AS lease_ms, cl.worker_id
+      SELECT p.id, p.slot, cl.claimant, coalesce(cl.lease_ms, st.lease_ms) AS lease_ms, cl.worker_id,
+             st.timeout_ms, clock_timestamp() AS at
       FROM (SELECT id, slot, row_number() OVER (ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
       JOIN claimants cl ON p.rn > cl.upto - cl.n AND p.rn <= cl.upto
       CROSS JOIN settings st
@@ -165,17 +171,21 @@ export function claimGroupStatement(
         attempts = j.attempts + 1,
         lease_token = gen_random_uuid(),
         lease_ms = a.lease_ms,
-        lease_expires_at = clock_timestamp() + a.lease_ms * interval '1 millisecond',
-        claimed_at = clock_timestamp(),
+        -- The lease never runs past the attempt's deadline (least() ignores a NULL one), so the re-arm
+        -- fails the attempt at its deadline.
+        lease_expires_at = least(a.at + a.lease_ms * interval '1 millisecond',
+                                 a.at + coalesce(j.timeout_ms, a.timeout_ms) * interval '1 millisecond'),
+        deadline_at = a.at + coalesce(j.timeout_ms, a.timeout_ms) * interval '1 millisecond',
+        claimed_at = a.at,
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot
       RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload, j.priority, j.attempts, j.max_attempts,
-                j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at, j.meta
+                j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at, j.created_at, j.meta
     )
     SELECT * FROM claimed
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM settings WHERE flow AND NOT EXISTS (SELECT 1 FROM claimed)`;
 }
 

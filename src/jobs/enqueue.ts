@@ -10,6 +10,7 @@ import {
 } from '../queues/queue-store.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
+import { keyGroups, resolveUniqueKeys } from './unique.js';
 
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
@@ -36,7 +37,18 @@ export interface EnqueueItem {
   group?: string;
   /** Metadata kept with the job (baton.jobs.meta), as plain JSON; e.g. SQS message attributes. */
   meta?: unknown;
+  /** Budget of one attempt, from claim (undefined: the queue's). */
+  timeoutMs?: number;
+  /** No attempt starts after this time (UTC), or this long from now: at most one of the two. */
+  expiresAt?: string;
+  expiresInMs?: number;
+  /** At most one waiting job per queue and key (unique.ts). */
+  uniqueKey?: string;
+  /** What an enqueue whose unique key is held by a waiting job does: `keep` (default) or `replace`. */
+  onConflict?: OnConflict;
 }
+
+export type OnConflict = 'keep' | 'replace';
 
 export interface EnqueueOptions {
   autoCreate: AutoCreatePolicy;
@@ -46,12 +58,20 @@ export interface EnqueueOptions {
 
 export interface EnqueueResult {
   job: EnqueuedRow;
-  /** false when an idempotency key matched an existing job. */
+  /** false when an idempotency key matched an existing job, or a unique key a waiting one. */
   created: boolean;
 }
 
 /** Marker: the insert found no queue row. */
-const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+export const QUEUE_MISSING: unique symbol = Symbol('queue missing');
+
+/** Items that must go through a transaction: an idempotency key or a unique key holds a row lock. */
+const needsTransaction = (items: EnqueueItem[]) =>
+  items.some((i) => i.idempotencyKey !== undefined || i.uniqueKey !== undefined);
+
+/** What an enqueue reads back of each job (EnqueuedRow). */
+export const enqueuedColumns = sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts,
+  idempotency_key, created_at, timeout_ms, expires_at, unique_key`;
 
 export async function enqueueJobs(
   db: Db,
@@ -60,6 +80,7 @@ export async function enqueueJobs(
   opts: EnqueueOptions,
 ): Promise<EnqueueResult[]> {
   const keyed = items.some((i) => i.idempotencyKey !== undefined);
+  const unique = !keyed && items.some((i) => i.uniqueKey !== undefined);
   // One retry after creating the queue is enough: a queue the leader collects must have been idle for
   // BATON_QUEUE_IDLE_MS, so one we have just created cannot be collected again before our retry.
   // (The third try only guards against a leader whose idle time is set absurdly low.)
@@ -72,9 +93,11 @@ export async function enqueueJobs(
             if (err === QUEUE_MISSING) return QUEUE_MISSING;
             throw err;
           })
-      : await insertJobs(db, queue, items, [], opts.defaultMaxAttempts).then((rows) =>
-          rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
-        );
+      : unique
+        ? await enqueueUnique(db, queue, items, opts.defaultMaxAttempts)
+        : await insertJobs(db, queue, items, [], opts.defaultMaxAttempts).then((rows) =>
+            rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
+          );
     if (result !== QUEUE_MISSING) return result;
     if (!opts.autoCreate.enabled) {
       throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
@@ -107,7 +130,7 @@ export async function enqueueInTransaction(
     await createAutoQueueInTransaction(trx, queue, opts.autoCreate.maxQueues);
     if (!(await holdQueue(trx, queue))) throw new Error(`queue ${queue} is missing right after creating it`);
   }
-  if (items.some((i) => i.idempotencyKey !== undefined)) return insertWithKeys(trx, queue, items, opts);
+  if (needsTransaction(items)) return insertWithKeys(trx, queue, items, opts);
   const rows = await insertJobs(trx, queue, items, [], opts.defaultMaxAttempts);
   if (rows === QUEUE_MISSING) throw new Error(`queue ${queue} vanished while its row was held`);
   return rows.map((job) => ({ job, created: true }));
@@ -121,7 +144,7 @@ export async function enqueueInTransaction(
  * Jobs due now go into the ring (baton.jobs, in their id's slot), the others into
  * baton.scheduled_jobs (see ring.ts): two inserts of one statement, one per table.
  */
-async function insertJobs(
+export async function insertJobs(
   db: Db,
   queue: string,
   items: EnqueueItem[],
@@ -129,6 +152,67 @@ async function insertJobs(
   defaultMaxAttempts: number,
 ): Promise<EnqueuedRow[] | typeof QUEUE_MISSING> {
   if (items.length === 0) return [];
+  const { rows } = await insertStatement(queue, items, ids, defaultMaxAttempts, false).execute(db);
+  return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, how: __, ...row }) => row);
+}
+
+/**
+ * The same insert for items with unique keys, in one statement and no transaction (the common case
+ * of unique.ts in one round trip): each item with a key (at most one per key) first inserts the
+ * key's row, or takes over a row whose job this statement's snapshot shows no longer waiting
+ * (claimed, finished, expired: none of these waits again), and only then inserts its job. Answers,
+ * by position, the jobs inserted; an item whose key is held (by a waiting job, or by one the
+ * snapshot cannot see: committed after it began) is absent, for waitingHolders() and the locking
+ * path (resolveUniqueKeys).
+ */
+async function insertJobsGated(
+  db: Db,
+  queue: string,
+  items: EnqueueItem[],
+  defaultMaxAttempts: number,
+): Promise<Map<number, EnqueuedRow> | typeof QUEUE_MISSING> {
+  const { rows } = await insertStatement(queue, items, [], defaultMaxAttempts, true).execute(db);
+  if (rows.length === 0) return QUEUE_MISSING;
+  const inserted = new Map<number, EnqueuedRow>();
+  for (const { ord, how, ...row } of rows) if (how === 'inserted') inserted.set(Number(ord) - 1, row);
+  return inserted;
+}
+
+/**
+ * The waiting jobs holding these keys, as one snapshot sees them (for `keep`: answering a job that
+ * waited at that moment is as if this enqueue came just then, and it changes nothing). A key whose
+ * job does not wait in the snapshot is absent. A separate statement from the insert, so that the
+ * insert's plan carries no probe of the ring for what only conflicting keys need.
+ */
+async function waitingHolders(db: Db, queue: string, keys: string[]): Promise<Map<string, EnqueuedRow>> {
+  const { rows } = await sql<EnqueuedRow & { key: string }>`
+    SELECT k.key, w.* FROM baton.unique_keys k
+    CROSS JOIN LATERAL (
+      SELECT s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts,
+             s.max_attempts, s.idempotency_key, s.created_at, s.timeout_ms, s.expires_at, s.unique_key
+      FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND s.unique_key = k.key AND ${waitingIn('s')}
+      UNION ALL
+      SELECT j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts,
+             j.max_attempts, j.idempotency_key, j.created_at, j.timeout_ms, j.expires_at, j.unique_key
+      FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${waitingIn('j')}
+    ) w
+    WHERE k.queue = ${queue} AND k.key = ANY(${keys}::text[])`.execute(db);
+  return new Map(rows.map(({ key, ...job }) => [key, job]));
+}
+
+/** A job waiting for its key (unique.ts): never claimed and not expired, in the statement's snapshot. */
+const waitingIn = (alias: string) => {
+  const a = sql.ref(alias);
+  return sql`${a}.claimed_at IS NULL AND (${a}.expires_at IS NULL OR ${a}.expires_at > now())`;
+};
+
+function insertStatement(
+  queue: string,
+  items: EnqueueItem[],
+  ids: (string | null)[],
+  defaultMaxAttempts: number,
+  gated: boolean,
+) {
   const meta = JSON.stringify(
     items.map((item, i) => ({
       id: ids[i] ?? null,
@@ -140,11 +224,41 @@ async function insertJobs(
       group: item.group ?? '',
       // Left out (not null) when absent: ->'meta' then reads SQL NULL, not a JSON null.
       meta: item.meta,
+      timeout_ms: item.timeoutMs ?? null,
+      expires_at: item.expiresAt ?? null,
+      expires_in_ms: item.expiresInMs ?? null,
+      unique_key: item.uniqueKey ?? null,
     })),
   );
   const grouped = items.some((i) => i.group !== undefined);
   const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
-  const { rows } = await sql<EnqueuedRow & { ord: string }>`
+  // Gated: the key rows first; jobs only for the items that got theirs (or have none).
+  const gate = gated
+    ? sql`, held AS (
+      INSERT INTO baton.unique_keys AS k (queue, key, job_id)
+      SELECT ${queue}, i.item->>'unique_key', i.id FROM input i
+      WHERE i.item->>'unique_key' IS NOT NULL
+      ORDER BY i.item->>'unique_key'
+      ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id
+        -- Take over only a key whose job the snapshot shows no longer waiting; a job it cannot see
+        -- (committed after it began) is judged by the locking path.
+        WHERE EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
+           OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ${waitingIn('j')}))
+           OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${waitingIn('s')}))
+      RETURNING job_id
+    ), go AS MATERIALIZED (
+      SELECT * FROM input i WHERE i.item->>'unique_key' IS NULL OR i.id IN (SELECT job_id FROM held)
+    )`
+    : sql``;
+  const from = gated ? sql`go` : sql`input`;
+  const answer = gated
+    ? sql`SELECT x.*, input.ord, 'inserted' AS how FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
+    UNION ALL
+    -- The queue existed: tells "nothing inserted" from "no queue".
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 'queue' FROM q`
+    : sql`SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
+    ORDER BY input.ord`;
+  return sql<EnqueuedRow & { ord: string; how?: 'inserted' | 'queue' }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
     ), mark_grouped AS (
@@ -159,42 +273,128 @@ async function insertJobs(
              coalesce((m.item->>'id')::bigint, nextval('baton.jobs_id_seq')) AS id,
              coalesce((m.item->>'run_at')::timestamptz,
                       now() + coalesce((m.item->>'delay_ms')::bigint, 0) * interval '1 millisecond') AS run_at,
+             coalesce((m.item->>'expires_at')::timestamptz,
+                      now() + (m.item->>'expires_in_ms')::bigint * interval '1 millisecond') AS expires_at,
              m.item, p.payload
       FROM json_array_elements(${meta}::json) WITH ORDINALITY AS m(item, ord)
       JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
       -- No queue row: draw no ids (the caller creates the queue and runs this again).
       WHERE EXISTS (SELECT 1 FROM q)
-    ), due AS (
+    )${gate}, due AS (
       INSERT INTO baton.jobs (slot, id, queue, group_key, state, priority, run_at, max_attempts, idempotency_key,
-                              payload, meta)
+                              payload, meta, timeout_ms, expires_at, unique_key)
       SELECT baton.job_slot(i.id), i.id, q.name, i.item->>'group', 'ready', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb
-      FROM input i CROSS JOIN q WHERE i.run_at <= now()
-      RETURNING id, queue, group_key, state, priority, run_at, attempts, max_attempts, idempotency_key, created_at
+             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
+             i.expires_at, i.item->>'unique_key'
+      FROM ${from} i CROSS JOIN q WHERE i.run_at <= now()
+      RETURNING ${enqueuedColumns}
     ), later AS (
       INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload,
-                                        meta)
+                                        meta, timeout_ms, expires_at, unique_key)
       SELECT i.id, q.name, i.item->>'group', (i.item->>'priority')::integer, i.run_at,
              coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb
-      FROM input i CROSS JOIN q WHERE i.run_at > now()
+             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
+             i.expires_at, i.item->>'unique_key'
+      FROM ${from} i CROSS JOIN q WHERE i.run_at > now()
       RETURNING id, queue, group_key, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts,
-                idempotency_key, created_at
+                idempotency_key, created_at, timeout_ms, expires_at, unique_key
     )
-    SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
-    ORDER BY input.ord`.execute(db);
-  return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, ...row }) => row);
+    ${answer}`;
 }
 
 /**
- * Enqueue with idempotency keys, in one transaction:
- * 1. Draw an id for every item, in request order, and claim each key with INSERT ... ON CONFLICT
- *    under the id of the first item carrying it. A key already held (and not expired) is not
+ * Enqueue items with unique keys (and no idempotency keys), without a transaction where a snapshot
+ * can decide: one statement inserts the jobs whose keys are new or stale (insertJobsGated), a second
+ * one, only for held keys whose items all say `keep`, answers the waiting jobs holding them
+ * (waitingHolders). What is left (a replace of a waiting job, a key taken a moment ago) goes through
+ * the locking path (resolveUniqueKeys) in a transaction of its own. Items repeating a key of the
+ * same request are answered with their key's job (unique.ts, keyGroups).
+ */
+async function enqueueUnique(
+  db: Db,
+  queue: string,
+  items: EnqueueItem[],
+  defaultMaxAttempts: number,
+): Promise<EnqueueResult[] | typeof QUEUE_MISSING> {
+  const groups = keyGroups(items);
+  const sent: { index: number; item: EnqueueItem }[] = [];
+  items.forEach((item, index) => {
+    if (item.uniqueKey === undefined) sent.push({ index, item });
+    else {
+      const group = groups.get(item.uniqueKey)!;
+      if (group.members[0] === index) sent.push({ index, item: group.insert });
+    }
+  });
+  const inserted = await insertJobsGated(
+    db,
+    queue,
+    sent.map((s) => s.item),
+    defaultMaxAttempts,
+  );
+  if (inserted === QUEUE_MISSING) return QUEUE_MISSING;
+  const results: (EnqueueResult | undefined)[] = items.map(() => undefined);
+  const held: string[] = [];
+  sent.forEach(({ index }, k) => {
+    const key = items[index]!.uniqueKey;
+    const job = inserted.get(k);
+    if (!job) {
+      if (key === undefined) throw new Error(`item ${index} without a unique key was not inserted`);
+      held.push(key);
+      return;
+    }
+    const members = key === undefined ? [index] : groups.get(key)!.members;
+    for (const i of members) results[i] = { job, created: i === index };
+  });
+  // Held keys: `keep` answers a waiting holder; the rest (replace, or no holder waiting as far as a
+  // snapshot can tell) take the locking path.
+  const keepKeys = held.filter((key) => groups.get(key)!.keep);
+  const waiting =
+    keepKeys.length > 0 ? await waitingHolders(db, queue, keepKeys) : new Map<string, EnqueuedRow>();
+  const undecided: number[] = [];
+  for (const key of held) {
+    const job = waiting.get(key);
+    const { members } = groups.get(key)!;
+    if (job) for (const i of members) results[i] = { job, created: false };
+    else undecided.push(...members);
+  }
+  if (undecided.length > 0) {
+    undecided.sort((a, b) => a - b);
+    // The queue row was there a moment ago (the statement above saw it): only a forced delete since.
+    const locked = await db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ id: string }>`
+        SELECT nextval('baton.jobs_id_seq')::text AS id FROM generate_series(1, ${undecided.length}::integer)`.execute(
+        trx,
+      );
+      return insertUnique(
+        trx,
+        queue,
+        undecided.map((i) => items[i]!),
+        rows.map((r) => r.id),
+        defaultMaxAttempts,
+      ).catch((err) => {
+        throw err === QUEUE_MISSING ? queueNotFound(queue) : err;
+      });
+    });
+    undecided.forEach((i, k) => {
+      results[i] = locked[k]!;
+    });
+  }
+  return results.map((r) => r!);
+}
+
+/**
+ * Enqueue with idempotency keys and unique keys, in one transaction:
+ * 1. Draw an id for every item, in request order, and claim each idempotency key with INSERT ... ON
+ *    CONFLICT under the id of the first item carrying it. A key already held (and not expired) is not
  *    claimed; a concurrent enqueue with the same key waits here for the first to commit or roll
  *    back, so twenty simultaneous requests with one key create exactly one job.
- * 2. Insert the jobs whose keys we claimed (and the items without a key), with the ids from step 1.
- * 3. Read back the original job of every key we did not claim (live or finished).
+ * 2. Resolve the unique keys of the items still to insert (unique.ts): an item whose key a waiting
+ *    job holds answers that job (replacing its data with on_conflict=replace) instead of inserting.
+ * 3. Insert the remaining jobs, with the ids from step 1.
+ * 4. Read back the original job of every idempotency key we did not claim (live or finished); an
+ *    idempotency key we claimed for an item that answered a waiting job is pointed at that job, so
+ *    the same request again answers it too.
  * Keys are claimed in sorted order so two batches sharing keys cannot deadlock; the ids are drawn
  * in request order all the same, because ids order jobs that are due at the same time (claim order
  * is priority, run_at, id): a batch is claimed in the order it was sent, keys or not, which an SQS
@@ -232,7 +432,7 @@ async function insertWithKeys(
     SELECT ids.ord::integer AS ord, ids.id, EXISTS (SELECT 1 FROM claimed c WHERE c.job_id = ids.id) AS claimed
     FROM ids ORDER BY ids.ord`.execute(trx);
 
-  // Items to insert: every unkeyed item, and the first item carrying each newly claimed key.
+  // Items to go on: every item without an idempotency key, and the first item carrying each newly claimed key.
   const toInsert: { index: number; id: string }[] = [];
   const newKeys = new Set<string>();
   items.forEach((item, index) => {
@@ -243,15 +443,22 @@ async function insertWithKeys(
       toInsert.push({ index, id: row.id });
     }
   });
-  const inserted = await insertJobs(
+  const inserted = await insertUnique(
     trx,
     queue,
     toInsert.map((t) => items[t.index]!),
     toInsert.map((t) => t.id),
     opts.defaultMaxAttempts,
   );
-  // Roll the whole transaction back (keys included); the caller creates the queue and retries.
-  if (inserted === QUEUE_MISSING) throw QUEUE_MISSING;
+  // An idempotency key claimed for an item that answered a waiting job names that job from now on.
+  for (const [i, t] of toInsert.entries()) {
+    const key = items[t.index]!.idempotencyKey;
+    const job = inserted[i]!.job;
+    if (key !== undefined && job.id !== t.id) {
+      await sql`UPDATE baton.idempotency_keys SET job_id = ${job.id}::bigint
+                WHERE queue = ${queue} AND key = ${key} AND job_id = ${t.id}::bigint`.execute(trx);
+    }
+  }
 
   const existingKeys = [...first.keys()].filter((k) => !newKeys.has(k));
   const existing = new Map<string, EnqueuedRow>();
@@ -272,13 +479,48 @@ async function insertWithKeys(
   const byIndex = new Map(toInsert.map((t, i) => [t.index, inserted[i]!]));
   return items.map((item, index) => {
     const fresh = byIndex.get(index);
-    if (fresh) return { job: fresh, created: true };
+    if (fresh) return fresh;
     // A key held before this request, or repeated within it.
     const key = item.idempotencyKey!;
     const job =
-      existing.get(key) ?? inserted[toInsert.findIndex((t) => items[t.index]!.idempotencyKey === key)];
+      existing.get(key) ?? inserted[toInsert.findIndex((t) => items[t.index]!.idempotencyKey === key)]?.job;
     if (!job) throw new Error(`idempotency key "${key}" names a job that no longer exists`);
     return { job, created: false };
+  });
+}
+
+/**
+ * Insert items under the ids drawn for them, resolving their unique keys first (unique.ts): an
+ * item whose key a waiting job holds is answered with that job (created: false), and so is an item
+ * repeating a key earlier in the same list. Throws QUEUE_MISSING (rolling the transaction back,
+ * keys included) when the queue row is gone.
+ */
+async function insertUnique(
+  trx: Transaction<Database>,
+  queue: string,
+  items: EnqueueItem[],
+  ids: string[],
+  defaultMaxAttempts: number,
+): Promise<EnqueueResult[]> {
+  const decisions = await resolveUniqueKeys(trx, queue, items, ids);
+  const toInsert: { index: number; item: EnqueueItem }[] = [];
+  decisions.forEach((d, index) => {
+    if (d === undefined) toInsert.push({ index, item: items[index]! });
+    else if ('insert' in d) toInsert.push({ index, item: d.insert });
+  });
+  const rows = await insertJobs(
+    trx,
+    queue,
+    toInsert.map((t) => t.item),
+    toInsert.map((t) => ids[t.index]!),
+    defaultMaxAttempts,
+  );
+  if (rows === QUEUE_MISSING) throw QUEUE_MISSING;
+  const byIndex = new Map(toInsert.map((t, i) => [t.index, rows[i]!]));
+  return decisions.map((d, index): EnqueueResult => {
+    if (d === undefined || 'insert' in d) return { job: byIndex.get(index)!, created: true };
+    if ('sameAs' in d) return { job: byIndex.get(d.sameAs)!, created: false };
+    return { job: d.job, created: false };
   });
 }
 

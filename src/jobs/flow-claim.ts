@@ -10,6 +10,7 @@ import {
   type LimitReason,
   totalOf,
 } from './claim.js';
+import { notExpired } from './job-row.js';
 import { type RateWindow, rateRoom, recorded, windowOf } from './rate-window.js';
 import { retryWhenMoved } from './ring.js';
 
@@ -290,7 +291,7 @@ function shareOut(
 function orderedPick(queue: string, n: number) {
   return sql`
     SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = ${queue} AND j.state = 'ready'
+    WHERE j.queue = ${queue} AND j.state = 'ready' AND ${notExpired('j')}
     ORDER BY j.priority DESC, j.run_at, j.id
     LIMIT ${n}
     FOR UPDATE SKIP LOCKED`;
@@ -304,7 +305,7 @@ function groupPick(queue: string, shares: Shares) {
     FROM json_array_elements(${input}::json) AS s
     CROSS JOIN LATERAL (
       SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-      WHERE j.queue = ${queue} AND j.group_key = s->>'g' AND j.state = 'ready'
+      WHERE j.queue = ${queue} AND j.group_key = s->>'g' AND j.state = 'ready' AND ${notExpired('j')}
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT (s->>'k')::integer
       FOR UPDATE SKIP LOCKED

@@ -29,6 +29,13 @@ export interface JobRow {
   payload: unknown;
   /** Metadata kept with the job (migrations/0008_job_meta.ts), or null. */
   meta: unknown;
+  /** The job's own budget per attempt (null: the queue's, if any). */
+  timeout_ms: number | null;
+  /** While claimed with a budget: when the attempt's time is up (claimed_at + the budget). */
+  deadline_at: Date | null;
+  /** No attempt starts after this (null: never expires). */
+  expires_at: Date | null;
+  unique_key: string | null;
 }
 
 export interface JobErrorEntry {
@@ -37,32 +44,37 @@ export interface JobErrorEntry {
   message: string;
   details?: unknown;
   worker_id?: string | null;
+  /** Set when Baton failed the attempt itself: `lease_expired`, `deadline_exceeded` or `expired`. */
+  reason?: string;
 }
 
 /** Select list of a ready or claimed baton.jobs row (alias `j`) as a JobRow. */
 export const liveJobColumns = sql`
   j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
-  NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload, j.meta`;
+  NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload, j.meta,
+  j.timeout_ms, j.deadline_at, j.expires_at, j.unique_key`;
 
 /** Select list of a baton.scheduled_jobs row (alias `s`) as a JobRow. */
 export const scheduledJobColumns = sql`
   s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
   s.idempotency_key, s.created_at, s.claimed_at, NULL::timestamptz AS lease_expires_at, s.worker_id,
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
-  s.payload, s.meta`;
+  s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key`;
 
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
-  h.result, h.last_error, h.errors, h.dead_reason, h.payload, h.meta`;
+  h.result, h.last_error, h.errors, h.dead_reason, h.payload, h.meta, h.timeout_ms, NULL::timestamptz AS deadline_at,
+  h.expires_at, h.unique_key`;
 
 /** The columns every live job has, in the ring or scheduled (of table alias `a`): what finishedRow() reads. */
 export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
   return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
-    ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta`;
+    ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta,
+    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key`;
 }
 
 /**
@@ -80,6 +92,9 @@ const CARRIED = [
   'created_at',
   'payload',
   'meta',
+  'timeout_ms',
+  'expires_at',
+  'unique_key',
 ] as const;
 export const carriedColumns = sql.join(CARRIED.map((c) => sql.ref(c)));
 export function carriedValues(changed: Partial<Record<(typeof CARRIED)[number], RawBuilder<unknown>>> = {}) {
@@ -105,10 +120,12 @@ export function finishedRow(
 ) {
   return {
     columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta`,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key`,
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
-      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta`,
+      ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta,
+      timeout_ms, expires_at, unique_key`,
   };
 }
 
@@ -136,8 +153,18 @@ export function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
+/**
+ * A ready job that may still be handed out: not past its expires_at. Every pick of a claim adds it
+ * beside the ready index's order (a filter on the rows the index walk reads, so the walk still
+ * stops after LIMIT rows); the leader's expiry sweep then moves such jobs to dead.
+ */
+export function notExpired(alias: string) {
+  const a = sql.ref(alias);
+  return sql`(${a}.expires_at IS NULL OR ${a}.expires_at > now())`;
+}
+
 /** SET list that ends a lease (nack, re-arm, a claim given back): no token, no length, no expiry. */
-export const clearedLease = sql`lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL`;
+export const clearedLease = sql`lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL, deadline_at = NULL`;
 
 /**
  * A job's error history with `entry` appended, keeping the last ERRORS_KEPT entries: the one place
@@ -162,4 +189,7 @@ export type EnqueuedRow = Pick<
   | 'max_attempts'
   | 'idempotency_key'
   | 'created_at'
+  | 'timeout_ms'
+  | 'expires_at'
+  | 'unique_key'
 >;

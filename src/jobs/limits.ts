@@ -73,6 +73,13 @@ export const PRINTABLE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
 export const LEASE_MS_MIN = SECOND;
 export const LEASE_MS_MAX = 12 * HOUR;
 
+/**
+ * The budget of one attempt (a job's timeout_ms, a queue's default): a second to a week. The upper
+ * bound is the CHECK on baton.queues.timeout_ms (migrations/0009_time_limits.ts).
+ */
+export const TIMEOUT_MS_MIN = SECOND;
+export const TIMEOUT_MS_MAX = 7 * DAY;
+
 /** Retry backoff: the first delay, and the cap on any delay (queue settings and server defaults). */
 export const BACKOFF_BASE_MS_MAX = DAY;
 export const BACKOFF_MAX_MS_MAX = 30 * DAY;
@@ -93,6 +100,7 @@ export const PRIORITY_MIN = -2_147_483_648;
 export const PRIORITY_MAX = 2_147_483_647;
 export const MAX_ATTEMPTS_LIMIT = 1000;
 export const IDEMPOTENCY_KEY_MAX = 255;
+export const UNIQUE_KEY_MAX = 255;
 export const WORKER_ID_MAX = 128;
 export const ERROR_MESSAGE_MAX = 4096;
 /** Failed attempts kept in a job's error history (older ones are dropped). */

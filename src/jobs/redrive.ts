@@ -51,10 +51,13 @@ export async function redriveDeadJobs(
       const q = await sql<{ max_attempts: number | null }>`
         SELECT max_attempts FROM baton.queues WHERE name = ${target} FOR KEY SHARE`.execute(trx);
       if (q.rows.length === 0) return undefined;
+      // An expires_at already past would only expire the job again: a redrive drops it.
+      const expiry = { expires_at: sql`CASE WHEN expires_at > now() THEN expires_at END` };
       const moved =
         target === queue
-          ? {}
+          ? expiry
           : {
+              ...expiry,
               queue: sql`${target}::text`,
               max_attempts: sql`coalesce(${q.rows[0]!.max_attempts}::integer, max_attempts)`,
             };

@@ -7,6 +7,10 @@ import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
  * Renew: push a lease's expiry forward. It succeeds only while the job is still `claimed` under the
  * presented token, so a worker whose lease was re-armed and handed to someone else cannot extend it.
  *
+ * A job with a budget per attempt (deadline_at, set at claim) is never renewed past it: the new
+ * expiry is capped at the deadline, and once the deadline has passed a renewal is refused with
+ * `deadline_exceeded` (the attempt is over; the re-arm fails it, or already has).
+ *
  * The UPDATE changes only lease_expires_at and lease_ms. Neither is in any index and the table has
  * free space on each page (fillfactor 70), so PostgreSQL can do it as a HOT update: no index entry
  * is written, however often workers renew.
@@ -25,8 +29,11 @@ export interface RenewedLease {
   lease_ms: number;
 }
 
+/** A renewal's outcome: a lease outcome, or refused because the attempt's deadline has passed. */
+export type RenewOutcome = LeaseOutcome<RenewedLease> | { outcome: 'deadline_exceeded'; queue: string };
+
 /** Renew one lease (a batch of one: the same guarded, HOT-eligible statement). */
-export async function renewLease(db: Db, item: RenewItem): Promise<LeaseOutcome<RenewedLease>> {
+export async function renewLease(db: Db, item: RenewItem): Promise<RenewOutcome> {
   return (await renewLeases(db, [item]))[0]!;
 }
 
@@ -41,7 +48,7 @@ export async function renewLease(db: Db, item: RenewItem): Promise<LeaseOutcome<
  * deadlocking. The lock also re-checks state and token on the row's newest version, so a lease
  * acked, nacked or re-armed meanwhile is not renewed.
  */
-export async function renewLeases(db: Db, items: RenewItem[]): Promise<LeaseOutcome<RenewedLease>[]> {
+export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutcome[]> {
   // Each renewal looks in its id's slot first; the few it misses look again in every slot (ring.ts).
   const done = new Map<string, RenewedLease>();
   const run = async (batch: RenewItem[], where: RawBuilder<unknown>) => {
@@ -55,10 +62,24 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<LeaseOutc
   await run(items, inSlotOf('j', sql`i.id`));
   const missed = items.filter((i) => !done.has(i.id));
   if (missed.length > 0) await run(missed, anySlot);
-  return outcomesOf(
+  const outcomes: RenewOutcome[] = await outcomesOf(
     db,
     items.map((i) => i.id),
     done,
+  );
+  const lost = items.filter((_, k) => outcomes[k]!.outcome === 'lease_lost');
+  if (lost.length === 0) return outcomes;
+  // Which of the misses are still claimed under their token, but past their deadline.
+  const { rows } = await sql<{ id: string }>`
+    SELECT j.id::text AS id FROM baton.jobs j
+    JOIN unnest(${lost.map((i) => i.id)}::bigint[], ${lost.map((i) => i.leaseToken)}::uuid[]) AS r(id, token)
+      ON j.id = r.id AND j.lease_token = r.token
+    WHERE j.state = 'claimed' AND j.deadline_at <= clock_timestamp()`.execute(db);
+  const past = new Set(rows.map((r) => r.id));
+  return outcomes.map((out, k) =>
+    out.outcome === 'lease_lost' && past.has(items[k]!.id)
+      ? { outcome: 'deadline_exceeded', queue: out.queue }
+      : out,
   );
 }
 
@@ -73,12 +94,14 @@ function renewStatement(items: RenewItem[], where: RawBuilder<unknown>) {
     ), locked AS (
       SELECT j.slot, j.id, i.lease_ms FROM baton.jobs j JOIN input i ON ${where} AND j.id = i.id
       WHERE j.state = 'claimed' AND j.lease_token = i.token
+        AND (j.deadline_at IS NULL OR j.deadline_at > clock_timestamp())
       ORDER BY j.id
       FOR UPDATE OF j
     )
     UPDATE baton.jobs j SET
       lease_ms = coalesce(l.lease_ms, j.lease_ms),
-      lease_expires_at = clock_timestamp() + coalesce(l.lease_ms, j.lease_ms) * interval '1 millisecond'
+      lease_expires_at = least(clock_timestamp() + coalesce(l.lease_ms, j.lease_ms) * interval '1 millisecond',
+                               j.deadline_at)
     FROM locked l
     WHERE j.id = l.id AND j.slot = l.slot
     RETURNING j.id::text AS id, j.queue, j.lease_expires_at, j.lease_ms, j.lease_token`;

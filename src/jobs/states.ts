@@ -4,16 +4,20 @@
  *
  * Live states (rows in baton.jobs):
  * - `scheduled`: waiting for run_at. In: enqueue with a future run_at or delay; nack with a retry
- *   delay. Out: the leader's promoter (run_at reached) to `ready`; cancel.
+ *   delay. Out: the leader's promoter (run_at reached) to `ready`; cancel; the expiry sweep.
  * - `ready`: claimable now; the only rows in the claim index. In: enqueue due now, promotion,
- *   re-arm of an expired lease, nack with no delay, redrive. Out: claim; cancel.
+ *   re-arm of an expired lease, nack with no delay, redrive. Out: claim; cancel; the expiry sweep
+ *   (dead, reason expired) once past expires_at, which claims already skip.
  * - `claimed`: held by a worker under a lease token until lease_expires_at. In: claim.
  *   Out: ack (completed), nack (scheduled, ready or dead), the leader's re-arm of an expired lease
- *   (ready, or dead when attempts are exhausted), cancel. Renew keeps it here.
+ *   (ready, or dead when attempts are exhausted), cancel. Renew keeps it here. With a budget per
+ *   attempt (timeout_ms) the lease is capped at deadline_at, so the re-arm also fails the attempt
+ *   at its deadline (error reason deadline_exceeded).
  *
  * Finished states (rows in baton.job_history; terminal, pruned after retention):
  * - `completed`: acked by the worker holding the current lease.
- * - `dead`: attempts exhausted, nacked with `dead: true`, or lease expired on the last attempt;
+ * - `dead`: attempts exhausted, nacked with `dead: true`, lease expired (or the attempt's deadline
+ *   passed) on the last attempt, or expired before any claim (expires_at, the leader's expiry sweep);
  *   `dead_reason` says which. Out: redrive (back to `ready`, attempts reset).
  * - `cancelled`: cancelled by a user (or a forced queue delete, or purge).
  */
@@ -26,7 +30,13 @@ export type FinishedState = (typeof FINISHED_STATES)[number];
 export type JobState = (typeof JOB_STATES)[number];
 
 /** Why a job is dead, recorded in job_history.dead_reason. */
-export const DEAD_REASONS = ['lease_expired', 'attempts_exhausted', 'nacked_dead'] as const;
+export const DEAD_REASONS = [
+  'lease_expired',
+  'attempts_exhausted',
+  'nacked_dead',
+  'deadline_exceeded',
+  'expired',
+] as const;
 export type DeadReason = (typeof DEAD_REASONS)[number];
 
 export function isLiveState(state: string): state is LiveState {

@@ -6,6 +6,7 @@ import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
+import { ExpiryDuty } from './expiry.js';
 import { GroupStatsDuty } from './group-stats.js';
 import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
@@ -80,6 +81,7 @@ export class Maintainer {
         defaults: config,
       }),
       new ExpireKeysDuty(db, metrics, config.tickMs),
+      new ExpiryDuty(db, metrics, config.tickMs),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),
       new GroupStatsDuty(db),

@@ -9,7 +9,11 @@ import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
  * Re-arm: claimed jobs whose lease expired (the worker died, hung or lost its network) go back to
  * `ready`, or to `dead` with reason `lease_expired` when that was their last allowed attempt. An
  * expired lease counts as a failed attempt (attempts was counted at claim) and is recorded in the
- * job's error history.
+ * job's error history, with `reason: lease_expired`.
+ *
+ * An attempt with a budget (timeout_ms) has its lease capped at its deadline_at (claim.ts, renew.ts),
+ * so this same sweep fails it at the deadline; it is told apart by the lease having run up to the
+ * deadline, and recorded with `reason: deadline_exceeded` (the dead reason too, on a last attempt).
  *
  * Guarded against every race, so two leaders (or four reapers) running at once are harmless:
  * - the `expired` CTE locks the rows it picks FOR UPDATE SKIP LOCKED. A row that a worker is acking,
@@ -29,9 +33,9 @@ export interface RearmResult {
   total: number;
 }
 
-/** A job dead on an expired lease: the reason, and the expiry as its last error. */
+/** A job dead on an expired lease (or deadline): the reason, and the expiry as its last error. */
 const buried = finishedRow('dead', {
-  deadReason: sql`'lease_expired'`,
+  deadReason: sql`reason`,
   lastError: sql`entry`,
   errors: appendError(sql`errors`, sql`entry`),
 });
@@ -43,11 +47,19 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
       WHERE state = 'claimed' AND lease_expires_at < now()
       LIMIT ${batchSize}
       FOR UPDATE SKIP LOCKED
-    ), entries AS (
-      SELECT j.slot, j.id, j.attempts < j.max_attempts AS retry,
-             jsonb_build_object('attempt', j.attempts, 'at', ${isoMillis(sql`now()`)}, 'message', 'lease expired',
-                                'worker_id', j.worker_id) AS entry
+    ), reasons AS (
+      -- The lease ran up to the attempt's deadline (claim and renew cap it there): the budget ran out.
+      SELECT j.slot, j.id, j.attempts < j.max_attempts AS retry, j.attempts, j.worker_id,
+             CASE WHEN j.deadline_at IS NOT NULL AND j.lease_expires_at >= j.deadline_at
+                  THEN 'deadline_exceeded' ELSE 'lease_expired' END AS reason
       FROM baton.jobs j JOIN expired e ON e.slot = j.slot AND e.id = j.id AND e.lease_token = j.lease_token
+    ), entries AS (
+      SELECT r.slot, r.id, r.retry, r.reason,
+             jsonb_build_object('attempt', r.attempts, 'at', ${isoMillis(sql`now()`)},
+                                'message', CASE r.reason WHEN 'deadline_exceeded' THEN 'deadline exceeded'
+                                                         ELSE 'lease expired' END,
+                                'worker_id', r.worker_id, 'reason', r.reason) AS entry
+      FROM reasons r
     ), back AS (
       UPDATE baton.jobs j SET state = 'ready', ${clearedLease},
              last_error = en.entry, errors = ${appendError(sql`j.errors`, sql`en.entry`)}
@@ -57,7 +69,7 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
     ), gone AS (
       DELETE FROM baton.jobs j USING entries en
       WHERE j.slot = en.slot AND j.id = en.id AND NOT en.retry
-      RETURNING j.*, en.entry
+      RETURNING j.*, en.entry, en.reason
     ), buried AS (
       INSERT INTO baton.job_history (${buried.columns})
       SELECT ${buried.values} FROM gone

@@ -182,6 +182,12 @@ export class Metrics {
     help: 'Finished jobs removed after their retention.',
     registers: [this.registry],
   });
+  readonly jobsExpired = new Counter({
+    name: 'baton_jobs_expired_total',
+    help: 'Jobs not claimed by their expires_at, moved to dead (reason expired) by the leader, by queue.',
+    labelNames: ['queue'],
+    registers: [this.registry],
+  });
   readonly keysExpired = new Counter({
     name: 'baton_idempotency_keys_expired_total',
     help: 'Idempotency keys removed after their retention.',

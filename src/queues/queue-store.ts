@@ -126,6 +126,7 @@ export interface QueueChanges {
   completed_retention_ms?: number | null;
   dead_retention_ms?: number | null;
   paused?: boolean;
+  timeout_ms?: number | null;
   concurrency_limit?: number | null;
   rate_limit?: number | null;
   rate_period_ms?: number | null;

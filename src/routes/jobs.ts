@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { jobNotFound, leaseLost } from '../errors.js';
+import { deadlineExceeded, jobNotFound, leaseLost } from '../errors.js';
 import { jsonText } from '../http/json-input.js';
 import { type ClaimRequest, Job, JobParams } from '../http/schemas/jobs.js';
 import {
@@ -22,7 +22,7 @@ import { cancelJob } from '../jobs/cancel.js';
 import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
-import { renewLease, renewLeases } from '../jobs/renew.js';
+import { type RenewOutcome, renewLease, renewLeases } from '../jobs/renew.js';
 import { AckGroups } from '../jobs/statement-groups.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
@@ -53,18 +53,18 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
    * A batch's outcomes by item, in request order. Items a queue-limited key may not see (see
    * plugins/auth.ts) were left out of the write and are answered not_found; lost leases are counted.
    */
-  const settleBatch = async <I extends { id: string }, T>(
+  const settleBatch = async <I extends { id: string }, O extends LeaseOutcome<unknown> | RenewOutcome>(
     items: I[],
     hidden: ReadonlySet<string> | undefined,
     operation: LeaseOperation,
-    write: (visible: I[]) => Promise<LeaseOutcome<T>[]>,
-  ): Promise<LeaseOutcome<T>[]> => {
+    write: (visible: I[]) => Promise<O[]>,
+  ): Promise<(O | { outcome: 'not_found' })[]> => {
     const visible = hidden?.size ? items.filter((item) => !hidden.has(item.id)) : items;
     const outcomes = await write(visible);
-    const byId = new Map(visible.map((item, i) => [item.id, outcomes[i]!]));
-    for (const out of byId.values())
+    const byId = new Map<string, O>(visible.map((item, i) => [item.id, outcomes[i]!]));
+    for (const out of byId.values() as Iterable<LeaseOutcome<unknown> | RenewOutcome>)
       if (out.outcome === 'lease_lost') app.metrics.leaseLost(out.queue, operation);
-    return items.map((item) => byId.get(item.id) ?? { outcome: 'not_found' });
+    return items.map((item) => byId.get(item.id) ?? { outcome: 'not_found' as const });
   };
 
   /**
@@ -120,7 +120,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease ' +
           'expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of ' +
-          'the lease.',
+          'the lease. A job with a budget per attempt (timeout_ms) is never renewed past its deadline_at: the ' +
+          'expiry is capped there, and once it has passed the answer is 409 deadline_exceeded.',
         params: JobParams,
         body: ref(RenewRequest),
         response: { 200: ok(ref(RenewResponse), 'The new expiry.'), ...errorResponses(404, 409) },
@@ -129,7 +130,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { id } = request.params;
       const item = { id, leaseToken: request.body.lease_token, leaseMs: request.body.lease_ms };
-      const renewed = settle(await renewLease(app.db, item), id, 'renew');
+      const out = await renewLease(app.db, item);
+      if (out.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
+      const renewed = settle(out, id, 'renew');
       app.metrics.renewed(renewed.queue);
       return { id, lease_expires_at: renewed.lease_expires_at.toISOString(), lease_ms: renewed.lease_ms };
     },

@@ -33,6 +33,12 @@ function toItem(
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
     throw invalidField(`${field}run_at`, 'cannot be given with delay_ms');
   }
+  if (body.expires_at !== undefined && body.expires_in_ms !== undefined) {
+    throw invalidField(`${field}expires_in_ms`, 'cannot be given with expires_at');
+  }
+  if (body.on_conflict !== undefined && body.unique_key === undefined) {
+    throw invalidField(`${field}on_conflict`, 'needs unique_key');
+  }
   const trace = traceOfBody(body, field) ?? headerTrace;
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
@@ -43,6 +49,11 @@ function toItem(
     runAt: body.run_at === undefined ? undefined : toUtcTimestamp(body.run_at),
     maxAttempts: body.max_attempts,
     idempotencyKey: body.idempotency_key,
+    timeoutMs: body.timeout_ms,
+    expiresAt: body.expires_at === undefined ? undefined : toUtcTimestamp(body.expires_at),
+    expiresInMs: body.expires_in_ms,
+    uniqueKey: body.unique_key,
+    onConflict: body.on_conflict,
     ...(trace ? { meta: { trace } } : {}),
   };
 }
@@ -87,12 +98,16 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. ' +
           'An unknown queue is created with default settings unless the server runs with auto-create off. ' +
           'With an `idempotency_key` already used on this queue (within its retention), nothing is created and ' +
-          'the original job is returned with 200.',
+          'the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that ' +
+          'job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).',
         params: QueueParams,
         body: ref(EnqueueRequest),
         response: {
           201: ok(ref(EnqueuedJob), 'Created: the new job.'),
-          200: ok(ref(EnqueuedJob), 'The idempotency key matched: the original job; nothing was created.'),
+          200: ok(
+            ref(EnqueuedJob),
+            'The idempotency key matched (the original job) or the unique key a waiting job (that job); nothing was created.',
+          ),
           ...errorResponses(400, 404, 413, 415),
         },
       },

@@ -116,6 +116,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         completed_retention_ms: body.retention?.completed_ms,
         dead_retention_ms: body.retention?.dead_ms,
         paused: body.paused,
+        timeout_ms: body.timeout_ms,
         concurrency_limit: body.concurrency_limit,
         rate_limit: body.rate_limit === undefined ? undefined : (body.rate_limit?.limit ?? null),
         rate_period_ms: body.rate_limit === undefined ? undefined : (body.rate_limit?.period_ms ?? null),

@@ -27,6 +27,7 @@ describe('maintainer', () => {
     const results = await maintainer.runOnce();
     expect(Object.keys(results).sort()).toEqual([
       'expire_keys',
+      'expiry',
       'group_stats',
       'promote',
       'prune',

@@ -11,6 +11,9 @@ import {
   MAX_WAIT_MS,
   PRIORITY_MAX,
   PRIORITY_MIN,
+  TIMEOUT_MS_MAX,
+  TIMEOUT_MS_MIN,
+  UNIQUE_KEY_MAX,
   WORKER_ID_MAX,
 } from '../../jobs/limits.js';
 import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
@@ -94,6 +97,41 @@ export const EnqueueRequest = Type.Object(
           'and creates nothing.',
       ),
     ),
+    timeout_ms: Type.Optional(
+      Int32({
+        minimum: TIMEOUT_MS_MIN,
+        maximum: TIMEOUT_MS_MAX,
+        description:
+          'Wall-clock budget of one attempt, from its claim: renewals cannot extend the lease past it, and ' +
+          'the attempt fails at it (error reason deadline_exceeded). Default: the queue setting (none).',
+      }),
+    ),
+    expires_at: Type.Optional(
+      Timestamp('A job not claimed by this time is never handed out; it goes to dead (reason expired).'),
+    ),
+    expires_in_ms: Type.Optional(
+      Int64({
+        minimum: 0,
+        maximum: MAX_DELAY_MS,
+        description: 'expires_at as a length from now. Not with expires_at.',
+      }),
+    ),
+    unique_key: Type.Optional(
+      PrintableText(
+        UNIQUE_KEY_MAX,
+        'At most one waiting (scheduled or ready) job per queue and key; free again once that job is claimed.',
+      ),
+    ),
+    on_conflict: Type.Optional(
+      Type.Unsafe<'keep' | 'replace'>(
+        Type.String({
+          enum: ['keep', 'replace'],
+          description:
+            'Only with unique_key, when a waiting job holds the key: keep (the default) answers it unchanged ' +
+            '(200); replace gives it this payload, priority and run_at (debounce).',
+        }),
+      ),
+    ),
   },
   {
     ...strict,
@@ -135,6 +173,9 @@ const enqueuedFields = {
   max_attempts: Int32(),
   idempotency_key: Nullable(Type.String()),
   created_at: Timestamp('When the job was enqueued.'),
+  timeout_ms: Nullable(Int32({ description: "The job's own budget per attempt; null: the queue's." })),
+  expires_at: Nullable(Timestamp('No attempt starts after this; null: never expires.')),
+  unique_key: Nullable(Type.String()),
 };
 
 // (The state's note goes on the object: the document generator drops keywords beside a $ref.)
@@ -147,7 +188,9 @@ export const EnqueuedJob = Type.Object(enqueuedFields, {
 export const BatchEnqueuedJob = Type.Object(
   {
     ...enqueuedFields,
-    created: Type.Boolean({ description: 'false when an idempotency key matched an existing job.' }),
+    created: Type.Boolean({
+      description: 'false when an idempotency key matched an existing job, or a unique key a waiting one.',
+    }),
   },
   { $id: 'BatchEnqueuedJob', description: 'An EnqueuedJob, and whether this request created it.' },
 );
@@ -195,6 +238,9 @@ export const ClaimedJob = Type.Object(
     max_attempts: Int32(),
     lease_token: Type.String({ format: 'uuid', description: 'Present it to renew, ack and nack.' }),
     lease_expires_at: Timestamp('Renew before this or the job returns to the queue.'),
+    deadline_at: Nullable(
+      Timestamp("When this attempt's budget (timeout_ms) runs out; renewals stop there. null: no budget."),
+    ),
     run_at: Timestamp('When the job became due.'),
     created_at: Timestamp('When the job was enqueued.'),
     ...traceFields,
@@ -209,6 +255,11 @@ export const JobError = Type.Object(
     at: Timestamp('When the attempt failed.'),
     message: Type.String(),
     details: Type.Optional(Json('As given by the worker.')),
+    reason: Type.Optional(
+      Type.String({
+        description: 'Set when Baton failed the attempt: lease_expired, deadline_exceeded or expired.',
+      }),
+    ),
     worker_id: Type.Optional(Nullable(Type.String())),
   },
   { $id: 'JobError', description: 'One failed attempt, as its nack (or the lost lease) recorded it.' },
@@ -220,6 +271,7 @@ export const Job = Type.Object(
     payload: Json('The payload given at enqueue.'),
     claimed_at: Nullable(Timestamp('When the latest claim happened.')),
     lease_expires_at: Nullable(Timestamp('While claimed: when the lease runs out.')),
+    deadline_at: Nullable(Timestamp("While claimed with a budget: when the attempt's time is up.")),
     worker_id: Nullable(Type.String({ description: 'worker_id of the latest claim.' })),
     finished_at: Nullable(Timestamp('When the job reached completed, dead or cancelled.')),
     result: Json('What the worker gave at ack (null until then).'),

@@ -52,8 +52,12 @@ export const BatchRenewRequest = Type.Object(
     examples: [{ renewals: [{ id: '42', lease_token: EXAMPLE_TOKEN, lease_ms: 60000 }] }],
   },
 );
-export const RenewOutcome = Type.Unsafe<'renewed' | 'lease_lost' | 'not_found'>(
-  Type.String({ $id: 'RenewOutcome', enum: ['renewed', 'lease_lost', 'not_found'] }),
+export const RenewOutcome = Type.Unsafe<'renewed' | 'lease_lost' | 'not_found' | 'deadline_exceeded'>(
+  Type.String({
+    $id: 'RenewOutcome',
+    enum: ['renewed', 'lease_lost', 'not_found', 'deadline_exceeded'],
+    description: "deadline_exceeded: the attempt's budget (timeout_ms) has run out; it cannot be renewed.",
+  }),
 );
 export const BatchRenewResult = Type.Object(
   {

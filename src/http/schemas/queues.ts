@@ -12,6 +12,8 @@ import {
   RATE_PERIOD_MS_MAX,
   RATE_PERIOD_MS_MIN,
   RETENTION_MS_MAX,
+  TIMEOUT_MS_MAX,
+  TIMEOUT_MS_MIN,
 } from '../../jobs/limits.js';
 import { Int32, Int64, JobId, Nullable, PageOf, PageQuery, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
@@ -74,6 +76,16 @@ export const QueueConfigRequest = Type.Object(
       ),
     ),
     paused: Type.Optional(Type.Boolean()),
+    timeout_ms: Type.Optional(
+      Nullable(
+        Int32({
+          minimum: TIMEOUT_MS_MIN,
+          maximum: TIMEOUT_MS_MAX,
+          description:
+            'Budget of one attempt, from claim, for jobs enqueued without timeout_ms. No server default: null removes it.',
+        }),
+      ),
+    ),
     ...limitFields,
   },
   {
@@ -106,6 +118,9 @@ export const Queue = Type.Object(
     grouped: Type.Boolean({
       description: 'Jobs with a group have been enqueued: claims serve the groups in turn.',
     }),
+    timeout_ms: Nullable(
+      Int32({ description: 'Budget of one attempt for jobs without their own; null: none.' }),
+    ),
     inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
     created_at: Timestamp(),
     updated_at: Timestamp(),
