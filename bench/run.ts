@@ -94,8 +94,24 @@ const { values } = parseArgs({
     'interval-seconds': { type: 'string' },
     // --only flow: some of its parts (cost, batched, enqueue, fairness); all when unset.
     'flow-parts': { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+
+if (values.help) {
+  console.log(`npm run bench [-- options]
+  --quick                 smoke run at small sizes (leaves out ${LONG.join(', ')} unless named in --only)
+  --only a,b              scenarios: ${Object.keys(SCENARIOS).join(', ')}
+  --rounds N              rounds per measurement
+  --systems a,b           baton, graphile, pg-boss, raw
+  --no-build              use the dist/ already built
+  --profile               record and summarise a V8 CPU profile of the Baton server
+  --out NAME              write bench/results/NAME.json and .md instead of latest.*
+  --clean-minutes M --hold-minutes M --recovery-minutes M --rate N --interval-seconds S   (horizon)
+  --flow-parts cost,batched,enqueue,fairness   (flow)
+Method, machine and results: docs/benchmarks.md.`);
+  process.exit(0);
+}
 
 function build(): void {
   const tsc = resolve(ROOT, 'node_modules/typescript/bin/tsc');
