@@ -44,7 +44,11 @@ export interface ClaimedRow {
   id: string;
   queue: string;
   group_key: string;
-  payload: unknown;
+  /**
+   * The payload as JSON text, as PostgreSQL prints the jsonb: the claim's answer splices it in
+   * (http/claim-response.ts), so the server never parses or re-serialises a payload it does not read.
+   */
+  payload_json: string;
   priority: number;
   attempts: number;
   max_attempts: number;
@@ -170,8 +174,8 @@ export function claimGroupStatement(
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload, j.priority, j.attempts, j.max_attempts,
-                j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at, j.meta
+      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
+                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at, j.meta
     )
     SELECT * FROM claimed
     UNION ALL

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidField } from '../errors.js';
+import { claimResponseJson, sendJsonText } from '../http/claim-response.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { jsonText } from '../http/json-input.js';
 import {
@@ -16,7 +17,7 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
-import { toClaimedJob, toEnqueuedJob, toJob } from '../http/views.js';
+import { toEnqueuedJob, toJob } from '../http/views.js';
 import { releaseClaims } from '../jobs/claim.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
@@ -202,7 +203,8 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           return reply.send({ jobs: [] });
         }
         app.metrics.claimed(queue, rows);
-        return { jobs: rows.map(toClaimedJob) };
+        // Written by hand with the payloads spliced in as stored (http/claim-response.ts).
+        return sendJsonText(reply, claimResponseJson(rows));
       } finally {
         reply.raw.off('close', onClose);
       }
