@@ -24,6 +24,7 @@ const { values } = parseArgs({
     port: { type: 'string', default: '18599' },
     db: { type: 'string', default: 'baton_bench' },
     'node-option': { type: 'string', multiple: true, default: [] },
+    kinds: { type: 'string', default: 'processing,cycle' },
   },
 });
 
@@ -117,7 +118,7 @@ async function main() {
   const admin = adminPool(values.db!);
   try {
     for (let round = 0; round < Number(values.rounds); round++) {
-      for (const kind of ['processing', 'cycle'] as const) {
+      for (const kind of values.kinds!.split(',') as ('processing' | 'cycle')[]) {
         const queue = `probe-${kind}-${round}`;
         if (kind === 'processing') await enqueue(client, queue, n, 100, 2);
         else {
