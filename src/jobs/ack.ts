@@ -87,7 +87,8 @@ async function ackByLease<R extends { id: string }>(
   const run = async (items: AckItem[], where: RawBuilder<unknown>) => {
     const statement = ackStatement<R & { ack_token: string }>(items, sql`${columns}, h.ack_token`, where);
     const { rows } = await retryWhenMoved(() => statement.execute(db));
-    for (const { ack_token, ...row } of rows) byLease.set(`${row.id}:${ack_token}`, row as unknown as R);
+    // The row keeps its ack_token column (not copied without it: that cost an object per job).
+    for (const row of rows) byLease.set(`${row.id}:${row.ack_token}`, row);
   };
   const lease = (a: AckItem) => `${a.id}:${a.leaseToken}`;
   await run(acks, inSlotOf('j', sql`i.id`));
