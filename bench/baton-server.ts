@@ -17,6 +17,9 @@ const SERVER_JS = resolve(ROOT, 'dist/src/server.js');
  * docs/benchmarks.md, issue 17).
  */
 export function productionNodeFlags(): string[] {
+  // BENCH_NODE_FLAGS replaces them (space-separated; empty for none), to measure what they cost.
+  const override = process.env.BENCH_NODE_FLAGS;
+  if (override !== undefined) return override.split(/\s+/).filter(Boolean);
   const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;
   };
