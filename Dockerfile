@@ -31,4 +31,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "dist/src/cli/healthcheck.js"]
 # Refuse to start without a database: the image carries no embedded PostgreSQL.
-CMD ["sh", "-c", "if [ -z \"$DATABASE_URL\" ]; then echo 'DATABASE_URL is required in the container' >&2; exit 2; fi; exec node --max-semi-space-size=8 --heap-growing-percent=50 dist/src/server.js"]
+CMD ["sh", "-c", "if [ -z \"$DATABASE_URL\" ]; then echo 'DATABASE_URL is required in the container' >&2; exit 2; fi; exec node dist/src/server.js"]
