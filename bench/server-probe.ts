@@ -25,6 +25,8 @@ const { values } = parseArgs({
     db: { type: 'string', default: 'baton_bench' },
     'node-option': { type: 'string', multiple: true, default: [] },
     kinds: { type: 'string', default: 'processing,cycle' },
+    // After the runs, watch the idle server's RSS this long (V8 shrinks an idle heap by itself).
+    'idle-seconds': { type: 'string', default: '0' },
   },
 });
 
@@ -140,6 +142,10 @@ async function main() {
       }
     }
     console.log(`end: ${smaps(pid)}`);
+    for (let t = 5; t <= Number(values['idle-seconds']); t += 5) {
+      await new Promise((r) => setTimeout(r, 5000));
+      console.log(`idle ${t} s: RSS ${(processRssBytes(pid)! / 2 ** 20).toFixed(0)} MiB`);
+    }
     console.log(`heap: ${await inspect(MEMORY)}`);
     console.log(`after a full GC: ${await inspect(MEMORY, true)}`);
     console.log(`after a full GC: ${smaps(pid)}`);
