@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { processCpuMs, processRssBytes } from './process-usage.js';
 
@@ -10,6 +10,22 @@ import { processCpuMs, processRssBytes } from './process-usage.js';
 
 export const ROOT = resolve(import.meta.dirname, '..');
 const SERVER_JS = resolve(ROOT, 'dist/src/server.js');
+
+/**
+ * The Node flags of the production start command (package.json `start:dist`, the same as the
+ * Dockerfile's): the server is measured as it runs in production (heap sizing, see
+ * docs/benchmarks.md, issue 17).
+ */
+export function productionNodeFlags(): string[] {
+  // BENCH_NODE_FLAGS replaces them (space-separated; empty for none), to measure what they cost.
+  const override = process.env.BENCH_NODE_FLAGS;
+  if (override !== undefined) return override.split(/\s+/).filter(Boolean);
+  const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const command = pkg.scripts['start:dist'] ?? '';
+  return command.split(/\s+/).filter((word) => /^--[a-z-]+=\S+$/.test(word));
+}
 
 export interface BatonServerOptions {
   databaseUrl: string;
@@ -38,6 +54,7 @@ export class BatonServer {
   async start(): Promise<void> {
     if (!existsSync(SERVER_JS)) throw new Error(`${SERVER_JS} is missing: run npm run build first`);
     const args = [
+      ...productionNodeFlags(),
       ...(this.opts.nodeOptions ?? []),
       ...(this.opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${this.opts.cpuProfileDir}`] : []),
       SERVER_JS,

@@ -5,6 +5,7 @@ import { parseDatabaseJson } from '../json/exact.js';
 import type { Log } from '../logger.js';
 import { StatementNames, usePreparedStatements } from './prepared-statements.js';
 import type { Database } from './schema.js';
+import { parseTimestamptz, TIMESTAMPTZ_OID } from './timestamp-parser.js';
 
 export type Db = Kysely<Database>;
 
@@ -22,13 +23,16 @@ const JSONB_OID = 3802;
 
 /**
  * json and jsonb come back with their numbers exact (json/exact.ts): a payload's 9007199254740993
- * reaches the worker as sent, not as the nearest double.
+ * reaches the worker as sent, not as the nearest double. timestamptz is read by a faster parser
+ * that answers the same Dates (db/timestamp-parser.ts).
  */
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === JSON_OID || oid === JSONB_OID
       ? parseDatabaseJson
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+      : oid === TIMESTAMPTZ_OID && format !== 'binary'
+        ? parseTimestamptz
+        : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 /**

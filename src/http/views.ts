@@ -1,6 +1,7 @@
 import type { ClaimedRow } from '../jobs/claim.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import { traceOf } from '../jobs/trace-context.js';
+import { parseDatabaseJson } from '../json/exact.js';
 import type { GroupRow } from '../queues/group-store.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
@@ -57,7 +58,7 @@ export function toJob(row: JobRow) {
 }
 
 /** A job's trace context as its views show it. */
-function traceView(meta: unknown) {
+export function traceView(meta: unknown) {
   const trace = traceOf(meta);
   return { traceparent: trace?.traceparent ?? null, tracestate: trace?.tracestate ?? null };
 }
@@ -68,13 +69,17 @@ const withIsoTime = (entry: JobErrorEntry): JobErrorEntry => ({
   at: new Date(entry.at).toISOString(),
 });
 
-/** A claimed job as the claim answers it: with its lease token. */
+/**
+ * A claimed job as the claim answers it: with its lease token. The claim route itself writes this
+ * shape as text without building the object (http/claim-response.ts); this is for answers serialised
+ * from their schema.
+ */
 export function toClaimedJob(r: ClaimedRow) {
   return {
     id: r.id,
     queue: r.queue,
     group: groupOf(r.group_key),
-    payload: r.payload,
+    payload: parseDatabaseJson(r.payload_json),
     priority: r.priority,
     attempt: r.attempts,
     max_attempts: r.max_attempts,

@@ -46,7 +46,11 @@ export interface ClaimedRow {
   id: string;
   queue: string;
   group_key: string;
-  payload: unknown;
+  /**
+   * The payload as JSON text, as PostgreSQL prints the jsonb: the claim's answer splices it in
+   * (http/claim-response.ts), so the server never parses or re-serialises a payload it does not read.
+   */
+  payload_json: string;
   priority: number;
   attempts: number;
   max_attempts: number;
@@ -106,7 +110,8 @@ export async function claimForGroup(
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
 export function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
   const out: ClaimedRow[][] = claimants.map(() => []);
-  for (const { claimant, ...row } of rows) if (Number(claimant) > 0) out[Number(claimant) - 1]!.push(row);
+  // The row keeps its claimant column: copying every row without it cost an object per job.
+  for (const row of rows) if (Number(row.claimant) > 0) out[Number(row.claimant) - 1]!.push(row);
   for (const list of out) list.sort(compareClaimOrder);
   return out;
 }
@@ -180,8 +185,9 @@ export function claimGroupStatement(
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload, j.priority, j.attempts, j.max_attempts,
-                j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at, j.created_at, j.meta
+      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
+                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
+                j.created_at, j.meta
     )
     SELECT * FROM claimed
     UNION ALL

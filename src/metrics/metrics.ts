@@ -245,9 +245,11 @@ export class Metrics {
   }
 
   acked(jobs: { queue: string; claimed_at: Date | null; finished_at: Date | null }[]): void {
+    // A batch ack is usually of one queue: count it with one increment per queue, not one per job.
+    const counts = new Map<string, number>();
     for (const j of jobs) {
       const label = this.queue(j.queue);
-      this.jobsAcked.inc({ queue: label });
+      counts.set(label, (counts.get(label) ?? 0) + 1);
       if (j.claimed_at && j.finished_at) {
         this.claimToAck.observe(
           { queue: label },
@@ -255,6 +257,7 @@ export class Metrics {
         );
       }
     }
+    for (const [queue, n] of counts) this.jobsAcked.inc({ queue }, n);
   }
 
   nacked(queue: string, outcome: 'retry' | 'dead'): void {

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ClaimRequest } from '../http/schemas/jobs.js';
-import { toClaimedJob } from '../http/views.js';
-import { releaseClaims } from '../jobs/claim.js';
+import { type ClaimedRow, releaseClaims } from '../jobs/claim.js';
 import { ClaimGroups } from '../jobs/statement-groups.js';
 import { claimWithWait } from '../wake/long-poll.js';
 
@@ -11,14 +10,15 @@ declare module 'fastify' {
     /**
      * Claim for a request, as POST /v1/queues/{queue}/claim does: the claim route and ack-and-claim
      * (`next` on ack, nack and the batch ack) both answer through this, so flow control, paused
-     * queues, long-poll, shutdown and a client that goes away behave the same on each.
+     * queues, long-poll, shutdown and a client that goes away behave the same on each. Answers the
+     * claimed rows; each route writes them in its own answer.
      */
     claimFor: (
       request: FastifyRequest,
       reply: FastifyReply,
       queue: string,
       body: ClaimRequest,
-    ) => Promise<ReturnType<typeof toClaimedJob>[]>;
+    ) => Promise<ClaimedRow[]>;
   }
 }
 
@@ -61,7 +61,7 @@ export default fp(
           return [];
         }
         app.metrics.claimed(queue, rows);
-        return rows.map(toClaimedJob);
+        return rows;
       } finally {
         reply.raw.off('close', onClose);
       }

@@ -16,7 +16,7 @@ import {
 } from '../http/schemas/leases.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { toJob } from '../http/views.js';
+import { toClaimedJob, toJob } from '../http/views.js';
 import { ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
@@ -81,7 +81,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     next: ClaimRequest,
   ) => {
     try {
-      return await app.claimFor(request, reply, queue, next);
+      return (await app.claimFor(request, reply, queue, next)).map(toClaimedJob);
     } catch (err) {
       request.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
       return [];

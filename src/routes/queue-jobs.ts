@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidField } from '../errors.js';
+import { claimResponseJson, sendJsonText } from '../http/claim-response.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { jsonText } from '../http/json-input.js';
 import {
@@ -183,9 +184,12 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         request.body ??= {};
       },
     },
-    async (request, reply) => ({
-      jobs: await app.claimFor(request, reply, request.params.queue, request.body),
-    }),
+    // Written by hand with the payloads spliced in as stored (http/claim-response.ts).
+    async (request, reply) =>
+      sendJsonText(
+        reply,
+        claimResponseJson(await app.claimFor(request, reply, request.params.queue, request.body)),
+      ),
   );
 
   app.get(

@@ -1,4 +1,5 @@
 import { type ClaimedRow, releaseClaims } from '../../jobs/claim.js';
+import { parseDatabaseJson } from '../../json/exact.js';
 import { claimWithWait } from '../../wake/long-poll.js';
 import { type Action, queueOf } from '../call.js';
 import { optionalInt, stringList } from '../input.js';
@@ -71,7 +72,8 @@ export const receiveMessage: Action = async (call, input) => {
 
 function toMessage(row: ClaimedRow, fifo: boolean, systemNames: string[], attributeNames: string[]) {
   // A job enqueued through the native API may hold any JSON; its body is then the JSON text.
-  const body = typeof row.payload === 'string' ? row.payload : JSON.stringify(row.payload);
+  const payload = parseDatabaseJson(row.payload_json);
+  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
   const meta = ((row.meta as { sqs?: MessageMeta } | null)?.sqs ?? {}) as MessageMeta;
   const system: Record<string, string | undefined> = {
     SenderId: meta.sender_id,
