@@ -48,15 +48,12 @@ const CATCH_UP = Type.Union([Type.Literal('none'), Type.Literal('latest'), Type.
     `job, for the latest; all: a job for each, at most ${CATCH_UP_ALL_MAX} (the most recent).`,
 });
 
-const ON_CONFLICT = Type.Unsafe<'keep' | 'replace'>(
-  Type.String({
-    enum: ['keep', 'replace'],
-    description:
-      'With unique_key, when a waiting job holds the key at an occurrence: keep (the default) folds the ' +
-      'occurrence into that job; replace gives it the occurrence’s run_at (and the schedule’s payload and ' +
-      'priority). null when there is no unique_key.',
-  }),
-);
+const ON_CONFLICT = Type.Union([Type.Literal('keep'), Type.Literal('replace')], {
+  description:
+    'With unique_key, when a waiting job holds the key at an occurrence: keep (the default) folds the ' +
+    'occurrence into that job; replace gives it the occurrence’s run_at (and the schedule’s payload and ' +
+    'priority). null when there is no unique_key.',
+});
 
 /**
  * The job fields of each job a schedule enqueues, besides priority and max_attempts, as the PUT body
