@@ -201,7 +201,9 @@ async function fireRows(
         lastJob.set(row.name, { id: job.id, occurrence });
         if (!created) {
           // The job of this very occurrence (its idempotency key): a duplicate. Any other job is the
-          // waiting holder of the schedule's unique_key, which this occurrence was folded into.
+          // waiting holder of the schedule's unique_key, which this occurrence was folded into. (An
+          // occurrence folded once and then handed out again finds the holder by its idempotency key,
+          // and counts as folded again: its job is still not enqueued twice.)
           const own = job.idempotency_key === occurrenceKey(row.name, occurrence);
           result.outcomes.push({ queue, outcome: own ? 'duplicate' : 'folded', n: 1 });
           return;

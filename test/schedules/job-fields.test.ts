@@ -201,6 +201,20 @@ describe('schedule job fields', () => {
     expect(v('duplicate') ?? 0).toBe(0);
   });
 
+  it('concurrent triggers and enqueues sharing the unique_key leave one waiting job, which every answer names', async () => {
+    await call('PUT', '/v1/schedules/jf-race', { queue: 'jf-race', cron: '0 0 1 1 *', unique_key: 'shared' });
+    const answers = await Promise.all([
+      ...Array.from({ length: 10 }, () => call('POST', '/v1/schedules/jf-race/trigger')),
+      ...Array.from({ length: 10 }, (_, i) =>
+        call('POST', '/v1/queues/jf-race/jobs', { payload: { i }, unique_key: 'shared' }),
+      ),
+    ]);
+    const live = await liveJobs('jf-race');
+    expect(live).toHaveLength(1);
+    expect(answers.map((a) => a.body.id)).toEqual(Array(20).fill(live[0]));
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+  });
+
   it('unique_key replace: the waiting job takes the later occurrence', async () => {
     await call('PUT', '/v1/schedules/jf-replace', {
       queue: 'jf-replace',
