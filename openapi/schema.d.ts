@@ -546,7 +546,7 @@ export interface paths {
         get: operations["getSchedule"];
         /**
          * Create or replace a cron schedule
-         * @description Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority` and `max_attempts`. A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.
+         * @description Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority`, `max_attempts`, `group`, `timeout_ms`, `expires_in_ms` and `unique_key` (the enqueue fields of the same names). A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.
          *
          *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
@@ -641,7 +641,7 @@ export interface paths {
         put?: never;
         /**
          * Run a cron schedule now, once
-         * @description Enqueues one job as an occurrence would, now, even while the schedule is paused and whatever its overlap rule; it becomes the schedule’s last job. Its occurrences go on as before.
+         * @description Enqueues one job as an occurrence would, now, even while the schedule is paused and whatever its overlap rule; it becomes the schedule’s last job. Its occurrences go on as before. With a unique_key held by a waiting job, that job is answered with 200 instead (with on_conflict replace, after taking this run).
          *
          *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
@@ -1465,6 +1465,11 @@ export interface components {
              */
             priority?: number;
             max_attempts?: number | null;
+            group?: string | null;
+            timeout_ms?: number | null;
+            expires_in_ms?: number | null;
+            unique_key?: string | null;
+            on_conflict?: ("keep" | "replace") | null;
             /** @description allow (default): every occurrence enqueues a job. skip: no new job while the previous one is still scheduled, ready or claimed (the occurrence counts as skipped). */
             overlap?: "allow" | "skip";
             /** @description After downtime (occurrences the leader reaches more than BATON_SCHEDULE_GRACE_MS late, or more than one due at once): none: only an occurrence within the grace runs, the rest are missed; latest (default): one job, for the latest; all: a job for each, at most 100 (the most recent). */
@@ -1482,6 +1487,11 @@ export interface components {
             /** Format: int32 */
             priority: number;
             max_attempts: number | null;
+            group: string | null;
+            timeout_ms: number | null;
+            expires_in_ms: number | null;
+            unique_key: string | null;
+            on_conflict: ("keep" | "replace") | null;
             /** @description allow (default): every occurrence enqueues a job. skip: no new job while the previous one is still scheduled, ready or claimed (the occurrence counts as skipped). */
             overlap: "allow" | "skip";
             /** @description After downtime (occurrences the leader reaches more than BATON_SCHEDULE_GRACE_MS late, or more than one due at once): none: only an occurrence within the grace runs, the rest are missed; latest (default): one job, for the latest; all: a job for each, at most 100 (the most recent). */
@@ -4480,6 +4490,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The waiting job holding the unique_key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnqueuedJob"];
+                };
+            };
             /** @description The job. */
             201: {
                 headers: {

@@ -211,7 +211,7 @@ export class Metrics {
   });
   readonly scheduleOccurrences = new Counter({
     name: 'baton_schedule_occurrences_total',
-    help: 'Cron schedule occurrences handled by the leader, by queue and outcome: enqueued, skipped (overlap), missed (catch_up none, or past the catch_up all bound), coalesced (into one job by catch_up latest), failed (the queue could not take the job) or duplicate (found already enqueued; should stay 0).',
+    help: 'Cron schedule occurrences handled by the leader, by queue and outcome: enqueued, skipped (overlap), missed (catch_up none, or past the catch_up all bound), coalesced (into one job by catch_up latest), folded (into the waiting job holding the schedule unique_key), failed (the queue could not take the job) or duplicate (found already enqueued; should stay 0).',
     labelNames: ['queue', 'outcome'],
     registers: [this.registry],
   });

@@ -15,7 +15,7 @@ import {
   ScheduleRequest,
 } from '../http/schemas/schedules.js';
 import { toEnqueuedJob, toSchedule } from '../http/views.js';
-import { DEFAULTS, isScheduleName, type ScheduleDefinition } from '../schedules/definition.js';
+import { DEFAULTS, isScheduleName, jobFieldsOf, type ScheduleDefinition } from '../schedules/definition.js';
 import { pauseSchedule, putSchedule, scheduleNotFound, triggerSchedule } from '../schedules/manage.js';
 import { deleteSchedule, getSchedule, listSchedules } from '../schedules/store.js';
 
@@ -41,7 +41,8 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Create or replace a cron schedule',
         description:
           'Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at ' +
-          'every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority` and `max_attempts`. ' +
+          'every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority`, `max_attempts`, ' +
+          '`group`, `timeout_ms`, `expires_in_ms` and `unique_key` (the enqueue fields of the same names). ' +
           'A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.',
         params: ScheduleParams,
         body: ref(ScheduleRequest),
@@ -62,6 +63,9 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         payloadJson: jsonText(b.payload ?? null, 'payload', config.payloadLimitBytes),
         priority: b.priority ?? DEFAULTS.priority,
         maxAttempts: b.max_attempts ?? null,
+        ...jobFieldsOf(b, (field, message) => {
+          throw invalidField(field, message);
+        }),
         overlap: b.overlap ?? DEFAULTS.overlap,
         catchUp: b.catch_up ?? DEFAULTS.catchUp,
         paused: b.paused ?? DEFAULTS.paused,
@@ -178,9 +182,14 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Run a cron schedule now, once',
         description:
           'Enqueues one job as an occurrence would, now, even while the schedule is paused and whatever its overlap ' +
-          'rule; it becomes the schedule’s last job. Its occurrences go on as before.',
+          'rule; it becomes the schedule’s last job. Its occurrences go on as before. With a unique_key held by a ' +
+          'waiting job, that job is answered with 200 instead (with on_conflict replace, after taking this run).',
         params: ScheduleParams,
-        response: { 201: ok(ref(EnqueuedJob), 'The job.'), ...errorResponses(404, 409) },
+        response: {
+          200: ok(ref(EnqueuedJob), 'The waiting job holding the unique_key.'),
+          201: ok(ref(EnqueuedJob), 'The job.'),
+          ...errorResponses(404, 409),
+        },
       },
     },
     async (request, reply) => {
@@ -189,10 +198,10 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         defaultMaxAttempts: config.defaultMaxAttempts,
         idempotencyRetentionMs: config.idempotencyRetentionMs,
       });
-      const { job } = result;
-      app.metrics.enqueued(job.queue, 1);
+      const { job, created } = result;
+      if (created) app.metrics.enqueued(job.queue, 1);
       if (job.state === 'ready') app.wake.notifier.jobsReady(job.queue, 1);
-      return reply.code(201).send(toEnqueuedJob(job));
+      return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
   );
 };

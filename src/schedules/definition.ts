@@ -1,5 +1,17 @@
 import { invalidField } from '../errors.js';
-import { isQueueName, MAX_ATTEMPTS_LIMIT, PRIORITY_MAX, PRIORITY_MIN } from '../jobs/limits.js';
+import type { OnConflict } from '../jobs/enqueue.js';
+import {
+  isGroupName,
+  isPrintable,
+  isQueueName,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_DELAY_MS,
+  PRIORITY_MAX,
+  PRIORITY_MIN,
+  TIMEOUT_MS_MAX,
+  TIMEOUT_MS_MIN,
+  UNIQUE_KEY_MAX,
+} from '../jobs/limits.js';
 import { checkCron } from './cron.js';
 import type { CatchUp, Overlap } from './occurrences.js';
 
@@ -16,6 +28,16 @@ export interface ScheduleDefinition {
   priority: number;
   /** null: the queue's setting when the job is enqueued. */
   maxAttempts: number | null;
+  /** The job fields below: null for none (each job then has none, or the queue's setting). */
+  group: string | null;
+  /** Budget of one attempt (null: the queue's). */
+  timeoutMs: number | null;
+  /** Each job expires this long after it is enqueued (a fixed time would not recur). */
+  expiresInMs: number | null;
+  /** At most one waiting job per queue and key: an occurrence whose key a waiting job holds folds into it. */
+  uniqueKey: string | null;
+  /** Set exactly when uniqueKey is (keep by default). */
+  onConflict: OnConflict | null;
   overlap: Overlap;
   catchUp: CatchUp;
   paused: boolean;
@@ -41,6 +63,39 @@ export function checkTiming(def: Pick<ScheduleDefinition, 'cron' | 'timezone'>, 
   if (problem) throw invalidField(problem.field, problem.message);
 }
 
+export const ON_CONFLICTS: readonly OnConflict[] = ['keep', 'replace'];
+
+/** The job fields of a definition as the PUT body and a file entry give them (snake_case). */
+export interface JobFieldsInput {
+  group?: string | null;
+  timeout_ms?: number | null;
+  expires_in_ms?: number | null;
+  unique_key?: string | null;
+  on_conflict?: OnConflict | null;
+}
+
+type JobFields = Pick<ScheduleDefinition, 'group' | 'timeoutMs' | 'expiresInMs' | 'uniqueKey' | 'onConflict'>;
+
+/**
+ * The job fields of a definition, each already of its type and range (the PUT body's schema, or
+ * parseDefinition), with the one rule across fields: on_conflict only with unique_key. `fail`
+ * reports a field (a 400 for the API, a start-up error for the file).
+ */
+export function jobFieldsOf(
+  input: JobFieldsInput,
+  fail: (field: string, message: string) => never,
+): JobFields {
+  const uniqueKey = input.unique_key ?? null;
+  if (input.on_conflict != null && uniqueKey === null) fail('on_conflict', 'needs unique_key');
+  return {
+    group: input.group ?? null,
+    timeoutMs: input.timeout_ms ?? null,
+    expiresInMs: input.expires_in_ms ?? null,
+    uniqueKey,
+    onConflict: uniqueKey === null ? null : (input.on_conflict ?? 'keep'),
+  };
+}
+
 const FIELDS = [
   'queue',
   'cron',
@@ -48,6 +103,11 @@ const FIELDS = [
   'payload',
   'priority',
   'max_attempts',
+  'group',
+  'timeout_ms',
+  'expires_in_ms',
+  'unique_key',
+  'on_conflict',
   'overlap',
   'catch_up',
   'paused',
@@ -78,6 +138,26 @@ export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
     fail('priority', `must be an integer from ${PRIORITY_MIN} to ${PRIORITY_MAX}`);
   if (max_attempts !== undefined && max_attempts !== null && !int(max_attempts, 1, MAX_ATTEMPTS_LIMIT))
     fail('max_attempts', `must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}, or null`);
+  const { group, timeout_ms, expires_in_ms, unique_key, on_conflict } = input;
+  const absent = (v: unknown) => v === undefined || v === null;
+  if (!absent(group) && !(typeof group === 'string' && isGroupName(group)))
+    fail('group', 'must be a group name: 1-128 printable ASCII characters without spaces, or null');
+  if (!absent(timeout_ms) && !int(timeout_ms, TIMEOUT_MS_MIN, TIMEOUT_MS_MAX))
+    fail('timeout_ms', `must be an integer from ${TIMEOUT_MS_MIN} to ${TIMEOUT_MS_MAX}, or null`);
+  if (!absent(expires_in_ms) && !int(expires_in_ms, 0, MAX_DELAY_MS))
+    fail('expires_in_ms', `must be an integer from 0 to ${MAX_DELAY_MS}, or null`);
+  if (
+    !absent(unique_key) &&
+    !(
+      typeof unique_key === 'string' &&
+      [...unique_key].length >= 1 &&
+      [...unique_key].length <= UNIQUE_KEY_MAX &&
+      isPrintable(unique_key)
+    )
+  )
+    fail('unique_key', `must be 1-${UNIQUE_KEY_MAX} printable characters, or null`);
+  if (!absent(on_conflict) && !ON_CONFLICTS.includes(on_conflict as OnConflict))
+    fail('on_conflict', `must be one of ${ON_CONFLICTS.join(', ')}, or null`);
   if (overlap !== undefined && !OVERLAPS.includes(overlap as Overlap))
     fail('overlap', `must be one of ${OVERLAPS.join(', ')}`);
   if (catch_up !== undefined && !CATCH_UPS.includes(catch_up as CatchUp))
@@ -90,6 +170,7 @@ export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
     payloadJson: JSON.stringify(payload ?? null),
     priority: (priority as number | undefined) ?? DEFAULTS.priority,
     maxAttempts: (max_attempts as number | null | undefined) ?? null,
+    ...jobFieldsOf(input as JobFieldsInput, fail),
     overlap: (overlap as Overlap | undefined) ?? DEFAULTS.overlap,
     catchUp: (catch_up as CatchUp | undefined) ?? DEFAULTS.catchUp,
     paused: (paused as boolean | undefined) ?? DEFAULTS.paused,

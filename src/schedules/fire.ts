@@ -44,7 +44,7 @@ export interface FireOptions {
  */
 export const OCCURRENCE_KEY_RETENTION_MS = 3_600_000;
 
-export type Outcome = 'enqueued' | 'skipped' | 'missed' | 'coalesced' | 'failed' | 'duplicate';
+export type Outcome = 'enqueued' | 'skipped' | 'missed' | 'coalesced' | 'folded' | 'failed' | 'duplicate';
 
 export interface FireResult {
   /** Due schedules handled (advanced). */
@@ -57,6 +57,24 @@ export interface FireResult {
   failures: { name: string; error: string }[];
   /** The batch was full: more may be due. */
   more: boolean;
+}
+
+/**
+ * The job a schedule enqueues, at an occurrence or a trigger: its definition's job fields. A group
+ * marks the queue grouped on the first such job (the enqueue's insert does it, as for any enqueue).
+ * expires_in_ms counts from the enqueue, not the occurrence, so a late occurrence gets its full time.
+ */
+export function jobOfSchedule(row: ScheduleRow): EnqueueItem {
+  return {
+    payloadJson: row.payload_json,
+    priority: row.priority,
+    maxAttempts: row.max_attempts ?? undefined,
+    group: row.group_key ?? undefined,
+    timeoutMs: row.timeout_ms ?? undefined,
+    expiresInMs: row.expires_in_ms ?? undefined,
+    uniqueKey: row.unique_key ?? undefined,
+    onConflict: row.on_conflict ?? undefined,
+  };
 }
 
 export const occurrenceKey = (name: string, occurrence: Date) =>
@@ -172,10 +190,8 @@ async function fireRows(
   const enqueueOpts = { ...opts.enqueue, idempotencyRetentionMs: OCCURRENCE_KEY_RETENTION_MS };
   for (const [queue, list] of byQueue) {
     const items: EnqueueItem[] = list.map(({ row, occurrence }) => ({
-      payloadJson: row.payload_json,
-      priority: row.priority,
+      ...jobOfSchedule(row),
       runAt: occurrence.toISOString(),
-      maxAttempts: row.max_attempts ?? undefined,
       idempotencyKey: occurrenceKey(row.name, occurrence),
     }));
     try {
@@ -184,7 +200,12 @@ async function fireRows(
         const { row, occurrence } = list[i]!;
         lastJob.set(row.name, { id: job.id, occurrence });
         if (!created) {
-          result.outcomes.push({ queue, outcome: 'duplicate', n: 1 });
+          // The job of this very occurrence (its idempotency key): a duplicate. Any other job is the
+          // waiting holder of the schedule's unique_key, which this occurrence was folded into. (An
+          // occurrence folded once and then handed out again finds the holder by its idempotency key,
+          // and counts as folded again: its job is still not enqueued twice.)
+          const own = job.idempotency_key === occurrenceKey(row.name, occurrence);
+          result.outcomes.push({ queue, outcome: own ? 'duplicate' : 'folded', n: 1 });
           return;
         }
         result.outcomes.push({ queue, outcome: 'enqueued', n: 1 });

@@ -6,6 +6,7 @@ import { type EnqueueOptions, type EnqueueResult, enqueueInTransaction } from '.
 import { holdQueue } from '../queues/queue-store.js';
 import { cronPlan } from './cron.js';
 import { checkTiming, type ScheduleDefinition } from './definition.js';
+import { jobOfSchedule } from './fire.js';
 import {
   databaseNow,
   lockSchedule,
@@ -103,12 +104,7 @@ export async function triggerSchedule(
     const now = await databaseNow(trx);
     const row = await lockSchedule(trx, name);
     if (!row) throw scheduleNotFound(name);
-    const [result] = await enqueueInTransaction(
-      trx,
-      row.queue,
-      [{ payloadJson: row.payload_json, priority: row.priority, maxAttempts: row.max_attempts ?? undefined }],
-      opts,
-    );
+    const [result] = await enqueueInTransaction(trx, row.queue, [jobOfSchedule(row)], opts);
     await recordTrigger(trx, name, now, result!.job.id);
     return { schedule: row, result: result! };
   });
@@ -122,6 +118,11 @@ export function definitionOfRow(row: ScheduleRow): ScheduleDefinition {
     payloadJson: row.payload_json,
     priority: row.priority,
     maxAttempts: row.max_attempts,
+    group: row.group_key,
+    timeoutMs: row.timeout_ms,
+    expiresInMs: row.expires_in_ms,
+    uniqueKey: row.unique_key,
+    onConflict: row.on_conflict,
     overlap: row.overlap,
     catchUp: row.catch_up,
     paused: row.paused,

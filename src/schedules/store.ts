@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { isoMicros } from '../db/sql-time.js';
+import type { OnConflict } from '../jobs/enqueue.js';
 import type { ScheduleDefinition } from './definition.js';
 import type { CatchUp, Overlap } from './occurrences.js';
 
@@ -19,6 +20,12 @@ export interface ScheduleRow {
   payload_json: string;
   priority: number;
   max_attempts: number | null;
+  /** The job fields (definition.ts); null: none. */
+  group_key: string | null;
+  timeout_ms: number | null;
+  expires_in_ms: number | null;
+  unique_key: string | null;
+  on_conflict: OnConflict | null;
   overlap: Overlap;
   catch_up: CatchUp;
   paused: boolean;
@@ -41,6 +48,8 @@ const definitionOf = (s: string) => {
   const r = sql.ref(s);
   return sql`jsonb_build_object('queue', ${r}.queue, 'cron', ${r}.cron, 'timezone', ${r}.timezone,
     'payload', ${r}.payload, 'priority', ${r}.priority, 'max_attempts', ${r}.max_attempts,
+    'group', ${r}.group_key, 'timeout_ms', ${r}.timeout_ms, 'expires_in_ms', ${r}.expires_in_ms,
+    'unique_key', ${r}.unique_key, 'on_conflict', ${r}.on_conflict,
     'overlap', ${r}.overlap, 'catch_up', ${r}.catch_up, 'paused', ${r}.paused)`;
 };
 
@@ -53,6 +62,11 @@ export function definitionJson(def: ScheduleDefinition): string {
     timezone,
     priority,
     max_attempts: def.maxAttempts,
+    group: def.group,
+    timeout_ms: def.timeoutMs,
+    expires_in_ms: def.expiresInMs,
+    unique_key: def.uniqueKey,
+    on_conflict: def.onConflict,
     overlap,
     catch_up: def.catchUp,
     paused,
@@ -62,7 +76,9 @@ export function definitionJson(def: ScheduleDefinition): string {
 }
 
 const columns = sql`s.name, s.queue, s.cron, s.timezone, s.payload, s.payload::text AS payload_json,
-  s.priority, s.max_attempts, s.overlap, s.catch_up, s.paused, s.next_run_at,
+  s.priority, s.max_attempts, s.group_key, s.timeout_ms,
+  -- bigint; up to ten years of milliseconds, exact as a float8 (a JavaScript number).
+  s.expires_in_ms::float8 AS expires_in_ms, s.unique_key, s.on_conflict, s.overlap, s.catch_up, s.paused, s.next_run_at,
   ${isoMicros(sql`s.next_run_at`)} AS next_run_key, s.last_run_at,
   s.last_job_id, s.last_error, s.file_spec IS NOT NULL AS from_file,
   coalesce(${definitionOf('s')} <> s.file_spec, false) AS drifted, s.created_at, s.updated_at`;
@@ -113,12 +129,16 @@ export async function writeSchedule(
 ): Promise<{ created: boolean }> {
   const { rows } = await sql<{ created: boolean }>`
     INSERT INTO baton.schedules AS s (name, queue, cron, timezone, payload, priority, max_attempts,
+                                      group_key, timeout_ms, expires_in_ms, unique_key, on_conflict,
                                       overlap, catch_up, paused, next_run_at)
     VALUES (${name}, ${def.queue}, ${def.cron}, ${def.timezone}, ${def.payloadJson}::jsonb, ${def.priority},
-            ${def.maxAttempts}, ${def.overlap}, ${def.catchUp}, ${def.paused}, ${nextRunAt})
+            ${def.maxAttempts}, ${def.group}, ${def.timeoutMs}, ${def.expiresInMs}, ${def.uniqueKey},
+            ${def.onConflict}, ${def.overlap}, ${def.catchUp}, ${def.paused}, ${nextRunAt})
     ON CONFLICT (name) DO UPDATE SET
       queue = excluded.queue, cron = excluded.cron, timezone = excluded.timezone,
       payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
+      group_key = excluded.group_key, timeout_ms = excluded.timeout_ms, expires_in_ms = excluded.expires_in_ms,
+      unique_key = excluded.unique_key, on_conflict = excluded.on_conflict,
       overlap = excluded.overlap, catch_up = excluded.catch_up, paused = excluded.paused,
       next_run_at = excluded.next_run_at, updated_at = now()
     RETURNING xmax = 0 AS created`.execute(trx);

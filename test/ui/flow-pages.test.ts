@@ -223,7 +223,14 @@ describe('groups and schedules, with an admin key', WALK, () => {
     for (const [name, body] of [
       [
         'nightly-renders',
-        { queue: 'renders', cron: '30 2 * * *', timezone: 'Europe/Berlin', payload: { all: true } },
+        {
+          queue: 'renders',
+          cron: '30 2 * * *',
+          timezone: 'Europe/Berlin',
+          payload: { all: true },
+          timeout_ms: 90_000,
+          expires_in_ms: 3_600_000,
+        },
       ],
       ['hourly-digest', { queue: 'emails', cron: '0 * * * *' }],
       // Once a year, so that no occurrence clears its error (or adds a job) during the walk.
@@ -256,6 +263,11 @@ describe('groups and schedules, with an admin key', WALK, () => {
     const before = await readyIds('renders');
     await page.getByRole('link', { name: 'nightly-renders' }).click();
     await page.getByRole('heading', { name: 'Schedule nightly-renders' }).waitFor();
+    // The fields each job gets, as the schedule gives them.
+    const definition = await page.locator('dl.settings').textContent();
+    expect(definition).toContain(
+      'GroupnoneTimeout per attempt90 sExpires1 h after it is enqueuedUnique keynone',
+    );
     await page.getByRole('button', { name: 'Trigger schedule nightly-renders now' }).click();
     const dialog = page.getByRole('dialog', { name: 'Trigger schedule nightly-renders now?' });
     expect(await dialog.textContent()).toContain('Enqueues one job into renders now');

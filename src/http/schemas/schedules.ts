@@ -1,8 +1,28 @@
 import { Type } from 'typebox';
-import { MAX_ATTEMPTS_LIMIT, PRIORITY_MAX, PRIORITY_MIN } from '../../jobs/limits.js';
+import {
+  GROUP_NAME_PATTERN,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_DELAY_MS,
+  PRIORITY_MAX,
+  PRIORITY_MIN,
+  TIMEOUT_MS_MAX,
+  TIMEOUT_MS_MIN,
+  UNIQUE_KEY_MAX,
+} from '../../jobs/limits.js';
 import { SCHEDULE_NAME_PATTERN } from '../../schedules/definition.js';
 import { CATCH_UP_ALL_MAX } from '../../schedules/occurrences.js';
-import { Int32, Json, Nullable, PageOf, PageQuery, QueueName, strict, Timestamp } from './common.js';
+import {
+  Int32,
+  Int64,
+  Json,
+  Nullable,
+  PageOf,
+  PageQuery,
+  PrintableText,
+  QueueName,
+  strict,
+  Timestamp,
+} from './common.js';
 import { ref } from './ref.js';
 
 export const ScheduleParams = Type.Object(
@@ -27,6 +47,50 @@ const CATCH_UP = Type.Union([Type.Literal('none'), Type.Literal('latest'), Type.
     'due at once): none: only an occurrence within the grace runs, the rest are missed; latest (default): one ' +
     `job, for the latest; all: a job for each, at most ${CATCH_UP_ALL_MAX} (the most recent).`,
 });
+
+const ON_CONFLICT = Type.Union([Type.Literal('keep'), Type.Literal('replace')], {
+  description:
+    'With unique_key, when a waiting job holds the key at an occurrence: keep (the default) folds the ' +
+    'occurrence into that job; replace gives it the occurrence’s run_at (and the schedule’s payload and ' +
+    'priority). null when there is no unique_key.',
+});
+
+/**
+ * The job fields of each job a schedule enqueues, besides priority and max_attempts, as the PUT body
+ * takes them: the ranges of enqueue's fields of the same names.
+ */
+const jobFields = {
+  group: Nullable(
+    Type.String({
+      pattern: GROUP_NAME_PATTERN,
+      description: 'Of each job (flow control; as in enqueue). null: none.',
+      examples: ['customer:42'],
+    }),
+  ),
+  timeout_ms: Nullable(
+    Int32({
+      minimum: TIMEOUT_MS_MIN,
+      maximum: TIMEOUT_MS_MAX,
+      description: "Of each job: the budget of one attempt, from its claim. null: the queue's.",
+    }),
+  ),
+  expires_in_ms: Nullable(
+    Int64({
+      minimum: 0,
+      maximum: MAX_DELAY_MS,
+      description:
+        'Each job expires (dead, reason expired) this long after it is enqueued, unclaimed. null: never.',
+    }),
+  ),
+  unique_key: Nullable(
+    PrintableText(
+      UNIQUE_KEY_MAX,
+      'Of each job: at most one waiting (scheduled or ready) job per queue and key, so an occurrence whose ' +
+        'previous job still waits is folded into it (a claimed job does not count, unlike overlap skip). null: none.',
+    ),
+  ),
+  on_conflict: Nullable(ON_CONFLICT),
+};
 
 export const ScheduleRequest = Type.Object(
   {
@@ -60,6 +124,11 @@ export const ScheduleRequest = Type.Object(
         }),
       ),
     ),
+    group: Type.Optional(jobFields.group),
+    timeout_ms: Type.Optional(jobFields.timeout_ms),
+    expires_in_ms: Type.Optional(jobFields.expires_in_ms),
+    unique_key: Type.Optional(jobFields.unique_key),
+    on_conflict: Type.Optional(jobFields.on_conflict),
     overlap: Type.Optional(OVERLAP),
     catch_up: Type.Optional(CATCH_UP),
     paused: Type.Optional(Type.Boolean({ default: false })),
@@ -84,6 +153,13 @@ export const Schedule = Type.Object(
     payload: Json('Given to every job.'),
     priority: Int32(),
     max_attempts: Nullable(Int32({ description: "null: the queue's setting." })),
+    group: Nullable(Type.String({ description: 'Of each job; null: none.' })),
+    timeout_ms: Nullable(Int32({ description: "Of each job; null: the queue's." })),
+    expires_in_ms: Nullable(
+      Int64({ description: 'Each job expires this long after it is enqueued; null: never.' }),
+    ),
+    unique_key: Nullable(Type.String({ description: 'Of each job; null: none.' })),
+    on_conflict: Nullable(ON_CONFLICT),
     overlap: OVERLAP,
     catch_up: CATCH_UP,
     paused: Type.Boolean(),

@@ -3,7 +3,7 @@ import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Loading } from '../components/bits.js';
 import { scheduleActions } from '../components/schedule-actions.js';
 import { REFRESH_MS } from '../config.js';
-import { json, time } from '../format.js';
+import { json, period, time } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -93,6 +93,15 @@ function Definition({ schedule: s, now }: { schedule: Schedule; now: number }) {
     ['Catch up', CATCH_UP[s.catch_up]],
     ['Priority', String(s.priority)],
     ['Max attempts', s.max_attempts === null ? 'the queue’s setting' : String(s.max_attempts)],
+    ['Group', s.group ?? 'none'],
+    ['Timeout per attempt', s.timeout_ms === null ? 'the queue’s setting' : period(s.timeout_ms)],
+    ['Expires', s.expires_in_ms === null ? 'never' : `${period(s.expires_in_ms)} after it is enqueued`],
+    [
+      'Unique key',
+      s.unique_key === null
+        ? 'none'
+        : `${s.unique_key} (${s.on_conflict === 'replace' ? 'replaces' : 'folds into'} the job still waiting)`,
+    ],
     [
       'Source',
       s.source === 'api'
