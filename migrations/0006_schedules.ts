@@ -6,8 +6,7 @@ import { type Kysely, sql } from 'kysely';
  * SKIP LOCKED and, in the same transaction as each occurrence's enqueue, moves `next_run_at` on, so
  * an occurrence is enqueued exactly once however many leaders try.
  *
- * Numbered 0011 on its branch; the lead renumbers it on merge. Like every migration it describes the
- * database as it was when written and never imports src/.
+ * Like every migration it describes the database as it was when written and never imports src/.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
