@@ -226,7 +226,8 @@ describe('the ring under concurrent traffic', () => {
       for (let sent = 0; sent < JOBS; sent += 100) {
         const due = Math.floor((sent / JOBS) * 12);
         const since = Date.now();
-        while (ring.truncated < due && Date.now() - since < 30_000) await new Promise((r) => setTimeout(r, 10));
+        while (ring.truncated < due && Date.now() - since < 30_000)
+          await new Promise((r) => setTimeout(r, 10));
         const res = await api(app).enqueueBatch(
           q,
           Array.from({ length: 100 }, (_, i) => ({ payload: sent + i })),
