@@ -87,13 +87,17 @@ function renewStatement(items: RenewItem[], where: RawBuilder<unknown>) {
   const input = JSON.stringify(
     items.map((i) => ({ id: i.id, token: i.leaseToken, lease_ms: i.leaseMs ?? null })),
   );
+  // `j.id = ANY(ids)` keeps each partition's part a probe of its primary key for just these ids, as
+  // in the batch ack (ack.ts): the ring's partitions are truncated and refilled all the time, so
+  // their statistics can say "almost empty" and invite a nested loop over every claimed row.
+  const ids = items.map((i) => i.id);
   return sql<RenewedLease & { lease_token: string }>`
     WITH input AS (
       SELECT (x->>'id')::bigint AS id, (x->>'token')::uuid AS token, (x->>'lease_ms')::integer AS lease_ms
       FROM json_array_elements(${input}::json) AS x
     ), locked AS (
       SELECT j.slot, j.id, i.lease_ms FROM baton.jobs j JOIN input i ON ${where} AND j.id = i.id
-      WHERE j.state = 'claimed' AND j.lease_token = i.token
+      WHERE j.id = ANY(${ids}::bigint[]) AND j.state = 'claimed' AND j.lease_token = i.token
         AND (j.deadline_at IS NULL OR j.deadline_at > clock_timestamp())
       ORDER BY j.id
       FOR UPDATE OF j
