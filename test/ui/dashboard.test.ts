@@ -131,6 +131,27 @@ describe('the dashboard, with an admin key', WALK, () => {
     expect((await asOps('GET', '/v1/queues/emails')).body.paused).toBe(false);
   });
 
+  it('shows a claimed job’s budget, deadline, expiry and unique key', async () => {
+    const enq = await asOps('POST', '/v1/queues/timed/jobs', {
+      payload: { report: 7 },
+      timeout_ms: 90_000,
+      expires_in_ms: 3_600_000,
+      unique_key: 'report-7',
+    });
+    expect(enq.status).toBe(201);
+    const claim = await asOps('POST', '/v1/queues/timed/claim', { worker_id: 'reporter-1' });
+    const job = claim.body.jobs[0];
+    expect(job.deadline_at).toEqual(expect.any(String));
+    await page.goto(`${server.url}/ui#/jobs/${job.id}`);
+    await page.getByRole('heading', { name: `Job ${job.id}` }).waitFor();
+    const facts = page.locator('dl.settings').first();
+    await eventually(() => facts.textContent()).toContain('Attempt deadline');
+    const text = (await facts.textContent()) ?? '';
+    expect(text).toContain('Budget per attempt90 s');
+    expect(text).toContain('Expires unless claimed by');
+    expect(text).toContain('Unique keyreport-7');
+  });
+
   it('takes the screenshots of docs/screenshots', async () => {
     for (const queue of ['emails', 'reports', 'thumbnails']) {
       await asOps('POST', `/v1/queues/${queue}/jobs/batch`, {

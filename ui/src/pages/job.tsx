@@ -3,7 +3,7 @@ import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Loading, Scroll, StateBadge } from '../components/bits.js';
 import { jobActions } from '../components/job-actions.js';
 import { REFRESH_MS } from '../config.js';
-import { json, time } from '../format.js';
+import { json, period, time } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -83,7 +83,11 @@ function Facts({ job: j }: { job: Job }) {
   if (j.state === 'claimed') {
     rows.push(['Lease holder', j.worker_id ?? '(no worker id given)']);
     rows.push(['Lease expires', time(j.lease_expires_at)]);
+    if (j.deadline_at) rows.push(['Attempt deadline', time(j.deadline_at)]);
   } else if (j.worker_id) rows.push(['Last worker', j.worker_id]);
+  if (j.timeout_ms !== null) rows.push(['Budget per attempt', period(j.timeout_ms)]);
+  if (j.expires_at) rows.push(['Expires unless claimed by', time(j.expires_at)]);
+  if (j.unique_key) rows.push(['Unique key', j.unique_key]);
   if (j.finished_at) rows.push(['Finished', time(j.finished_at)]);
   if (j.idempotency_key) rows.push(['Idempotency key', j.idempotency_key]);
   if (j.traceparent) rows.push(['Trace (traceparent)', j.traceparent]);
