@@ -89,7 +89,13 @@ describe('unique jobs: unique_key', () => {
     const [claimed] = (await client.claim('uq-free')).body.jobs;
     expect(claimed.id).toBe(third.body.id);
     await client.nack(claimed.id, { lease_token: claimed.lease_token, retry_in_ms: 60_000 });
-    expect((await client.enqueue('uq-free', { payload: 5, unique_key: 'k' })).status).toBe(201);
+    const fifth = await client.enqueue('uq-free', { payload: 5, unique_key: 'k' });
+    expect(fifth.status).toBe(201);
+    // Both wait (the retry and the new job), as the README says; the key stays with the newer one.
+    expect((await waiting('uq-free', 'k')).map((j) => j.id).sort()).toEqual(
+      [third.body.id, fifth.body.id].sort(),
+    );
+    expect((await client.enqueue('uq-free', { payload: 6, unique_key: 'k' })).body.id).toBe(fifth.body.id);
   });
 
   it('50 concurrent enqueues with one key leave exactly one waiting job', async () => {
