@@ -1,5 +1,6 @@
 import type { BenchContext } from '../context.js';
 import { BATON_PORT } from '../context.js';
+import { runHotPathArm } from '../load/hot-path-arm.js';
 import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile, ratios } from '../stats.js';
 
@@ -113,7 +114,14 @@ export async function schedulesScenario(ctx: BenchContext): Promise<ScenarioResu
         }
         const before = await latenessBuckets(leader.url);
         const cpuBefore = leader.cpuMs();
-        const r = await runArm(client);
+        const r = await runHotPathArm(client, {
+          enqueueQueue: 'bench-enq',
+          claimQueue: 'bench-claim',
+          body: () => ({ payload: { n: 1 } }),
+          armMs: ARM_MS,
+          producers: PRODUCERS,
+          workers: WORKERS,
+        });
         const after = await latenessBuckets(leader.url);
         const occurrences =
           (after.get(Number.POSITIVE_INFINITY) ?? 0) - (before.get(Number.POSITIVE_INFINITY) ?? 0);
@@ -151,41 +159,6 @@ async function untilSecond(second: number): Promise<void> {
   let wait = (second - now.getSeconds()) * 1000 - now.getMilliseconds();
   if (wait < 0) wait += 60_000;
   await new Promise((r) => setTimeout(r, wait));
-}
-
-async function runArm(client: Awaited<ReturnType<BenchContext['baton']>>['client']) {
-  const enqueueMs: number[] = [];
-  const claimMs: number[] = [];
-  let claimed = 0;
-  const started = performance.now();
-  const deadline = started + ARM_MS;
-  const producer = async () => {
-    while (performance.now() < deadline) {
-      const t0 = performance.now();
-      const r = await client.post('/v1/queues/bench-enq/jobs', { payload: { n: 1 } });
-      if (r.status !== 201) throw new Error(`enqueue: HTTP ${r.status}`);
-      enqueueMs.push(performance.now() - t0);
-    }
-  };
-  const worker = async () => {
-    while (performance.now() < deadline) {
-      const t0 = performance.now();
-      const r = await client.post('/v1/queues/bench-claim/claim', { max_jobs: 1 });
-      if (r.status !== 200) throw new Error(`claim: HTTP ${r.status}`);
-      claimMs.push(performance.now() - t0);
-      const job = r.body.jobs[0];
-      if (!job) throw new Error('the claim backlog ran out; raise BACKLOG');
-      const ack = await client.post(`/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token });
-      if (ack.status !== 200) throw new Error(`ack: HTTP ${ack.status}`);
-      claimed++;
-    }
-  };
-  await Promise.all([
-    ...Array.from({ length: PRODUCERS }, producer),
-    ...Array.from({ length: WORKERS }, worker),
-  ]);
-  const seconds = (performance.now() - started) / 1000;
-  return { enqueueRate: enqueueMs.length / seconds, enqueueMs, claimRate: claimed / seconds, claimMs };
 }
 
 function report(ctx: BenchContext, results: Record<Arm, ArmResult[]>): ScenarioResult {

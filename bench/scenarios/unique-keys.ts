@@ -1,4 +1,5 @@
 import type { BenchContext } from '../context.js';
+import { runHotPathArm } from '../load/hot-path-arm.js';
 import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile, ratios } from '../stats.js';
 
@@ -85,53 +86,28 @@ async function prepareArm(admin: Awaited<ReturnType<BenchContext['baton']>>['adm
 /** 4 rounds (2 with --quick); each round takes a minute. */
 const rounds = (ctx: BenchContext) => (ctx.quick ? 2 : 4);
 
-async function runArm(
+/** One arm: the hot path (bench/load/hot-path-arm.ts) with this arm's enqueue bodies. */
+function runArm(
   client: Awaited<ReturnType<BenchContext['baton']>>['client'],
   arm: Arm,
   round: number,
   armMs: number,
 ) {
-  const enqueueMs: number[] = [];
-  const claimMs: number[] = [];
-  let claimed = 0;
-  let kept = 0;
   let n = 0;
-  const started = performance.now();
-  const deadline = started + armMs;
   const body = (): object => {
     n++;
     if (arm === FRESH) return { payload: { n }, unique_key: `r${round}-k${n}` };
     if (arm === HOT) return { payload: { n }, unique_key: `hot-${n % HOT_KEYS}` };
     return { payload: { n } };
   };
-  const producer = async () => {
-    while (performance.now() < deadline) {
-      const t0 = performance.now();
-      const r = await client.post('/v1/queues/uq-enq/jobs', body());
-      if (r.status === 200) kept++;
-      else if (r.status !== 201) throw new Error(`enqueue: HTTP ${r.status}`);
-      enqueueMs.push(performance.now() - t0);
-    }
-  };
-  const worker = async () => {
-    while (performance.now() < deadline) {
-      const t0 = performance.now();
-      const r = await client.post('/v1/queues/uq-claim/claim', { max_jobs: 1 });
-      if (r.status !== 200) throw new Error(`claim: HTTP ${r.status}`);
-      claimMs.push(performance.now() - t0);
-      const job = r.body.jobs[0];
-      if (!job) throw new Error('the claim backlog ran out; raise BACKLOG');
-      const ack = await client.post(`/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token });
-      if (ack.status !== 200) throw new Error(`ack: HTTP ${ack.status}`);
-      claimed++;
-    }
-  };
-  await Promise.all([
-    ...Array.from({ length: PRODUCERS }, producer),
-    ...Array.from({ length: WORKERS }, worker),
-  ]);
-  const seconds = (performance.now() - started) / 1000;
-  return { enqueueRate: enqueueMs.length / seconds, enqueueMs, claimRate: claimed / seconds, claimMs, kept };
+  return runHotPathArm(client, {
+    enqueueQueue: 'uq-enq',
+    claimQueue: 'uq-claim',
+    body,
+    armMs,
+    producers: PRODUCERS,
+    workers: WORKERS,
+  });
 }
 
 function report(ctx: BenchContext, results: Record<Arm, ArmResult[]>): ScenarioResult {
