@@ -60,3 +60,17 @@ export function Pager({
     </nav>
   );
 }
+
+/** Labelled figures: `tiles` for counts at a glance, `settings` for a list of label and value. */
+export function Facts({ rows, look }: { rows: [string, ComponentChildren][]; look: 'tiles' | 'settings' }) {
+  return (
+    <dl class={look}>
+      {rows.map(([label, value]) => (
+        <div key={label}>
+          <dt>{label}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}

@@ -1,6 +1,6 @@
 import { ApiError, type Group, type JobState, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
-import { ErrorLine, Loading } from '../components/bits.js';
+import { ErrorLine, Facts, Loading } from '../components/bits.js';
 import { groupActions, ownSettings } from '../components/group-actions.js';
 import { JobBrowser, STATES } from '../components/job-browser.js';
 import { own } from '../components/queue-groups.js';
@@ -82,14 +82,7 @@ function Counts({ group: g }: { group: Group }) {
   return (
     <section aria-labelledby="counts-title">
       <h2 id="counts-title">Now</h2>
-      <dl class="tiles">
-        {cells.map(([label, value]) => (
-          <div key={label}>
-            <dt>{label}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <Facts rows={cells} look="tiles" />
       <p class="muted">
         {g.refreshed_at
           ? `As counted by the maintenance leader at ${time(g.refreshed_at)} (every 5 s).`
@@ -126,14 +119,7 @@ function Settings({ group: g, queue: q }: { group: Group; queue?: Queue }) {
   return (
     <section aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
-      <dl class="settings">
-        {rows.map(([label, value]) => (
-          <div key={label}>
-            <dt>{label}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <Facts rows={rows} look="settings" />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { ApiError, type Job, must } from '../api.js';
 import { ActionBar } from '../components/actions.js';
-import { ErrorLine, Loading, Scroll, StateBadge } from '../components/bits.js';
+import { ErrorLine, Facts, Loading, Scroll, StateBadge } from '../components/bits.js';
 import { jobActions } from '../components/job-actions.js';
 import { REFRESH_MS } from '../config.js';
 import { json, period, time } from '../format.js';
@@ -37,7 +37,7 @@ export function JobPage({ params }: PageProps) {
       ) : (
         <>
           {canAct && <ActionBar actions={jobActions(api, j)} onDone={job.reload} />}
-          <Facts job={j} />
+          <JobFacts job={j} />
           <section aria-labelledby="payload-title">
             <h2 id="payload-title">Payload</h2>
             <pre class="json" data-testid="payload">
@@ -66,7 +66,7 @@ export function JobPage({ params }: PageProps) {
   );
 }
 
-function Facts({ job: j }: { job: Job }) {
+function JobFacts({ job: j }: { job: Job }) {
   const rows: [string, string | preact.JSX.Element][] = [
     ['Queue', <a href={href('/queues', j.queue)}>{j.queue}</a>],
     [
@@ -92,16 +92,7 @@ function Facts({ job: j }: { job: Job }) {
   if (j.idempotency_key) rows.push(['Idempotency key', j.idempotency_key]);
   if (j.traceparent) rows.push(['Trace (traceparent)', j.traceparent]);
   if (j.tracestate) rows.push(['Trace state (tracestate)', j.tracestate]);
-  return (
-    <dl class="settings">
-      {rows.map(([label, value]) => (
-        <div key={label}>
-          <dt>{label}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
-  );
+  return <Facts rows={rows} look="settings" />;
 }
 
 function Errors({ job: j }: { job: Job }) {

@@ -1,7 +1,7 @@
 import type { FunctionComponent } from 'preact';
 import { ApiError, type JobState, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
-import { ErrorLine, Loading } from '../components/bits.js';
+import { ErrorLine, Facts, Loading } from '../components/bits.js';
 import { JobBrowser, STATES } from '../components/job-browser.js';
 import { queueActions } from '../components/queue-actions.js';
 import { Activity } from '../components/queue-activity.js';
@@ -86,14 +86,7 @@ function Counts({ queue: q }: SectionProps) {
   return (
     <section aria-labelledby="counts-title">
       <h2 id="counts-title">Now</h2>
-      <dl class="tiles">
-        {cells.map(([label, value]) => (
-          <div key={label}>
-            <dt>{label}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <Facts rows={cells} look="tiles" />
       <p class="muted">
         Live counts as of {time(s.live_refreshed_at)}; finished ones (within retention) as of{' '}
         {time(s.finished_refreshed_at)}.
@@ -129,14 +122,7 @@ function Settings({ queue: q }: SectionProps) {
   return (
     <section aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
-      <dl class="settings">
-        {rows.map(([label, value]) => (
-          <div key={label}>
-            <dt>{label}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <Facts rows={rows} look="settings" />
     </section>
   );
 }

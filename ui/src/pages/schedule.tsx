@@ -1,6 +1,6 @@
 import { ApiError, must, type Schedule, serverClock } from '../api.js';
 import { ActionBar } from '../components/actions.js';
-import { ErrorLine, Loading } from '../components/bits.js';
+import { ErrorLine, Facts, Loading } from '../components/bits.js';
 import { scheduleActions } from '../components/schedule-actions.js';
 import { REFRESH_MS } from '../config.js';
 import { json, period, time } from '../format.js';
@@ -116,14 +116,7 @@ function Definition({ schedule: s, now }: { schedule: Schedule; now: number }) {
   return (
     <section aria-labelledby="definition-title">
       <h2 id="definition-title">Definition</h2>
-      <dl class="settings">
-        {rows.map(([label, value]) => (
-          <div key={label}>
-            <dt>{label}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <Facts rows={rows} look="settings" />
     </section>
   );
 }
