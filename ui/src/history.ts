@@ -1,4 +1,7 @@
-import type { QueueHistory } from './api.js';
+import { must, type QueueHistory } from './api.js';
+import { HISTORY_REFRESH_MS } from './config.js';
+import { usePoll } from './hooks.js';
+import { useSession } from './session.js';
 
 /**
  * A queue's history (GET /v1/queues/{queue}/history) as one value per minute, ready to chart. A
@@ -61,3 +64,19 @@ export function perMinute(history: QueueHistory, minutes: number): Minutes {
 export const sum = (values: (number | null)[]): number => values.reduce<number>((a, v) => a + (v ?? 0), 0);
 export const max = (values: (number | null)[]): number =>
   values.reduce<number>((a, v) => Math.max(a, v ?? 0), 0);
+
+/** A queue's last hour (GET /v1/queues/{queue}/history), re-read once a minute. */
+export function useQueueHistory(queue: string) {
+  const { api } = useSession();
+  return usePoll(
+    (signal) =>
+      must(
+        api.GET('/v1/queues/{queue}/history', {
+          params: { path: { queue }, query: { minutes: 60 } },
+          signal,
+        }),
+      ),
+    HISTORY_REFRESH_MS,
+    [api, queue],
+  );
+}

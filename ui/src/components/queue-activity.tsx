@@ -1,26 +1,12 @@
-import { must, type QueueHistory } from '../api.js';
-import { HISTORY_REFRESH_MS } from '../config.js';
+import type { QueueHistory } from '../api.js';
 import { count, duration } from '../format.js';
-import { max, perMinute, sum } from '../history.js';
-import { usePoll } from '../hooks.js';
-import { useSession } from '../session.js';
+import { max, perMinute, sum, useQueueHistory } from '../history.js';
 import { ErrorLine, Loading } from './bits.js';
 import { Chart } from './chart.js';
 
 /** A queue's last hour (GET /v1/queues/{queue}/history, re-read once a minute), as two charts. */
 export function Activity({ queue }: { queue: string }) {
-  const { api } = useSession();
-  const history = usePoll(
-    (signal) =>
-      must(
-        api.GET('/v1/queues/{queue}/history', {
-          params: { path: { queue }, query: { minutes: 60 } },
-          signal,
-        }),
-      ),
-    HISTORY_REFRESH_MS,
-    [api, queue],
-  );
+  const history = useQueueHistory(queue);
   return (
     <section aria-labelledby="activity-title">
       <h2 id="activity-title">The last hour</h2>

@@ -1,25 +1,11 @@
-import { must, type QueueHistory } from '../api.js';
-import { HISTORY_REFRESH_MS } from '../config.js';
+import type { QueueHistory } from '../api.js';
 import { count, percent } from '../format.js';
-import { perMinute, sum } from '../history.js';
-import { usePoll } from '../hooks.js';
-import { useSession } from '../session.js';
+import { perMinute, sum, useQueueHistory } from '../history.js';
 import { Chart } from './chart.js';
 
 /** A queue's last hour in two table cells: completions and failure rate, each a sparkline and a figure. */
 export function Sparklines({ queue }: { queue: string }) {
-  const { api } = useSession();
-  const history = usePoll(
-    (signal) =>
-      must(
-        api.GET('/v1/queues/{queue}/history', {
-          params: { path: { queue }, query: { minutes: 60 } },
-          signal,
-        }),
-      ),
-    HISTORY_REFRESH_MS,
-    [api, queue],
-  );
+  const history = useQueueHistory(queue);
   if (!history.data)
     return (
       <td colSpan={2} class="muted">
