@@ -6,6 +6,7 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
 } from 'kysely';
+import type { Db } from '../src/db/database.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
 import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
 import { renewLease } from '../src/jobs/renew.js';
@@ -30,6 +31,16 @@ function recorder() {
     },
   });
   return { db, seen };
+}
+
+/**
+ * The statements a query function sends, recorded instead of run (every statement answers no
+ * rows); test/db/plans.test.ts EXPLAINs them.
+ */
+export async function recordStatements(run: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
+  const { db, seen } = recorder();
+  await run(db as Db).catch(() => undefined);
+  return seen;
 }
 
 export function claimSql(opts: ClaimOptions): CompiledQuery {

@@ -1,6 +1,7 @@
 import type { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordStatements } from '../../bench/compiled-statements.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
 import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
 import { nackJob } from '../../src/jobs/nack.js';
@@ -9,7 +10,6 @@ import { renewLeases } from '../../src/jobs/renew.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
-import { recordStatements } from '../support/recorded-statements.js';
 
 /**
  * The ring's partitions are often empty when a session plans a statement (right after a
