@@ -73,7 +73,7 @@ const STATEMENT_KINDS: [string, RegExp][] = [
   ['queue lock', /pg_advisory_xact_lock/],
   ['read limits', /LEFT JOIN baton\.flow_state fs ON fs\.queue = q\.name/],
   ['walk groups', /WITH RECURSIVE walk/],
-  ['claim statement', /WITH settings AS/],
+  ['claim statement', /WITH (RECURSIVE )?settings AS/],
   ['record turn', /INSERT INTO baton\.flow_state/],
 ];
 const kindOf = (text: string) => STATEMENT_KINDS.find(([, re]) => re.test(text))?.[0] ?? 'other';

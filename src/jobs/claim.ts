@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { claimWithFlow } from './flow-claim.js';
+import { groupedPick, type PickPlan } from './grouped-claim.js';
 import { claimOrder, clearedLease, compareClaimOrder, notExpired } from './job-row.js';
 import { retryWhenMoved } from './ring.js';
 
@@ -100,11 +101,39 @@ export async function claimForGroup(
   defaultLeaseMs: number,
   claimants: Claimant[],
 ): Promise<ClaimOutcome[]> {
-  const { rows } = await retryWhenMoved(() =>
-    claimGroupStatement(queue, defaultLeaseMs, claimants, fastPick(queue, totalOf(claimants))).execute(db),
-  );
-  if (rows.some((r) => Number(r.claimant) === 0)) return claimWithFlow(db, queue, defaultLeaseMs, claimants);
-  return dealt(rows, claimants).map((jobs) => ({ jobs }));
+  const total = totalOf(claimants);
+  let grouped = flowQueues.has(queue);
+  for (;;) {
+    const plan = grouped ? groupedPick(queue, total) : { pick: fastPick(queue, total) };
+    const { rows } = await retryWhenMoved(() =>
+      claimGroupStatement(queue, defaultLeaseMs, claimants, plan).execute(db),
+    );
+    const marker = rows.find((r) => Number(r.claimant) <= 0);
+    if (marker === undefined) return dealt(rows, claimants).map((jobs) => ({ jobs }));
+    if (Number(marker.claimant) === -1) {
+      // Claimed as a grouped queue, but it is no longer under flow control: plain claims from now on.
+      flowQueues.delete(queue);
+      return dealt(rows, claimants).map((jobs) => ({ jobs }));
+    }
+    remember(queue);
+    // The plain claim diverted a grouped queue: claim it as one. The grouped claim diverted a queue
+    // with limits or overrides: claim it the locked way.
+    if (!grouped) grouped = true;
+    else return claimWithFlow(db, queue, defaultLeaseMs, claimants);
+  }
+}
+
+/**
+ * The queues this process last found under flow control, so that their claims start with the grouped
+ * claim instead of a plain claim that would only divert them. A hint, nothing more: each statement
+ * checks the queue's settings and diverts a claim that guessed wrong, on every replica alike.
+ */
+const flowQueues = new Set<string>();
+const FLOW_QUEUES_KEPT = 10_000;
+
+function remember(queue: string) {
+  if (flowQueues.size >= FLOW_QUEUES_KEPT) flowQueues.clear();
+  flowQueues.add(queue);
 }
 
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
@@ -118,7 +147,19 @@ export function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Cl
 
 /** The claim statement for one claimant (exported so tests and benchmarks can EXPLAIN it). */
 export function claimStatement(opts: ClaimOptions) {
-  return claimGroupStatement(opts.queue, opts.defaultLeaseMs, [opts], fastPick(opts.queue, totalOf([opts])));
+  return claimGroupStatement(opts.queue, opts.defaultLeaseMs, [opts], {
+    pick: fastPick(opts.queue, totalOf([opts])),
+  });
+}
+
+/** The claim statement of a grouped queue without limits (grouped-claim.ts), for tests and benchmarks. */
+export function groupedClaimStatement(opts: ClaimOptions) {
+  return claimGroupStatement(
+    opts.queue,
+    opts.defaultLeaseMs,
+    [opts],
+    groupedPick(opts.queue, totalOf([opts])),
+  );
 }
 
 export const totalOf = (claimants: Claimant[]) => claimants.reduce((n, c) => n + batchLimit(c.maxJobs), 0);
@@ -137,29 +178,32 @@ function fastPick(queue: string, total: number) {
 }
 
 /**
- * The claim statement around a pick (CTE `picked`: slot, id, priority, run_at of locked ready rows,
- * in any order): number the picked rows in claim order, deal them to the claimants, claim them. With
- * the fast pick, a queue under flow control answers one row with claimant 0 and claims nothing.
+ * The claim statement around a pick (PickPlan; CTE `picked`: slot, id, priority, run_at of locked
+ * ready rows, in any order): number the picked rows in claim order, deal them to the claimants, claim
+ * them. With the fast pick, a queue under flow control answers one row with claimant 0 (the marker)
+ * and claims nothing.
  */
 export function claimGroupStatement(
   queue: string,
   defaultLeaseMs: number,
   claimants: Claimant[],
-  pick: RawBuilder<unknown>,
+  plan: PickPlan,
 ) {
   // Absent settings are left out (not null): ->> reads them as NULL either way.
   const claimantsJson = JSON.stringify(
     claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })),
   );
+  const marker = plan.marker ?? sql`CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 0 END`;
   return sql<ClaimedRow & { claimant: string }>`
-    WITH settings AS (
+    WITH ${plan.before ? sql`RECURSIVE ` : sql``}settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
              coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms,
              max(timeout_ms) AS timeout_ms,
-             coalesce(bool_or(${flowControlled('queues')}), false) AS flow
+             coalesce(bool_or(grouped OR ${limited('queues')}), false) AS flow,
+             coalesce(bool_or(${limited('queues')}), false) AS limited
       FROM baton.queues WHERE name = ${queue}
-    ), picked AS (
-      ${pick}
+    ), ${plan.before ? sql`${plan.before}, ` : sql``}picked AS (
+      ${plan.pick}
     ), claimants AS (
       SELECT c.ord AS claimant, (c.item->>'n')::integer AS n, (c.item->>'lease_ms')::integer AS lease_ms,
              c.item->>'worker_id' AS worker_id, sum((c.item->>'n')::integer) OVER (ORDER BY c.ord) AS upto
@@ -184,24 +228,24 @@ export function claimGroupStatement(
         claimed_at = a.at,
         worker_id = a.worker_id
       FROM assigned a
-      WHERE j.id = a.id AND j.slot = a.slot
+      WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
       RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
                 j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
                 j.created_at, j.meta
-    )
+    )${plan.after ? sql`, ${plan.after}` : sql``}
     SELECT * FROM claimed
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM settings WHERE flow AND NOT EXISTS (SELECT 1 FROM claimed)`;
+    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM (SELECT ${marker} AS claimant FROM settings) m WHERE m.claimant IS NOT NULL`;
 }
 
 /**
- * Whether a queue row (alias) puts the queue under flow control: it has limits, or it has had jobs
- * in groups (which are then served in turn).
+ * Whether a queue row (alias) has limits. A queue is under flow control when it has limits or has
+ * had jobs in groups (which are then served in turn).
  */
-function flowControlled(alias: string) {
+function limited(alias: string) {
   const q = sql.ref(alias);
-  return sql`(${q}.grouped OR ${q}.concurrency_limit IS NOT NULL OR ${q}.rate_limit IS NOT NULL
+  return sql`(${q}.concurrency_limit IS NOT NULL OR ${q}.rate_limit IS NOT NULL
     OR ${q}.group_concurrency_limit IS NOT NULL OR ${q}.group_rate_limit IS NOT NULL)`;
 }
 

@@ -112,7 +112,7 @@ export async function claimWithFlow(
         pick = groupPick(queue, shares);
       } else pick = orderedPick(queue, budget.n);
 
-      const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, pick).execute(trx);
+      const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, { pick }).execute(trx);
       const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
       await recordClaims(trx, queue, flow, shares, taken);
       return { rows: claimed.rows, heldBack };
