@@ -102,9 +102,16 @@ export async function claimForGroup(
   claimants: Claimant[],
 ): Promise<ClaimOutcome[]> {
   const total = totalOf(claimants);
-  let grouped = flowQueues.has(queue);
+  let route: 'plain' | 'grouped' | 'limited' = routes.get(queue) ?? 'plain';
   for (;;) {
-    const plan = grouped ? groupedPick(queue, total) : { pick: fastPick(queue, total) };
+    if (route === 'limited') {
+      const { outcomes, limited } = await claimWithFlow(db, queue, defaultLeaseMs, claimants);
+      // Limits gone (or only group overrides, which the grouped claim diverts here): try the grouped
+      // claim next time, which goes back to the plain one if the queue is not grouped either.
+      remember(queue, limited ? 'limited' : 'grouped');
+      return outcomes;
+    }
+    const plan = route === 'grouped' ? groupedPick(queue, total) : { pick: fastPick(queue, total) };
     const { rows } = await retryWhenMoved(() =>
       claimGroupStatement(queue, defaultLeaseMs, claimants, plan).execute(db),
     );
@@ -112,28 +119,30 @@ export async function claimForGroup(
     if (marker === undefined) return dealt(rows, claimants).map((jobs) => ({ jobs }));
     if (Number(marker.claimant) === -1) {
       // Claimed as a grouped queue, but it is no longer under flow control: plain claims from now on.
-      flowQueues.delete(queue);
+      routes.delete(queue);
       return dealt(rows, claimants).map((jobs) => ({ jobs }));
     }
-    remember(queue);
-    // The plain claim diverted a grouped queue: claim it as one. The grouped claim diverted a queue
-    // with limits or overrides: claim it the locked way.
-    if (!grouped) grouped = true;
-    else return claimWithFlow(db, queue, defaultLeaseMs, claimants);
+    // The plain claim diverted a grouped or limited queue: claim it as grouped. The grouped claim
+    // diverted a queue with limits or overrides: claim it the locked way.
+    const next = route === 'plain' ? 'grouped' : 'limited';
+    remember(queue, next);
+    route = next;
   }
 }
 
 /**
- * The queues this process last found under flow control, so that their claims start with the grouped
- * claim instead of a plain claim that would only divert them. A hint, nothing more: each statement
- * checks the queue's settings and diverts a claim that guessed wrong, on every replica alike.
+ * Which claim each queue took last in this process, for queues under flow control, so that their
+ * claims start with the statement that will serve them instead of one that would only divert them.
+ * A hint, nothing more: each statement checks the queue's settings and diverts a claim that guessed
+ * wrong (a limit set or removed on another replica applies from the next claim), at the cost of one
+ * statement.
  */
-const flowQueues = new Set<string>();
-const FLOW_QUEUES_KEPT = 10_000;
+const routes = new Map<string, 'grouped' | 'limited'>();
+const ROUTES_KEPT = 10_000;
 
-function remember(queue: string) {
-  if (flowQueues.size >= FLOW_QUEUES_KEPT) flowQueues.clear();
-  flowQueues.add(queue);
+function remember(queue: string, route: 'grouped' | 'limited') {
+  if (routes.size >= ROUTES_KEPT && !routes.has(queue)) routes.clear();
+  routes.set(queue, route);
 }
 
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */

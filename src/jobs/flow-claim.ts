@@ -89,14 +89,20 @@ export async function claimWithFlow(
   queue: string,
   defaultLeaseMs: number,
   claimants: Claimant[],
-): Promise<ClaimOutcome[]> {
-  const { rows, heldBack } = await retryWhenMoved(() =>
+): Promise<{ outcomes: ClaimOutcome[]; limited: boolean }> {
+  const {
+    rows,
+    heldBack,
+    limited = false,
+  } = await retryWhenMoved(() =>
     db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${FLOW_LOCK_CLASS}::integer, hashtext(${queue}))`.execute(trx);
       const flow = await readQueueFlow(trx, queue);
-      if (!flow || flow.paused) return { rows: [] };
+      if (!flow) return { rows: [] };
+      const limited = hasLimits(flow);
+      if (flow.paused) return { rows: [], limited };
       const budget = queueBudget(flow, totalOf(claimants));
-      if (budget.n === 0) return { rows: [], heldBack: budget.heldBack };
+      if (budget.n === 0) return { rows: [], heldBack: budget.heldBack, limited };
 
       let pick: RawBuilder<unknown>;
       let shares: Shares | undefined;
@@ -106,7 +112,7 @@ export async function claimWithFlow(
       // such as a redrive into it): walk the groups whenever a group limit is set.
       if (flow.grouped || flow.group_concurrency_limit !== null || flow.group_rate_limit !== null) {
         const plan = shareOut(flow, await walkGroups(trx, queue, flow, budget.n), budget.n);
-        if (plan.shares.length === 0) return { rows: [], heldBack: heldBack ?? plan.heldBack };
+        if (plan.shares.length === 0) return { rows: [], heldBack: heldBack ?? plan.heldBack, limited };
         heldBack ??= plan.heldBack;
         shares = plan.shares;
         pick = groupPick(queue, shares);
@@ -115,14 +121,22 @@ export async function claimWithFlow(
       const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, { pick }).execute(trx);
       const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
       await recordClaims(trx, queue, flow, shares, taken);
-      return { rows: claimed.rows, heldBack };
+      return { rows: claimed.rows, heldBack, limited };
     }),
   );
   // A limit held a claimant back only if it got fewer jobs than it asked for.
-  return dealt(rows, claimants).map((jobs, i) =>
+  const outcomes = dealt(rows, claimants).map((jobs, i) =>
     heldBack && jobs.length < claimants[i]!.maxJobs ? { jobs, heldBack } : { jobs },
   );
+  return { outcomes, limited };
 }
+
+/** Whether the queue itself has limits (a queue with only group overrides has none). */
+const hasLimits = (flow: QueueFlow) =>
+  flow.concurrency_limit !== null ||
+  flow.rate_limit !== null ||
+  flow.group_concurrency_limit !== null ||
+  flow.group_rate_limit !== null;
 
 async function readQueueFlow(db: Db, queue: string): Promise<QueueFlow | undefined> {
   const { rows } = await sql<QueueFlow>`
