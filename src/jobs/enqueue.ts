@@ -84,13 +84,15 @@ export async function enqueueJobs(
   // One retry after creating the queue is enough: a queue the leader collects must have been idle for
   // BATON_QUEUE_IDLE_MS, so one we have just created cannot be collected again before our retry.
   // (The third try only guards against a leader whose idle time is set absurdly low.)
+  // Keys found naming a job that is gone: the next attempt takes them over (see KeysOfGoneJobs).
+  let gone: StaleKey[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
     const result = keyed
       ? await db
           .transaction()
-          .execute((trx) => insertWithKeys(trx, queue, items, opts))
-          .catch((err): typeof QUEUE_MISSING => {
-            if (err === QUEUE_MISSING) return QUEUE_MISSING;
+          .execute((trx) => insertWithKeys(trx, queue, items, opts, gone))
+          .catch((err): typeof QUEUE_MISSING | KeysOfGoneJobs => {
+            if (err === QUEUE_MISSING || err instanceof KeysOfGoneJobs) return err;
             throw err;
           })
       : unique
@@ -98,6 +100,10 @@ export async function enqueueJobs(
         : await insertJobs(db, queue, items, [], opts.defaultMaxAttempts).then((rows) =>
             rows === QUEUE_MISSING ? rows : rows.map((job) => ({ job, created: true })),
           );
+    if (result instanceof KeysOfGoneJobs) {
+      gone = result.keys;
+      continue;
+    }
     if (result !== QUEUE_MISSING) return result;
     if (!opts.autoCreate.enabled) {
       throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
@@ -105,6 +111,25 @@ export async function enqueueJobs(
     await createAutoQueue(db, queue, opts.autoCreate.maxQueues);
   }
   throw new Error(`queue ${queue} vanished three times during one enqueue`);
+}
+
+/** An idempotency key and the job it named when that job was found gone. */
+interface StaleKey {
+  key: string;
+  job_id: string;
+}
+
+/**
+ * Thrown (and caught by enqueueJobs, which runs the transaction again) when an idempotency key still
+ * live by this transaction's clock names a job that no longer exists: the leader's prune removed the
+ * job in the same instant as the key expired by its own, later clock. The key stands for nothing any
+ * more, so the next attempt takes it over as if it had expired, guarded by the job id it named (a key
+ * another enqueue took over meanwhile is left to that one).
+ */
+class KeysOfGoneJobs extends Error {
+  constructor(readonly keys: StaleKey[]) {
+    super(`idempotency keys name jobs that no longer exist: ${keys.map((k) => k.key).join(', ')}`);
+  }
 }
 
 /**
@@ -405,6 +430,7 @@ async function insertWithKeys(
   queue: string,
   items: EnqueueItem[],
   opts: EnqueueOptions,
+  gone: StaleKey[] = [],
 ): Promise<EnqueueResult[]> {
   // Each key once, with the (1-based) position of the first item carrying it, in sorted key order.
   const first = new Map<string, number>();
@@ -427,6 +453,8 @@ async function insertWithKeys(
       ORDER BY t.pos
       ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at
         WHERE k.expires_at <= now()
+           OR (k.key, k.job_id) IN (SELECT g.key, g.job_id::bigint
+                                    FROM json_to_recordset(${JSON.stringify(gone)}::json) AS g(key text, job_id text))
       RETURNING job_id
     )
     SELECT ids.ord::integer AS ord, ids.id, EXISTS (SELECT 1 FROM claimed c WHERE c.job_id = ids.id) AS claimed
@@ -470,10 +498,13 @@ async function insertWithKeys(
       trx,
       held.rows.map((k) => k.job_id),
     );
+    const stale: StaleKey[] = [];
     for (const k of held.rows) {
       const job = jobs.get(k.job_id);
       if (job) existing.set(k.key, job);
+      else stale.push(k);
     }
+    if (stale.length > 0) throw new KeysOfGoneJobs(stale);
   }
 
   const byIndex = new Map(toInsert.map((t, i) => [t.index, inserted[i]!]));

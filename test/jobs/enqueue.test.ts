@@ -218,6 +218,20 @@ describe('idempotency keys', () => {
     expect(again.body.id).not.toBe(first.body.id);
   });
 
+  it('takes over a key whose job is gone (pruned as the key expired) instead of failing', async () => {
+    // The prune's clock saw the key expire and removed the finished job; this enqueue's earlier clock
+    // still sees the key live. Made to hold here by removing the job under a live key.
+    const first = await api(app).enqueue('e-idem-gone', { payload: 1, idempotency_key: 'k' });
+    await sql`DELETE FROM baton.jobs WHERE id = ${first.body.id}::bigint`.execute(database.db);
+    const again = await api(app).enqueue('e-idem-gone', { payload: 2, idempotency_key: 'k' });
+    expect(again.status).toBe(201);
+    expect(again.body.id).not.toBe(first.body.id);
+    // The key names the new job, which the same request answers from now on.
+    const third = await api(app).enqueue('e-idem-gone', { payload: 3, idempotency_key: 'k' });
+    expect(third.status).toBe(200);
+    expect(third.body.id).toBe(again.body.id);
+  });
+
   it('20 concurrent enqueues with one key create exactly one job, and all 20 answers name it', async () => {
     const answers = await Promise.all(
       Array.from({ length: 20 }, () =>
