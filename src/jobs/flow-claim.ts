@@ -213,6 +213,11 @@ interface Cursor {
  * concurrency limit), its ready jobs (counted up to READY_COUNTED) and its rate window.
  */
 function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: number, wanted: number) {
+  // A group holds no more claimed jobs than the whole queue: when the queue's count is exact (under its
+  // own limit), a group limit of at least that count plus this claim cannot bind, and the group's
+  // claimed jobs need not be counted (the count is most of a walk's cost with many jobs in flight).
+  const queueExact = flow.concurrency_limit !== null && flow.in_flight < flow.concurrency_limit;
+  const unbinding = queueExact ? flow.in_flight + wanted : null;
   const next = (prev: RawBuilder<unknown>, inclusive: boolean) => sql`(
     SELECT j.group_key FROM baton.jobs j
     WHERE j.queue = ${queue} AND j.state = 'ready' AND ${inclusive ? sql`j.group_key >= ${prev}` : sql`j.group_key > ${prev}`}
@@ -235,7 +240,8 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS in_flight FROM (
         SELECT 1 FROM baton.jobs c WHERE c.queue = ${queue} AND c.group_key = w.g AND c.state = 'claimed'
-        LIMIT coalesce(o.concurrency_limit, ${flow.group_concurrency_limit}::integer, 0)) x
+        LIMIT CASE WHEN coalesce(o.concurrency_limit, ${flow.group_concurrency_limit}::integer) >= ${unbinding}::integer
+                   THEN 0 ELSE coalesce(o.concurrency_limit, ${flow.group_concurrency_limit}::integer, 0) END) x
     ) c
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS ready FROM (

@@ -151,6 +151,26 @@ describe('flow-control limits across three replicas and thirty claimers', () => 
     expect(maxOverlap(intervals)).toBeGreaterThan(2);
   });
 
+  it('holds a group limit and the queue limit together (a group is counted only when its limit can bind)', async () => {
+    const q = 'fl-both-conc';
+    await api(replicas[0]!).call('PUT', `/v1/queues/${q}`, {
+      concurrency_limit: 12,
+      group_concurrency_limit: 5,
+    });
+    const jobs = Array.from({ length: 300 }, (_, i) => ({ payload: i, group: `g${i % 3}` }));
+    await api(replicas[0]!).enqueueBatch(q, jobs);
+    const { result: ledger, maxQueue, maxGroup } = await sampled(q, drain(q, 300, { maxJobs: 2 }));
+    expect(ledger).toHaveLength(300);
+    expect(maxQueue).toBeLessThanOrEqual(12);
+    expect(maxGroup).toBeLessThanOrEqual(5);
+    const intervals = await dbIntervals(q);
+    expect(maxOverlap(intervals)).toBeLessThanOrEqual(12);
+    for (const [group, held] of byGroup(intervals))
+      expect(maxOverlap(held), String(group)).toBeLessThanOrEqual(5);
+    // Three groups at five each, under twelve: the queue limit was reached, not only the groups'.
+    expect(maxOverlap(intervals)).toBeGreaterThan(5);
+  });
+
   it('never claims more than rate_limit.limit jobs in any window of period_ms', async () => {
     const q = 'fl-rate';
     await api(replicas[0]!).call('PUT', `/v1/queues/${q}`, { rate_limit: { limit: 15, period_ms: 500 } });
