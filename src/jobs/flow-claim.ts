@@ -96,7 +96,11 @@ export async function claimWithFlow(
     limited = false,
   } = await retryWhenMoved(() =>
     db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${FLOW_LOCK_CLASS}::integer, hashtext(${queue}))`.execute(trx);
+      // Generic plans for the rest of the transaction, set with the lock (no round trip of its own): the
+      // walk's plan cache otherwise kept choosing custom plans, planning the walk afresh on every
+      // claim at about the cost of running it (docs/benchmarks.md, issue 16, second pass).
+      await sql`SELECT pg_advisory_xact_lock(${FLOW_LOCK_CLASS}::integer, hashtext(${queue})),
+                       set_config('plan_cache_mode', 'force_generic_plan', true)`.execute(trx);
       const flow = await readQueueFlow(trx, queue);
       if (!flow) return { rows: [] };
       const limited = hasLimits(flow);
@@ -213,6 +217,9 @@ interface Cursor {
  * concurrency limit), its ready jobs (counted up to READY_COUNTED) and its rate window.
  */
 function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: number, wanted: number) {
+  // The text says whether there is an upper bound, and its sizes are literals (as claim.ts's batchLimit
+  // explains): with `$x IS NULL OR ...` and parameter LIMITs the plan cache priced the generic plan
+  // above a custom one and planned the walk afresh on every claim, about as dear as running it.
   // A group holds no more claimed jobs than the whole queue: when the queue's count is exact (under its
   // own limit), a group limit of at least that count plus this claim cannot bind, and the group's
   // claimed jobs need not be counted (the count is most of a walk's cost with many jobs in flight).
@@ -221,13 +228,13 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
   const next = (prev: RawBuilder<unknown>, inclusive: boolean) => sql`(
     SELECT j.group_key FROM baton.jobs j
     WHERE j.queue = ${queue} AND j.state = 'ready' AND ${inclusive ? sql`j.group_key >= ${prev}` : sql`j.group_key > ${prev}`}
-      AND (${cursor.until}::text IS NULL OR j.group_key <= ${cursor.until}::text)
+      ${cursor.until === null ? sql`` : sql`AND j.group_key <= ${cursor.until}::text`}
     ORDER BY j.group_key LIMIT 1)`;
   return sql<GroupVisit>`
     WITH RECURSIVE walk(n, g) AS (
       SELECT 1, ${next(sql`${cursor.after}::text`, cursor.inclusive)}
       UNION ALL
-      SELECT w.n + 1, ${next(sql`w.g`, false)} FROM walk w WHERE w.g IS NOT NULL AND w.n < ${max}::integer
+      SELECT w.n + 1, ${next(sql`w.g`, false)} FROM walk w WHERE w.g IS NOT NULL AND w.n < ${sql.lit(max)}
     )
     SELECT w.g AS group_key, coalesce(o.paused, false) AS paused,
            coalesce(o.concurrency_limit, ${flow.group_concurrency_limit}::integer) AS concurrency_limit,
@@ -246,7 +253,7 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS ready FROM (
         SELECT 1 FROM baton.jobs r WHERE r.queue = ${queue} AND r.group_key = w.g AND r.state = 'ready'
-        LIMIT ${Math.min(wanted, READY_COUNTED)}::integer) x
+        LIMIT ${sql.lit(Math.min(wanted, READY_COUNTED))}) x
     ) r
     WHERE w.g IS NOT NULL
     ORDER BY w.n`

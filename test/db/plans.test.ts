@@ -1,12 +1,14 @@
-import type { CompiledQuery } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStatements } from '../../bench/compiled-statements.js';
+import { createDatabase } from '../../src/db/database.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
-import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
+import { claimJobs, claimStatement, groupedClaimStatement, releaseClaims } from '../../src/jobs/claim.js';
 import { nackJob } from '../../src/jobs/nack.js';
 import { getJobs } from '../../src/jobs/read.js';
 import { renewLeases } from '../../src/jobs/renew.js';
+import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
@@ -32,6 +34,9 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
   ];
   return {
     claim: claimStatement({ queue: 'plans', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(database.db),
+    'grouped claim': groupedClaimStatement({ queue: 'plans', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(
+      database.db,
+    ),
     ack: await first((db) => ackEach(db, items)),
     'batch ack': await first((db) => ackBriefEach(db, items)),
     renew: await first((db) => renewLeases(db, items)),
@@ -96,5 +101,62 @@ describe('generic plans of the hot statements on the ring', () => {
     await api(app).claim('plans', { max_jobs: 1000 });
     await client.query('ANALYZE baton.jobs');
     await check('full ring');
+  });
+});
+
+describe('the flow claims', () => {
+  it('settle on generic plans: a statement planned afresh on every claim cost as much as running it', async () => {
+    const handle = createDatabase(
+      database.url,
+      { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 },
+      noLog,
+    );
+    try {
+      const client = api(app);
+      expect(
+        (
+          await client.call('PUT', '/v1/queues/plans-flow', {
+            concurrency_limit: 10_000,
+            group_concurrency_limit: 10_000,
+          })
+        ).status,
+      ).toBe(201);
+      await client.enqueueBatch(
+        'plans-flow',
+        Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
+      );
+      await client.enqueueBatch(
+        'plans-grouped',
+        Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
+      );
+      for (let i = 0; i < 12; i++) {
+        for (const queue of ['plans-flow', 'plans-grouped']) {
+          const jobs = await claimJobs(handle.db, { queue, maxJobs: 10, defaultLeaseMs: 30_000 });
+          expect(jobs.length).toBeGreaterThan(0);
+          await ackBriefEach(
+            handle.db,
+            jobs.map((j) => ({ id: j.id, leaseToken: j.lease_token })),
+          );
+        }
+      }
+      const { rows } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
+        SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
+      const of = (re: RegExp) => rows.filter((r) => re.test(r.statement));
+      const walks = of(/WITH RECURSIVE walk\(n, g\)/);
+      const grouped = of(/WITH RECURSIVE settings/);
+      expect(walks.length).toBeGreaterThan(0);
+      expect(grouped.length).toBeGreaterThan(0);
+      // PostgreSQL weighs a generic plan after five custom ones: every statement run more often than
+      // that (the first claim's walk variant runs once) must have switched to it.
+      // The flow claim's walks run under force_generic_plan (set with its lock): never a custom plan.
+      for (const r of walks) expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
+      // The grouped claim runs alone: PostgreSQL weighs a generic plan after five custom ones.
+      for (const r of grouped) {
+        expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThan(0);
+        expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBeLessThanOrEqual(5);
+      }
+    } finally {
+      await handle.close();
+    }
   });
 });
