@@ -183,31 +183,30 @@ async function walkGroups(db: Db, queue: string, flow: QueueFlow, wanted: number
   const max = wanted + WALK_SLACK;
   const start = flow.last_group;
   // No group served yet: from the first name (''), once round. Else after the last one served, to
-  // the end of the names, then from the first name up to and including it.
-  let cursor: Cursor =
-    start === null
-      ? { after: '', inclusive: true, until: null }
-      : { after: start, inclusive: false, until: null };
+  // the end of the names, then (wrapped, walkFrom) from the first name up to and including it.
+  let cursor: Cursor = { after: start ?? '', inclusive: start === null, wrapped: false };
   const visits: GroupVisit[] = [];
   while (visits.length < max) {
     const n = Math.min(wanted, max - visits.length);
     const batch = await walkFrom(db, queue, flow, cursor, n, wanted);
     visits.push(...batch);
-    // Enough groups to fill the claim in one round: stop. Otherwise read on (wrapping round), so that
-    // every group with jobs gets its turn before any gets a second one.
-    if (shareOut(flow, visits, wanted).firstRound >= wanted) break;
-    if (batch.length === n) cursor = { ...cursor, after: batch[n - 1]!.group_key, inclusive: false };
-    else if (start !== null && cursor.until === null) cursor = { after: '', inclusive: true, until: start };
-    else break;
+    // Enough groups to fill the claim in one round: stop. Otherwise read on, so that every group with
+    // jobs gets its turn before any gets a second one; a walk that came back short has gone round.
+    if (shareOut(flow, visits, wanted).firstRound >= wanted || batch.length < n) break;
+    const last = batch[n - 1]!;
+    cursor = { after: last.group_key, inclusive: false, wrapped: last.wrapped };
   }
   return visits;
 }
 
-/** Where a walk of the groups resumes: after (or at) one name, up to and including another. */
+/**
+ * Where a walk of the groups resumes: after (or at) one name; `wrapped` once it has gone past the last
+ * name and started again from the first, up to and including the group served last.
+ */
 interface Cursor {
   after: string;
   inclusive: boolean;
-  until: string | null;
+  wrapped: boolean;
 }
 
 /**
@@ -225,22 +224,40 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
   // claimed jobs need not be counted (the count is most of a walk's cost with many jobs in flight).
   const queueExact = flow.concurrency_limit !== null && flow.in_flight < flow.concurrency_limit;
   const unbinding = queueExact ? flow.in_flight + wanted : null;
-  const next = (prev: RawBuilder<unknown>, inclusive: boolean) => sql`(
-    SELECT j.group_key FROM baton.jobs j
-    WHERE j.queue = ${queue} AND j.state = 'ready' AND ${inclusive ? sql`j.group_key >= ${prev}` : sql`j.group_key > ${prev}`}
-      ${cursor.until === null ? sql`` : sql`AND j.group_key <= ${cursor.until}::text`}
-    ORDER BY j.group_key LIMIT 1)`;
-  return sql<GroupVisit>`
-    WITH RECURSIVE walk(n, g) AS (
-      SELECT 1, ${next(sql`${cursor.after}::text`, cursor.inclusive)}
+  // The next group after `prev`, below the bound: the end of the names (E'\\x7f' is above every
+  // group name, printable ASCII by limits.ts) until the walk wraps, the group served last after. Or,
+  // when nothing is left before the end and the walk has not wrapped yet, the first group from the
+  // start of the names: the wrap, in the same statement.
+  const start = flow.last_group;
+  const step = (prev: RawBuilder<unknown>, inclusive: boolean, wrapped: RawBuilder<unknown>) => sql`(
+    SELECT x.g, x.wrapped FROM (
+      SELECT (SELECT j.group_key FROM baton.jobs j
+              WHERE j.queue = ${queue} AND j.state = 'ready'
+                AND ${inclusive ? sql`j.group_key >= ${prev}` : sql`j.group_key > ${prev}`}
+                ${start === null ? sql`` : sql`AND j.group_key <= CASE WHEN ${wrapped} THEN ${start}::text ELSE E'\\x7f' END`}
+              ORDER BY j.group_key LIMIT 1) AS g, ${wrapped} AS wrapped
+      ${
+        start === null
+          ? sql``
+          : sql`UNION ALL
+      SELECT (SELECT j.group_key FROM baton.jobs j
+              WHERE j.queue = ${queue} AND j.state = 'ready' AND j.group_key <= ${start}::text
+              ORDER BY j.group_key LIMIT 1), true
+      WHERE NOT ${wrapped}`
+      }
+    ) x WHERE x.g IS NOT NULL LIMIT 1)`;
+  return sql<GroupVisit & { wrapped: boolean }>`
+    WITH RECURSIVE walk(n, g, wrapped) AS (
+      SELECT 1, f.g, f.wrapped FROM ${step(sql`${cursor.after}::text`, cursor.inclusive, sql`${cursor.wrapped}::boolean`)} f
       UNION ALL
-      SELECT w.n + 1, ${next(sql`w.g`, false)} FROM walk w WHERE w.g IS NOT NULL AND w.n < ${sql.lit(max)}
+      SELECT w.n + 1, f.g, f.wrapped FROM walk w CROSS JOIN LATERAL ${step(sql`w.g`, false, sql`w.wrapped`)} f
+      WHERE w.n < ${sql.lit(max)}
     )
     SELECT w.g AS group_key, coalesce(o.paused, false) AS paused,
            coalesce(o.concurrency_limit, ${flow.group_concurrency_limit}::integer) AS concurrency_limit,
            coalesce(o.rate_limit, ${flow.group_rate_limit}::integer) AS rate_limit,
            coalesce(o.rate_period_ms, ${flow.group_rate_period_ms}::integer) AS rate_period_ms,
-           coalesce(o.weight, 1) AS weight, c.in_flight, r.ready, fs.claim_times, fs.claim_counts
+           coalesce(o.weight, 1) AS weight, c.in_flight, r.ready, fs.claim_times, fs.claim_counts, w.wrapped
     FROM walk w
     LEFT JOIN baton.queue_groups o ON o.queue = ${queue} AND o.group_key = w.g
     LEFT JOIN baton.flow_state fs ON fs.queue = ${queue} AND NOT fs.is_queue AND fs.group_key = w.g
@@ -255,7 +272,6 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
         SELECT 1 FROM baton.jobs r WHERE r.queue = ${queue} AND r.group_key = w.g AND r.state = 'ready'
         LIMIT ${sql.lit(Math.min(wanted, READY_COUNTED))}) x
     ) r
-    WHERE w.g IS NOT NULL
     ORDER BY w.n`
     .execute(db)
     .then((r) => r.rows);

@@ -142,7 +142,7 @@ describe('the flow claims', () => {
       const { rows } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
         SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
       const of = (re: RegExp) => rows.filter((r) => re.test(r.statement));
-      const walks = of(/WITH RECURSIVE walk\(n, g\)/);
+      const walks = of(/WITH RECURSIVE walk\(n, g, wrapped\)/);
       const grouped = of(/WITH RECURSIVE settings/);
       expect(walks.length).toBeGreaterThan(0);
       expect(grouped.length).toBeGreaterThan(0);
