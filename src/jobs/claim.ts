@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { StatementShapes } from '../db/statement-shapes.js';
 import { claimWithFlow } from './flow-claim.js';
 import { claimOrder, clearedLease, compareClaimOrder, notExpired } from './job-row.js';
 import { retryWhenMoved } from './ring.js';
@@ -100,12 +101,21 @@ export async function claimForGroup(
   defaultLeaseMs: number,
   claimants: Claimant[],
 ): Promise<ClaimOutcome[]> {
-  const { rows } = await retryWhenMoved(() =>
-    claimGroupStatement(queue, defaultLeaseMs, claimants, fastPick(queue, totalOf(claimants))).execute(db),
-  );
+  const values: FastClaimValues = [queue, defaultLeaseMs, claimantsJsonOf(claimants)];
+  const { rows } = await retryWhenMoved(() => fastClaims.execute(db, `${totalOf(claimants)}`, values));
   if (rows.some((r) => Number(r.claimant) === 0)) return claimWithFlow(db, queue, defaultLeaseMs, claimants);
   return dealt(rows, claimants).map((jobs) => ({ jobs }));
 }
+
+type FastClaimValues = [queue: string, defaultLeaseMs: number, claimantsJson: string];
+
+/**
+ * The claim with the fast pick, compiled once per total (its LIMIT, a literal) rather than on every
+ * claim (db/statement-shapes.ts).
+ */
+const fastClaims = new StatementShapes((total: `${number}`, ...[queue, lease, json]: FastClaimValues) =>
+  claimGroupSql(queue, lease, json, fastPick(queue, Number(total))),
+);
 
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
 export function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
@@ -147,10 +157,19 @@ export function claimGroupStatement(
   claimants: Claimant[],
   pick: RawBuilder<unknown>,
 ) {
-  // Absent settings are left out (not null): ->> reads them as NULL either way.
-  const claimantsJson = JSON.stringify(
-    claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })),
-  );
+  return claimGroupSql(queue, defaultLeaseMs, claimantsJsonOf(claimants), pick);
+}
+
+/** Absent settings are left out (not null): ->> reads them as NULL either way. */
+const claimantsJsonOf = (claimants: Claimant[]) =>
+  JSON.stringify(claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })));
+
+function claimGroupSql(
+  queue: string,
+  defaultLeaseMs: number,
+  claimantsJson: string,
+  pick: RawBuilder<unknown>,
+) {
   return sql<ClaimedRow & { claimant: string }>`
     WITH settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
