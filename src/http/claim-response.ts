@@ -13,12 +13,33 @@ import { traceOf } from '../jobs/trace-context.js';
  * rows, and validates against the schema.
  */
 export function claimResponseJson(rows: readonly ClaimedRow[]): string {
-  let out = '{"jobs":[';
+  return `{"jobs":[${claimedJobsJson(rows)}]}`;
+}
+
+/** ClaimedJobs, comma-separated (the inside of a JSON array). */
+function claimedJobsJson(rows: readonly ClaimedRow[]): string {
+  let out = '';
   for (let i = 0; i < rows.length; i++) {
     if (i > 0) out += ',';
     out += claimedJobJson(rows[i]!);
   }
-  return `${out}]}`;
+  return out;
+}
+
+const EMPTY_NEXT = '"next":[]}';
+
+/**
+ * An answer with `next` (ack-and-claim: JobAndNext, BatchAckResponse) with the claimed jobs written
+ * as the claim writes them: the rest of the answer goes through the route's schema serialiser with
+ * `next: []` (its last property), and the jobs are spliced into that empty list. So the next jobs'
+ * payloads are never parsed and serialised again, as in the claim's own answer.
+ */
+export function withNextJson(answerWithEmptyNext: string, rows: readonly ClaimedRow[]): string {
+  if (!answerWithEmptyNext.endsWith(EMPTY_NEXT)) {
+    throw new Error('ack-and-claim: the serialised answer does not end with an empty next');
+  }
+  if (rows.length === 0) return answerWithEmptyNext;
+  return `${answerWithEmptyNext.slice(0, -2)}${claimedJobsJson(rows)}]}`;
 }
 
 /** One ClaimedJob. Strings a client wrote (queue, group, trace context) are escaped by JSON.stringify. */
