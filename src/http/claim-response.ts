@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ClaimedRow } from '../jobs/claim.js';
 import { traceOf } from '../jobs/trace-context.js';
+import { isoTime } from './iso-time.js';
 
 /**
  * The claim's answer (schema ClaimResponse, one ClaimedJob per row) written as JSON text by hand,
@@ -46,14 +47,15 @@ export function withNextJson(answerWithEmptyNext: string, rows: readonly Claimed
 function claimedJobJson(r: ClaimedRow): string {
   const trace = r.meta === null || r.meta === undefined ? undefined : traceOf(r.meta);
   return (
-    `{"id":${JSON.stringify(r.id)},"queue":${JSON.stringify(r.queue)},` +
+    // The id (bigint digits) and the lease token (a uuid) as PostgreSQL printed them need no escaping.
+    `{"id":"${r.id}","queue":${JSON.stringify(r.queue)},` +
     `"group":${r.group_key === '' ? 'null' : JSON.stringify(r.group_key)},` +
     `"payload":${r.payload_json ?? 'null'},"priority":${r.priority},"attempt":${r.attempts},` +
-    `"max_attempts":${r.max_attempts},"lease_token":${JSON.stringify(r.lease_token)},` +
-    `"lease_expires_at":"${r.lease_expires_at.toISOString()}",` +
-    `"deadline_at":${r.deadline_at === null ? 'null' : `"${r.deadline_at.toISOString()}"`},` +
-    `"run_at":"${r.run_at.toISOString()}",` +
-    `"created_at":"${r.created_at.toISOString()}",` +
+    `"max_attempts":${r.max_attempts},"lease_token":"${r.lease_token}",` +
+    `"lease_expires_at":"${isoTime(r.lease_expires_at)}",` +
+    `"deadline_at":${r.deadline_at === null ? 'null' : `"${isoTime(r.deadline_at)}"`},` +
+    `"run_at":"${isoTime(r.run_at)}",` +
+    `"created_at":"${isoTime(r.created_at)}",` +
     `"traceparent":${trace?.traceparent === undefined ? 'null' : JSON.stringify(trace.traceparent)},` +
     `"tracestate":${typeof trace?.tracestate === 'string' ? JSON.stringify(trace.tracestate) : 'null'}}`
   );

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { deadlineExceeded, jobNotFound, leaseLost } from '../errors.js';
 import { sendJsonText, withNextJson } from '../http/claim-response.js';
+import { isoTime } from '../http/iso-time.js';
 import { jsonText } from '../http/json-input.js';
 import { type ClaimRequest, Job, JobParams } from '../http/schemas/jobs.js';
 import {
@@ -143,7 +144,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       if (out.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
       const renewed = settle(out, id, 'renew');
       app.metrics.renewed(renewed.queue);
-      return { id, lease_expires_at: renewed.lease_expires_at.toISOString(), lease_ms: renewed.lease_ms };
+      return { id, lease_expires_at: isoTime(renewed.lease_expires_at), lease_ms: renewed.lease_ms };
     },
   );
 
@@ -181,7 +182,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         return {
           id,
           outcome: 'renewed' as const,
-          lease_expires_at: lease_expires_at.toISOString(),
+          lease_expires_at: isoTime(lease_expires_at),
           lease_ms,
         };
       });
