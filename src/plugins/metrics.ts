@@ -29,8 +29,10 @@ export default fp(
     app.addHook('onResponse', (request, reply, done) => {
       if (!isProbe(request)) {
         const route = request.routeOptions.url ?? 'unmatched';
-        m.httpDuration.observe(
-          { method: request.method, route, status_class: `${Math.floor(reply.statusCode / 100)}xx` },
+        const statusClass = `${Math.floor(reply.statusCode / 100)}xx`;
+        m.httpDuration.observeKeyed(
+          `${request.method} ${statusClass} ${route}`,
+          { method: request.method, route, status_class: statusClass },
           reply.elapsedTime / 1000,
         );
       }
