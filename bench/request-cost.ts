@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { adminPool, DATABASES, databaseUrl, recreateDatabase } from './databases.js';
@@ -31,17 +31,23 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '6000' },
     'batched-jobs': { type: 'string', default: '40000' },
     rounds: { type: 'string', default: '3' },
+    // Jobs per phase run untimed first (batched: five times as many).
+    'warm-jobs': { type: 'string', default: '3000' },
     port: { type: 'string', default: '18640' },
     phases: { type: 'string', default: 'enqueue,ack-claim,nack-claim,batched' },
     profile: { type: 'string' },
     // Record the server with Linux perf (cpu-clock, call graphs) during the timed phases only.
     perf: { type: 'string' },
+    // Extra Node options for the server (e.g. --trace-deopt), and where its stdout goes.
+    'node-option': { type: 'string', multiple: true, default: [] },
+    'server-stdout': { type: 'string' },
   },
 });
 
 const roots = values.root!.length > 0 ? values.root!.map((r) => resolve(r)) : [resolve('.')];
 const n = Number(values.jobs);
 const nBatched = Number(values['batched-jobs']);
+const warmJobs = Number(values['warm-jobs']);
 const port = Number(values.port);
 const db = DATABASES.baton;
 const url = databaseUrl(db);
@@ -50,6 +56,8 @@ const phases = values.phases!.split(',');
 function start(root: string, profileDir?: string): Promise<ChildProcess> {
   const args = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   if (values.perf) args.push('--perf-basic-prof-only-functions');
+  args.push(...values['node-option']!);
+  const stdout = values['server-stdout'] ? openSync(values['server-stdout'], 'w') : 'ignore';
   const child = spawn(process.execPath, [...args, resolve(root, 'dist/src/server.js')], {
     cwd: root,
     env: {
@@ -60,7 +68,7 @@ function start(root: string, profileDir?: string): Promise<ChildProcess> {
       LOG_LEVEL: 'warn',
       BATON_MAINTENANCE: 'false',
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', stdout, 'inherit'],
   });
   return new Promise((ok, fail) => {
     const deadline = Date.now() + 30_000;
@@ -130,6 +138,40 @@ async function measure(root: string, round: number, profileDir?: string): Promis
   const client = new HttpClient(`http://127.0.0.1:${port}`);
   const admin = adminPool(db);
   const out: Result = {};
+  /** Transactions committed or rolled back in the bench database (each autocommit statement is one). */
+  const transactions = async () => {
+    const { rows } = await admin.query<{ n: string }>(
+      'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+    );
+    return Number(rows[0]!.n);
+  };
+  const untimed = async (_phase: string, _jobs: number, run: () => Promise<unknown>) => {
+    await run();
+  };
+  const runPhase = async (
+    phase: string,
+    queue: string,
+    jobs: number,
+    batchedJobs: number,
+    measured: boolean,
+  ) => {
+    const time = measured ? timed : untimed;
+    if (phase === 'enqueue') await time(phase, jobs, () => enqueue(client, queue, jobs, 1, 16));
+    else if (phase === 'ack-claim') {
+      await enqueue(client, queue, jobs, 100, 2);
+      await time(phase, jobs, () =>
+        work(client, queue, { workers: 16, claimSize: 1, total: jobs, waitMs: 200, ackAndClaim: true }),
+      );
+    } else if (phase === 'nack-claim') {
+      await enqueue(client, queue, jobs, 100, 2);
+      await time(phase, jobs, () => nackWork(client, queue, jobs, 16));
+    } else if (phase === 'batched') {
+      await enqueue(client, queue, batchedJobs, 100, 2);
+      await time(phase, batchedJobs, () =>
+        work(client, queue, { workers: 8, claimSize: 100, total: batchedJobs, waitMs: 50 }),
+      );
+    } else throw new Error(`unknown phase ${phase}`);
+  };
   const timed = async (phase: string, jobs: number, run: () => Promise<unknown>) => {
     await admin.query('VACUUM ANALYZE');
     const recorder = values.perf
@@ -138,6 +180,7 @@ async function measure(root: string, round: number, profileDir?: string): Promis
         })
       : undefined;
     if (recorder) await new Promise((r) => setTimeout(r, 500));
+    const xacts0 = await transactions();
     const cpu0 = processCpuMs(pid)!;
     const sys0 = syscalls(pid);
     const t0 = performance.now();
@@ -151,29 +194,15 @@ async function measure(root: string, round: number, profileDir?: string): Promis
     out[phase] = ((processCpuMs(pid)! - cpu0) / jobs) * 1000;
     out[`${phase} syscalls/job`] = (syscalls(pid) - sys0) / jobs;
     out[`${phase} jobs/s`] = jobs / (ms / 1000);
+    // Backends report their counts at most once a second, when idle: wait for the last reports.
+    await new Promise((r) => setTimeout(r, 1500));
+    out[`${phase} transactions/job`] = ((await transactions()) - xacts0) / jobs;
   };
   try {
-    // Warm up the JIT on every route before anything is measured.
-    await enqueue(client, 'warm', 2000, 1, 16);
-    await work(client, 'warm', { workers: 16, claimSize: 1, total: 2000, waitMs: 0, ackAndClaim: true });
-    for (const phase of phases) {
-      const queue = `${phase}-${round}`;
-      if (phase === 'enqueue') await timed(phase, n, () => enqueue(client, queue, n, 1, 16));
-      else if (phase === 'ack-claim') {
-        await enqueue(client, queue, n, 100, 2);
-        await timed(phase, n, () =>
-          work(client, queue, { workers: 16, claimSize: 1, total: n, waitMs: 200, ackAndClaim: true }),
-        );
-      } else if (phase === 'nack-claim') {
-        await enqueue(client, queue, n, 100, 2);
-        await timed(phase, n, () => nackWork(client, queue, n, 16));
-      } else if (phase === 'batched') {
-        await enqueue(client, queue, nBatched, 100, 2);
-        await timed(phase, nBatched, () =>
-          work(client, queue, { workers: 8, claimSize: 100, total: nBatched, waitMs: 50 }),
-        );
-      } else throw new Error(`unknown phase ${phase}`);
-    }
+    // Warm up: every phase once, untimed, so the JIT has settled on every route before anything is
+    // measured (otherwise optimising compilation is a tenth of the server's CPU in the timed part).
+    for (const phase of phases) await runPhase(phase, `warm-${phase}`, warmJobs, warmJobs * 5, false);
+    for (const phase of phases) await runPhase(phase, `${phase}-${round}`, n, nBatched, true);
   } finally {
     client.close();
     await admin.end();
@@ -207,7 +236,7 @@ async function main() {
       const line = phases
         .map(
           (p) =>
-            `${p} ${r[p]!.toFixed(1)} ms (${Math.round(r[`${p} jobs/s`]!)}/s, ${r[`${p} syscalls/job`]!.toFixed(2)} syscalls/job)`,
+            `${p} ${r[p]!.toFixed(1)} ms (${Math.round(r[`${p} jobs/s`]!)}/s, ${r[`${p} syscalls/job`]!.toFixed(2)} syscalls/job, ${r[`${p} transactions/job`]!.toFixed(2)} transactions/job)`,
         )
         .join(', ');
       console.log(`round ${round + 1} ${root}: ${line}`);
