@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { ClaimRequest } from '../http/schemas/jobs.js';
 import { type ClaimedRow, releaseClaims } from '../jobs/claim.js';
 import { ClaimGroups } from '../jobs/statement-groups.js';
-import { claimWithWait, type GoneSignal } from '../wake/long-poll.js';
+import { claimWithWait } from '../wake/long-poll.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,33 +23,6 @@ declare module 'fastify' {
 }
 
 /**
- * That a claim's client went away, for the long-poll (an AbortSignal's `aborted` and 'abort'
- * listeners). Every claim and ack-and-claim makes one, and an AbortController costs about 3.6 µs to
- * create, a few per cent of the server's CPU per request (docs/benchmarks.md, issue 17, second pass).
- */
-class ClientGone implements GoneSignal {
-  aborted = false;
-  private listeners: (() => void)[] = [];
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const listeners = this.listeners;
-    this.listeners = [];
-    for (const listener of listeners) listener();
-  }
-
-  addEventListener(_type: 'abort', listener: () => void): void {
-    this.listeners.push(listener);
-  }
-
-  removeEventListener(_type: 'abort', listener: () => void): void {
-    const at = this.listeners.indexOf(listener);
-    if (at >= 0) this.listeners.splice(at, 1);
-  }
-}
-
-/**
  * The one claim path of the HTTP API. One ClaimGroups per replica, so concurrent claims of a queue
  * share one statement (src/jobs/statement-groups.ts) whichever route they came through.
  */
@@ -61,9 +34,9 @@ export default fp(
     app.decorate('claimFor', async (request, reply, queue, body) => {
       // The response's 'close' fires when it finishes or when the client drops the connection;
       // only the latter (nothing written yet) should stop the long-poll.
-      const gone = new ClientGone();
+      const abort = new AbortController();
       const onClose = () => {
-        if (!reply.raw.writableEnded) gone.abort();
+        if (!reply.raw.writableEnded) abort.abort();
       };
       reply.raw.once('close', onClose);
       try {
@@ -74,13 +47,13 @@ export default fp(
           workerId: body.worker_id,
           waitMs: app.shuttingDown ? 0 : (body.wait_ms ?? 0),
           pollIntervalMs: config.pollIntervalMs,
-          signal: gone,
+          signal: abort.signal,
           onHeldBack: (held) => {
             app.metrics.claimsHeldBack.inc({ queue: app.metrics.queue(queue), reason: held.reason });
             app.wake.notifier.watchSlots(queue);
           },
         });
-        if (gone.aborted && rows.length > 0) {
+        if (abort.signal.aborted && rows.length > 0) {
           // The client left while we claimed: nobody will receive these leases, so hand the jobs back.
           const released = await releaseClaims(app.db, rows);
           request.log.info({ released }, 'claimant went away; released its jobs');

@@ -2,21 +2,11 @@ import type { ClaimOutcome, ClaimRequest, HeldBack } from '../jobs/claim.js';
 import type { ClaimGroups } from '../jobs/statement-groups.js';
 import type { WaitList } from './wait-list.js';
 
-/**
- * What a long-poll needs of the signal that its client went away: an AbortSignal has it, and so does
- * the lighter ClientGone the claim route uses (plugins/claims.ts).
- */
-export interface GoneSignal {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options: { once: true }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
-}
-
 export interface LongPollOptions extends ClaimRequest {
   waitMs: number;
   pollIntervalMs: number;
   /** Aborted when the client goes away. */
-  signal?: GoneSignal;
+  signal?: AbortSignal;
   /** Told each time a limit held jobs back (flow control), for the metrics and the notifier. */
   onHeldBack?: (heldBack: HeldBack) => void;
 }
