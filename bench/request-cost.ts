@@ -15,6 +15,7 @@ import { formatSummary, newestProfile, summariseProfile } from './profile-summar
  * the server starts from it as the bench starts one (compiled, LOG_LEVEL=warn, no maintenance).
  *
  *   npx tsx bench/request-cost.ts --root .scratch/base --root . --rounds 4
+ *   npx tsx bench/request-cost.ts --root .scratch/base --root . --workers 1   # no group commit: steadier
  *   npx tsx bench/request-cost.ts --profile bench/results/profiles/request-cost   # V8 CPU profile
  *
  * Phases (each timed on its own, CPU from /proc of the server process):
@@ -31,6 +32,10 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '6000' },
     'batched-jobs': { type: 'string', default: '40000' },
     rounds: { type: 'string', default: '3' },
+    // Concurrent callers in every phase instead of 16 (8 batched). With 1, each request runs its
+    // statements alone (no group commit), so CPU per job no longer depends on how concurrent requests
+    // happened to group: the steadiest figure for comparing builds on a shared machine.
+    workers: { type: 'string' },
     // Jobs per phase run untimed first (batched: five times as many).
     'warm-jobs': { type: 'string', default: '3000' },
     port: { type: 'string', default: '18640' },
@@ -48,6 +53,7 @@ const roots = values.root!.length > 0 ? values.root!.map((r) => resolve(r)) : [r
 const n = Number(values.jobs);
 const nBatched = Number(values['batched-jobs']);
 const warmJobs = Number(values['warm-jobs']);
+const callers = values.workers === undefined ? undefined : Number(values.workers);
 const port = Number(values.port);
 const db = DATABASES.baton;
 const url = databaseUrl(db);
@@ -156,19 +162,25 @@ async function measure(root: string, round: number, profileDir?: string): Promis
     measured: boolean,
   ) => {
     const time = measured ? timed : untimed;
-    if (phase === 'enqueue') await time(phase, jobs, () => enqueue(client, queue, jobs, 1, 16));
+    if (phase === 'enqueue') await time(phase, jobs, () => enqueue(client, queue, jobs, 1, callers ?? 16));
     else if (phase === 'ack-claim') {
       await enqueue(client, queue, jobs, 100, 2);
       await time(phase, jobs, () =>
-        work(client, queue, { workers: 16, claimSize: 1, total: jobs, waitMs: 200, ackAndClaim: true }),
+        work(client, queue, {
+          workers: callers ?? 16,
+          claimSize: 1,
+          total: jobs,
+          waitMs: 200,
+          ackAndClaim: true,
+        }),
       );
     } else if (phase === 'nack-claim') {
       await enqueue(client, queue, jobs, 100, 2);
-      await time(phase, jobs, () => nackWork(client, queue, jobs, 16));
+      await time(phase, jobs, () => nackWork(client, queue, jobs, callers ?? 16));
     } else if (phase === 'batched') {
       await enqueue(client, queue, batchedJobs, 100, 2);
       await time(phase, batchedJobs, () =>
-        work(client, queue, { workers: 8, claimSize: 100, total: batchedJobs, waitMs: 50 }),
+        work(client, queue, { workers: callers ?? 8, claimSize: 100, total: batchedJobs, waitMs: 50 }),
       );
     } else throw new Error(`unknown phase ${phase}`);
   };
