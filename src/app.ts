@@ -82,8 +82,11 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   app.addHook('preClose', async () => {
     app.shuttingDown = true;
   });
-  app.addHook('onSend', async (request, reply) => {
+  // The per-request hooks are callback-style, not async: an async hook costs a promise and a
+  // microtask turn on every request (docs/benchmarks.md, issue 17, second pass).
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
 
   app.server.maxConnections = config.maxConnections;

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 
 /**
  * Named prepared statements for the service's own queries.
@@ -48,9 +48,26 @@ export function usePreparedStatements(client: pg.PoolClient | pg.Client, names: 
   const named: QueryFn = (config, values, callback) => {
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && callback === undefined) {
       const name = names.nameFor(config);
-      if (name !== undefined) return query({ name, text: config, values });
+      if (name !== undefined) return namedQuery(query, name, config, values);
     }
     return query(config, values, callback);
   };
   (client as { query: unknown }).query = named;
+}
+
+/**
+ * The query built from its text and given its name afterwards: node-postgres copies a config object
+ * (`{ name, text, values }`) property by property through Object.defineProperties before using it,
+ * which cost more than the rest of sending a grouped statement's Bind (docs/benchmarks.md, issue 17,
+ * second pass); from text it copies nothing. Answers as node-postgres's own promise does.
+ */
+function namedQuery(query: QueryFn, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const submittable = new pg.Query(text, values, (err: Error | undefined, result: pg.QueryResult) => {
+      if (err) reject(err);
+      else resolve(result);
+    });
+    (submittable as { name?: string }).name = name;
+    query(submittable);
+  });
 }

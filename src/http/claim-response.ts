@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ClaimedRow } from '../jobs/claim.js';
 import { traceOf } from '../jobs/trace-context.js';
+import { isoTime } from './iso-time.js';
 
 /**
  * The claim's answer (schema ClaimResponse, one ClaimedJob per row) written as JSON text by hand,
@@ -13,26 +14,48 @@ import { traceOf } from '../jobs/trace-context.js';
  * rows, and validates against the schema.
  */
 export function claimResponseJson(rows: readonly ClaimedRow[]): string {
-  let out = '{"jobs":[';
+  return `{"jobs":[${claimedJobsJson(rows)}]}`;
+}
+
+/** ClaimedJobs, comma-separated (the inside of a JSON array). */
+function claimedJobsJson(rows: readonly ClaimedRow[]): string {
+  let out = '';
   for (let i = 0; i < rows.length; i++) {
     if (i > 0) out += ',';
     out += claimedJobJson(rows[i]!);
   }
-  return `${out}]}`;
+  return out;
+}
+
+const EMPTY_NEXT = '"next":[]}';
+
+/**
+ * An answer with `next` (ack-and-claim: JobAndNext, BatchAckResponse) with the claimed jobs written
+ * as the claim writes them: the rest of the answer goes through the route's schema serialiser with
+ * `next: []` (its last property), and the jobs are spliced into that empty list. So the next jobs'
+ * payloads are never parsed and serialised again, as in the claim's own answer.
+ */
+export function withNextJson(answerWithEmptyNext: string, rows: readonly ClaimedRow[]): string {
+  if (!answerWithEmptyNext.endsWith(EMPTY_NEXT)) {
+    throw new Error('ack-and-claim: the serialised answer does not end with an empty next');
+  }
+  if (rows.length === 0) return answerWithEmptyNext;
+  return `${answerWithEmptyNext.slice(0, -2)}${claimedJobsJson(rows)}]}`;
 }
 
 /** One ClaimedJob. Strings a client wrote (queue, group, trace context) are escaped by JSON.stringify. */
 function claimedJobJson(r: ClaimedRow): string {
   const trace = r.meta === null || r.meta === undefined ? undefined : traceOf(r.meta);
   return (
-    `{"id":${JSON.stringify(r.id)},"queue":${JSON.stringify(r.queue)},` +
+    // The id (bigint digits) and the lease token (a uuid) as PostgreSQL printed them need no escaping.
+    `{"id":"${r.id}","queue":${JSON.stringify(r.queue)},` +
     `"group":${r.group_key === '' ? 'null' : JSON.stringify(r.group_key)},` +
     `"payload":${r.payload_json ?? 'null'},"priority":${r.priority},"attempt":${r.attempts},` +
-    `"max_attempts":${r.max_attempts},"lease_token":${JSON.stringify(r.lease_token)},` +
-    `"lease_expires_at":"${r.lease_expires_at.toISOString()}",` +
-    `"deadline_at":${r.deadline_at === null ? 'null' : `"${r.deadline_at.toISOString()}"`},` +
-    `"run_at":"${r.run_at.toISOString()}",` +
-    `"created_at":"${r.created_at.toISOString()}",` +
+    `"max_attempts":${r.max_attempts},"lease_token":"${r.lease_token}",` +
+    `"lease_expires_at":"${isoTime(r.lease_expires_at)}",` +
+    `"deadline_at":${r.deadline_at === null ? 'null' : `"${isoTime(r.deadline_at)}"`},` +
+    `"run_at":"${isoTime(r.run_at)}",` +
+    `"created_at":"${isoTime(r.created_at)}",` +
     `"traceparent":${trace?.traceparent === undefined ? 'null' : JSON.stringify(trace.traceparent)},` +
     `"tracestate":${typeof trace?.tracestate === 'string' ? JSON.stringify(trace.tracestate) : 'null'}}`
   );

@@ -7,6 +7,7 @@ import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
 import type { ScheduleRow } from '../schedules/store.js';
+import { isoTime } from './iso-time.js';
 
 /**
  * The API's views: every response shape built from rows, in one place, matching the response
@@ -14,7 +15,7 @@ import type { ScheduleRow } from '../schedules/store.js';
  * claim's answer, never in a job read.
  */
 
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+const iso = (d: Date | null | undefined) => (d ? isoTime(d) : null);
 
 /** A job's group as the API shows it: null for none (stored as ''). */
 const groupOf = (key: string) => (key === '' ? null : key);
@@ -27,11 +28,11 @@ export function toEnqueuedJob(row: EnqueuedRow) {
     group: groupOf(row.group_key),
     state: row.state,
     priority: row.priority,
-    run_at: row.run_at.toISOString(),
+    run_at: isoTime(row.run_at),
     attempts: row.attempts,
     max_attempts: row.max_attempts,
     idempotency_key: row.idempotency_key,
-    created_at: row.created_at.toISOString(),
+    created_at: isoTime(row.created_at),
     timeout_ms: row.timeout_ms,
     expires_at: iso(row.expires_at),
     unique_key: row.unique_key,
@@ -43,11 +44,11 @@ export function toJob(row: JobRow) {
   return {
     ...toEnqueuedJob(row),
     payload: row.payload,
-    claimed_at: row.claimed_at?.toISOString() ?? null,
-    lease_expires_at: row.state === 'claimed' ? (row.lease_expires_at?.toISOString() ?? null) : null,
+    claimed_at: iso(row.claimed_at),
+    lease_expires_at: row.state === 'claimed' ? iso(row.lease_expires_at) : null,
     deadline_at: row.state === 'claimed' ? iso(row.deadline_at) : null,
     worker_id: row.worker_id,
-    finished_at: row.finished_at?.toISOString() ?? null,
+    finished_at: iso(row.finished_at),
     result: row.result ?? null,
     last_error: row.last_error && withIsoTime(row.last_error),
     errors: (row.errors ?? []).map(withIsoTime),
@@ -66,7 +67,7 @@ export function traceView(meta: unknown) {
 /** Entries written before every SQL time was ISO (see db/sql-time.ts) are shown the same way. */
 const withIsoTime = (entry: JobErrorEntry): JobErrorEntry => ({
   ...entry,
-  at: new Date(entry.at).toISOString(),
+  at: isoTime(new Date(entry.at)),
 });
 
 /**
@@ -84,10 +85,10 @@ export function toClaimedJob(r: ClaimedRow) {
     attempt: r.attempts,
     max_attempts: r.max_attempts,
     lease_token: r.lease_token,
-    lease_expires_at: r.lease_expires_at.toISOString(),
+    lease_expires_at: isoTime(r.lease_expires_at),
     deadline_at: iso(r.deadline_at),
-    run_at: r.run_at.toISOString(),
-    created_at: r.created_at.toISOString(),
+    run_at: isoTime(r.run_at),
+    created_at: isoTime(r.created_at),
     ...traceView(r.meta),
   };
 }
@@ -117,8 +118,8 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
     ...queueLimits(row),
     timeout_ms: row.timeout_ms,
     inherited: OWN_SETTINGS.filter(([column]) => row[column] === null).map(([, field]) => field),
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
     stats: {
       scheduled: Number(stats?.scheduled ?? 0),
       ready: Number(stats?.ready ?? 0),
@@ -142,9 +143,9 @@ const count = (value: string | null) => (value === null ? null : Number(value));
 /** One per-minute sample of a queue's history. */
 export function toQueueSample(row: QueueSampleRow) {
   return {
-    minute: row.minute.toISOString(),
-    at: row.at.toISOString(),
-    since: row.since.toISOString(),
+    minute: isoTime(row.minute),
+    at: isoTime(row.at),
+    since: isoTime(row.since),
     scheduled: Number(row.scheduled),
     ready: Number(row.ready),
     claimed: Number(row.claimed),
@@ -178,13 +179,13 @@ export function toSchedule(row: ScheduleRow) {
     last_run_at: iso(row.last_run_at),
     last_job_id: row.last_job_id,
     last_error: row.last_error && {
-      at: new Date(row.last_error.at).toISOString(),
+      at: isoTime(new Date(row.last_error.at)),
       message: row.last_error.message,
     },
     source: row.from_file ? ('file' as const) : ('api' as const),
     drifted: row.drifted,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
   };
 }
 

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { StatementShapes } from '../db/statement-shapes.js';
 import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
 import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
@@ -62,7 +63,7 @@ export async function ackJobs(
  * tokens (two workers, one stale) cannot both be answered with the one that won.
  */
 export function ackEach(db: Db, acks: AckItem[]): Promise<(JobRow | undefined)[]> {
-  return ackByLease<JobRow>(db, acks, finishedJobColumns);
+  return ackByLease<JobRow>(db, acks, 'job');
 }
 
 /**
@@ -71,7 +72,7 @@ export function ackEach(db: Db, acks: AckItem[]): Promise<(JobRow | undefined)[]
  * saves PostgreSQL the output conversion and the server the parsing of rows it would throw away.
  */
 export function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undefined)[]> {
-  return ackByLease<AckedJob>(db, acks, sql`h.id, h.queue, h.claimed_at, h.finished_at`);
+  return ackByLease<AckedJob>(db, acks, 'brief');
 }
 
 /**
@@ -81,27 +82,59 @@ export function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undef
 async function ackByLease<R extends { id: string }>(
   db: Db,
   acks: AckItem[],
-  columns: RawBuilder<unknown>,
+  answer: AckAnswer,
 ): Promise<(R | undefined)[]> {
   const byLease = new Map<string, R>();
-  const run = async (items: AckItem[], where: RawBuilder<unknown>) => {
-    const statement = ackStatement<R & { ack_token: string }>(items, sql`${columns}, h.ack_token`, where);
-    const { rows } = await retryWhenMoved(() => statement.execute(db));
+  const run = async (items: AckItem[], where: 'own slot' | 'any slot') => {
+    const values: AckValues = [
+      items.map((a) => a.id),
+      items.map((a) => a.leaseToken),
+      items.map((a) => a.resultJson ?? null),
+    ];
+    const { rows } = (await retryWhenMoved(() =>
+      ackStatements.execute(db, `${answer}:${where}`, values),
+    )) as { rows: (R & { ack_token: string })[] };
     // The row keeps its ack_token column (not copied without it: that cost an object per job).
     for (const row of rows) byLease.set(`${row.id}:${row.ack_token}`, row);
   };
   const lease = (a: AckItem) => `${a.id}:${a.leaseToken}`;
-  await run(acks, inSlotOf('j', sql`i.id`));
+  await run(acks, 'own slot');
   const missed = acks.filter((a) => !byLease.has(lease(a)));
-  if (missed.length > 0) await run(missed, anySlot);
+  if (missed.length > 0) await run(missed, 'any slot');
   return acks.map((a) => byLease.get(lease(a)));
 }
 
 /** Completed: with the worker's result, and the lease token that completed it (for retried acks). */
 const completed = finishedRow('completed', { result: sql`result`, ackToken: sql`lease_token` });
 
-function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>, where: RawBuilder<unknown>) {
-  const ids = acks.map((a) => a.id);
+/** What an ack reads back: the whole finished job (single ack), or what the batch ack needs. */
+type AckAnswer = 'job' | 'brief';
+const ANSWER_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
+  job: finishedJobColumns,
+  brief: sql`h.id, h.queue, h.claimed_at, h.finished_at`,
+};
+
+/** Where an ack looks for its job: the slot of its id, or every slot (ring.ts). */
+type AckWhere = 'own slot' | 'any slot';
+const WHERE: Record<AckWhere, RawBuilder<unknown>> = {
+  'own slot': inSlotOf('j', sql`i.id`),
+  'any slot': anySlot,
+};
+
+/** The ack statement's values: ids, lease tokens, result texts (null for none), by item. */
+type AckValues = [ids: string[], tokens: string[], results: (string | null)[]];
+
+/** Compiled once per answer and slot condition (db/statement-shapes.ts). */
+const ackStatements = new StatementShapes((shape: `${AckAnswer}:${AckWhere}`, ...values: AckValues) => {
+  const [answer, where] = shape.split(':') as [AckAnswer, AckWhere];
+  return ackStatement(values, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`, WHERE[where]);
+});
+
+function ackStatement(
+  [ids, tokens, results]: AckValues,
+  returning: RawBuilder<unknown>,
+  where: RawBuilder<unknown>,
+) {
   // `j.id = ANY(ids)` makes every partition's part of the DELETE a probe of its primary key for just
   // these ids, whatever the planner believes the partitions hold. Joined to the input alone, the ring's
   // partitions (truncated and refilled all the time, so their statistics say "almost empty") got a
@@ -109,11 +142,10 @@ function ackStatement<R>(acks: AckItem[], returning: RawBuilder<unknown>, where:
   // claimed compared 90,000 pairs, and the batch ack became most of PostgreSQL's CPU per job
   // (docs/benchmarks.md, issue 17). One unnest of typed arrays also replaces two JSON arrays joined by
   // position.
-  return sql<R>`
+  return sql`
     WITH input AS (
       SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result
-      FROM unnest(${ids}::bigint[], ${acks.map((a) => a.leaseToken)}::uuid[],
-                  ${acks.map((a) => a.resultJson ?? null)}::text[]) AS i(id, token, result)
+      FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[]) AS i(id, token, result)
     ), done AS (
       DELETE FROM baton.jobs j USING input i
       WHERE j.id = ANY(${ids}::bigint[]) AND ${where} AND j.id = i.id AND j.state = 'claimed'

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { StatementShapes } from '../db/statement-shapes.js';
 import { claimWithFlow } from './flow-claim.js';
 import { groupedPick, type PickPlan } from './grouped-claim.js';
 import { claimOrder, clearedLease, compareClaimOrder, notExpired } from './job-row.js';
@@ -102,6 +103,7 @@ export async function claimForGroup(
   claimants: Claimant[],
 ): Promise<ClaimOutcome[]> {
   const total = totalOf(claimants);
+  const values: ClaimValues = [queue, defaultLeaseMs, claimantsJsonOf(claimants)];
   let route: 'plain' | 'grouped' | 'limited' = routes.get(queue) ?? 'plain';
   for (;;) {
     if (route === 'limited') {
@@ -111,10 +113,8 @@ export async function claimForGroup(
       remember(queue, limited ? 'limited' : 'grouped');
       return outcomes;
     }
-    const plan = route === 'grouped' ? groupedPick(queue, total) : { pick: fastPick(queue, total) };
-    const { rows } = await retryWhenMoved(() =>
-      claimGroupStatement(queue, defaultLeaseMs, claimants, plan).execute(db),
-    );
+    const shape: ClaimShape = `${route}:${total}`;
+    const { rows } = await retryWhenMoved(() => claims.execute(db, shape, values));
     const marker = rows.find((r) => Number(r.claimant) <= 0);
     if (marker === undefined) return dealt(rows, claimants).map((jobs) => ({ jobs }));
     if (Number(marker.claimant) === -1) {
@@ -144,6 +144,20 @@ function remember(queue: string, route: 'grouped' | 'limited') {
   if (routes.size >= ROUTES_KEPT && !routes.has(queue)) routes.clear();
   routes.set(queue, route);
 }
+
+type ClaimValues = [queue: string, defaultLeaseMs: number, claimantsJson: string];
+type ClaimShape = `${'plain' | 'grouped'}:${number}`;
+
+/**
+ * The claim statements, plain (the fast pick) and grouped (grouped-claim.ts), each compiled once per
+ * total (its LIMITs and quantum are literals) rather than on every claim (db/statement-shapes.ts).
+ */
+const claims = new StatementShapes((shape: ClaimShape, ...[queue, lease, json]: ClaimValues) => {
+  const [route, total] = shape.split(':') as ['plain' | 'grouped', string];
+  const plan =
+    route === 'grouped' ? groupedPick(queue, Number(total)) : { pick: fastPick(queue, Number(total)) };
+  return claimGroupSql(queue, lease, json, plan);
+});
 
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
 export function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
@@ -198,10 +212,14 @@ export function claimGroupStatement(
   claimants: Claimant[],
   plan: PickPlan,
 ) {
-  // Absent settings are left out (not null): ->> reads them as NULL either way.
-  const claimantsJson = JSON.stringify(
-    claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })),
-  );
+  return claimGroupSql(queue, defaultLeaseMs, claimantsJsonOf(claimants), plan);
+}
+
+/** Absent settings are left out (not null): ->> reads them as NULL either way. */
+const claimantsJsonOf = (claimants: Claimant[]) =>
+  JSON.stringify(claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })));
+
+function claimGroupSql(queue: string, defaultLeaseMs: number, claimantsJson: string, plan: PickPlan) {
   const marker = plan.marker ?? sql`CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 0 END`;
   return sql<ClaimedRow & { claimant: string }>`
     WITH ${plan.before ? sql`RECURSIVE ` : sql``}settings AS (

@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
+import { StatementShapes } from '../db/statement-shapes.js';
 import { queueNotFound } from '../errors.js';
 import {
   type AutoCreatePolicy,
@@ -177,7 +178,7 @@ export async function insertJobs(
   defaultMaxAttempts: number,
 ): Promise<EnqueuedRow[] | typeof QUEUE_MISSING> {
   if (items.length === 0) return [];
-  const { rows } = await insertStatement(queue, items, ids, defaultMaxAttempts, false).execute(db);
+  const { rows } = await runInsert(db, queue, items, ids, defaultMaxAttempts, 'plain');
   return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, how: __, ...row }) => row);
 }
 
@@ -196,7 +197,7 @@ async function insertJobsGated(
   items: EnqueueItem[],
   defaultMaxAttempts: number,
 ): Promise<Map<number, EnqueuedRow> | typeof QUEUE_MISSING> {
-  const { rows } = await insertStatement(queue, items, [], defaultMaxAttempts, true).execute(db);
+  const { rows } = await runInsert(db, queue, items, [], defaultMaxAttempts, 'gated');
   if (rows.length === 0) return QUEUE_MISSING;
   const inserted = new Map<number, EnqueuedRow>();
   for (const { ord, how, ...row } of rows) if (how === 'inserted') inserted.set(Number(ord) - 1, row);
@@ -231,12 +232,25 @@ const waitingIn = (alias: string) => {
   return sql`${a}.claimed_at IS NULL AND (${a}.expires_at IS NULL OR ${a}.expires_at > now())`;
 };
 
-function insertStatement(
+/** The insert's values: queue, whether any item has a group, item metadata, payloads, default. */
+type InsertValues = [
+  queue: string,
+  grouped: boolean,
+  meta: string,
+  payloads: string,
+  defaultMaxAttempts: number,
+];
+
+/** Compiled once per variant (db/statement-shapes.ts). */
+const insertStatements = new StatementShapes(insertStatement);
+
+function runInsert(
+  db: Db,
   queue: string,
   items: EnqueueItem[],
   ids: (string | null)[],
   defaultMaxAttempts: number,
-  gated: boolean,
+  variant: 'plain' | 'gated',
 ) {
   const meta = JSON.stringify(
     items.map((item, i) => ({
@@ -257,6 +271,12 @@ function insertStatement(
   );
   const grouped = items.some((i) => i.group !== undefined);
   const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
+  return insertStatements.execute(db, variant, [queue, grouped, meta, payloads, defaultMaxAttempts]);
+}
+
+function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
+  const [queue, grouped, meta, payloads, defaultMaxAttempts] = values;
+  const gated = variant === 'gated';
   // Gated: the key rows first; jobs only for the items that got theirs (or have none).
   const gate = gated
     ? sql`, held AS (

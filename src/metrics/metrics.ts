@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { KeyedHistogram } from './keyed-histogram.js';
 
 /**
  * Every Prometheus metric Baton exports, declared once (docs/metrics.md describes each with an
@@ -31,7 +32,7 @@ export class Metrics {
   }
 
   // --- HTTP ---------------------------------------------------------------------------------
-  readonly httpDuration = new Histogram({
+  readonly httpDuration = new KeyedHistogram({
     name: 'baton_http_request_duration_seconds',
     help: 'HTTP request duration by method, route template and status class (2xx, 4xx, 5xx).',
     labelNames: ['method', 'route', 'status_class'],
@@ -76,14 +77,14 @@ export class Metrics {
     labelNames: ['queue', 'operation'],
     registers: [this.registry],
   });
-  readonly claimToAck = new Histogram({
+  readonly claimToAck = new KeyedHistogram({
     name: 'baton_claim_to_ack_seconds',
     help: 'Time from claim to ack: how long workers take to finish a job.',
     labelNames: ['queue'],
     buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
     registers: [this.registry],
   });
-  readonly queueLag = new Histogram({
+  readonly queueLag = new KeyedHistogram({
     name: 'baton_queue_lag_seconds',
     help: 'Time from a job becoming due (run_at) to its claim: how far behind the workers are.',
     labelNames: ['queue'],
@@ -236,10 +237,12 @@ export class Metrics {
   claimed(queue: string, jobs: { run_at: Date; claimed_at: Date }[]): void {
     if (jobs.length === 0) return;
     const label = this.queue(queue);
-    this.jobsClaimed.inc({ queue: label }, jobs.length);
+    const labels = { queue: label };
+    this.jobsClaimed.inc(labels, jobs.length);
     for (const j of jobs)
-      this.queueLag.observe(
-        { queue: label },
+      this.queueLag.observeKeyed(
+        label,
+        labels,
         Math.max(0, j.claimed_at.getTime() - j.run_at.getTime()) / 1000,
       );
   }
@@ -251,7 +254,8 @@ export class Metrics {
       const label = this.queue(j.queue);
       counts.set(label, (counts.get(label) ?? 0) + 1);
       if (j.claimed_at && j.finished_at) {
-        this.claimToAck.observe(
+        this.claimToAck.observeKeyed(
+          label,
           { queue: label },
           Math.max(0, j.finished_at.getTime() - j.claimed_at.getTime()) / 1000,
         );

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { deadlineExceeded, jobNotFound, leaseLost } from '../errors.js';
+import { sendJsonText, withNextJson } from '../http/claim-response.js';
+import { isoTime } from '../http/iso-time.js';
 import { jsonText } from '../http/json-input.js';
 import { type ClaimRequest, Job, JobParams } from '../http/schemas/jobs.js';
 import {
@@ -16,9 +18,10 @@ import {
 } from '../http/schemas/leases.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { toClaimedJob, toJob } from '../http/views.js';
+import { toJob } from '../http/views.js';
 import { ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
+import type { ClaimedRow } from '../jobs/claim.js';
 import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
@@ -81,12 +84,19 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     next: ClaimRequest,
   ) => {
     try {
-      return (await app.claimFor(request, reply, queue, next)).map(toClaimedJob);
+      return await app.claimFor(request, reply, queue, next);
     } catch (err) {
       request.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
       return [];
     }
   };
+
+  /**
+   * An answer with `next`: the answer serialised by the route's schema with an empty `next`, the
+   * claimed jobs spliced in as the claim writes them (http/claim-response.ts).
+   */
+  const sendWithNext = (reply: FastifyReply, answer: { next: [] }, rows: ClaimedRow[]) =>
+    sendJsonText(reply, withNextJson(String(reply.serialize(answer)), rows));
 
   app.get(
     '/v1/jobs/:id',
@@ -134,7 +144,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       if (out.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
       const renewed = settle(out, id, 'renew');
       app.metrics.renewed(renewed.queue);
-      return { id, lease_expires_at: renewed.lease_expires_at.toISOString(), lease_ms: renewed.lease_ms };
+      return { id, lease_expires_at: isoTime(renewed.lease_expires_at), lease_ms: renewed.lease_ms };
     },
   );
 
@@ -172,7 +182,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         return {
           id,
           outcome: 'renewed' as const,
-          lease_expires_at: lease_expires_at.toISOString(),
+          lease_expires_at: isoTime(lease_expires_at),
           lease_ms,
         };
       });
@@ -214,7 +224,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       app.metrics.acked([job]);
       app.wake.notifier.slotsFreed(job.queue, 1);
       if (!next) return toJob(job);
-      return { ...toJob(job), next: await claimNext(request, reply, job.queue, next) };
+      return sendWithNext(
+        reply,
+        { ...toJob(job), next: [] },
+        await claimNext(request, reply, job.queue, next),
+      );
     },
   );
 
@@ -275,7 +289,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       if (!next) return answer;
       // A stale lease anywhere in the batch claims nothing, as a single ack's 409 would.
       const claim = nextQueue !== undefined && acked > 0 && !results.some((r) => r.outcome === 'lease_lost');
-      return { ...answer, next: claim ? await claimNext(request, reply, nextQueue, next) : [] };
+      return sendWithNext(
+        reply,
+        { ...answer, next: [] },
+        claim ? await claimNext(request, reply, nextQueue, next) : [],
+      );
     },
   );
 
@@ -315,7 +333,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       if (readyNow) app.wake.notifier.jobsReady(job.queue, 1);
       else app.wake.notifier.slotsFreed(job.queue, 1);
       if (!next) return toJob(job);
-      return { ...toJob(job), next: await claimNext(request, reply, job.queue, next) };
+      return sendWithNext(
+        reply,
+        { ...toJob(job), next: [] },
+        await claimNext(request, reply, job.queue, next),
+      );
     },
   );
 

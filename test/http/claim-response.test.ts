@@ -3,6 +3,7 @@ import addFormatsModule from 'ajv-formats';
 import fastJson from 'fast-json-stringify';
 import { describe, expect, it } from 'vitest';
 import { claimResponseJson } from '../../src/http/claim-response.js';
+import { COMPONENTS } from '../../src/http/schemas/components.js';
 import { ClaimedJob, ClaimResponse } from '../../src/http/schemas/jobs.js';
 import { toClaimedJob } from '../../src/http/views.js';
 import { claimJobs } from '../../src/jobs/claim.js';
@@ -123,5 +124,63 @@ describe('the hand-written claim response', () => {
     }
     expect(claimed.jobs.map((j) => JSON.stringify(j.payload))[0]).toContain('9007199254740993');
     expect(body.jobs[0]).toMatchObject({ ...TRACE, attempt: 1, group: null });
+  });
+
+  it('splices the next jobs of ack-and-claim into the schema-serialised answer: ack, nack and batch ack', async () => {
+    await enqueueRaw(
+      'cr-next',
+      PAYLOADS.map((p) => job(p, TRACE)),
+    );
+    const ajv = addFormats(new Ajv({ strict: false }));
+    for (const schema of COMPONENTS) ajv.addSchema(schema as object);
+    const validAs = (id: string, body: unknown) => {
+      const validate = ajv.getSchema(id)!;
+      expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
+    };
+    const post = async (url: string, payload: object) => {
+      const res = await app.inject({ method: 'POST', url, payload });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.headers['x-request-id']).toBeTruthy();
+      return res.body;
+    };
+    const claim = await post('/v1/queues/cr-next/claim', { max_jobs: 1 });
+    let held = (parseExact(claim) as { jobs: { id: string; lease_token: string }[] }).jobs;
+    const seen: string[] = [];
+    // Through every route with next, one job at a time, then two at once: every payload as stored.
+    for (let i = 0; held.length > 0; i++) {
+      const [first] = held;
+      const route = i % 3;
+      const text =
+        route === 0
+          ? await post(`/v1/jobs/${first!.id}/ack`, {
+              lease_token: first!.lease_token,
+              next: { max_jobs: 1 },
+            })
+          : route === 1
+            ? await post(`/v1/jobs/${first!.id}/nack`, {
+                lease_token: first!.lease_token,
+                dead: true,
+                next: { max_jobs: 2 },
+              })
+            : await post('/v1/jobs/ack', {
+                acks: held.map((j) => ({ id: j.id, lease_token: j.lease_token })),
+                next: { max_jobs: 1 },
+              });
+      const body = JSON.parse(text);
+      validAs(route === 2 ? 'BatchAckResponse' : 'JobAndNext', body);
+      if (route !== 2) expect(body.id).toBe(first!.id);
+      const next = (parseExact(text) as { next: { id: string; payload: unknown }[] }).next;
+      for (const j of next) {
+        const read = await app.inject({ method: 'GET', url: `/v1/jobs/${j.id}` });
+        expect(JSON.stringify(j.payload)).toBe(JSON.stringify((parseExact(read.body) as any).payload));
+        seen.push(j.id);
+      }
+      if (next.length > 0) expect(body.next[0]).toMatchObject({ ...TRACE, attempt: 1, group: null });
+      // The nack takes two: the batch ack that follows acks both.
+      held = body.next;
+      if (route === 1 && held.length < 2) break;
+    }
+    expect(seen.length).toBeGreaterThan(3);
   });
 });

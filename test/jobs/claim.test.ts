@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
 import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
-import { createTestApp, useTestApp } from '../support/app.js';
+import { createTestApp, listen, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { until } from '../support/until.js';
@@ -205,6 +205,30 @@ describe('long-poll', () => {
       expect(Math.max(...latencies)).toBeLessThan(5000);
     } finally {
       await waking.close();
+    }
+  });
+
+  it('stops waiting when its client goes away, and a job enqueued after goes to the next claim', async () => {
+    const listening = await createTestApp(database);
+    try {
+      const url = await listen(listening);
+      const gone = new AbortController();
+      const leaving = fetch(`${url}/v1/queues/lp-gone/claim`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ wait_ms: 20_000 }),
+        signal: gone.signal,
+      }).catch(() => 'aborted');
+      await until(() => listening.wake.waitList.waiting('lp-gone') === 1);
+      gone.abort();
+      expect(await leaving).toBe('aborted');
+      // The server noticed: the waiter is gone long before its 20 s, so the job is not dealt to it.
+      await until(() => listening.wake.waitList.waiting('lp-gone') === 0);
+      const enq = await api(listening).enqueue('lp-gone', { payload: 1 });
+      const res = await api(listening).claim('lp-gone');
+      expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
+    } finally {
+      await listening.close();
     }
   });
 
