@@ -222,6 +222,13 @@ export const settings = {
     doc: 'Load shedding: answer new requests 503 while more than this many queries wait for a pool connection (0: never).',
     parse: integer(0, 1_000_000),
   }),
+  idleMemoryReleaseMs: setting({
+    env: 'BATON_IDLE_MEMORY_RELEASE_MS',
+    default: 5 * SECOND,
+    unit: 'ms',
+    doc: 'After this long with the process idle (under 5% of a core), run one memory-reducing GC so the heap grown under load goes back to the system (0: never). Costs one pause of tens of ms, only when idle.',
+    parse: integer(0, HOUR),
+  }),
   requestTimeoutMs: setting({
     env: 'BATON_REQUEST_TIMEOUT_MS',
     default: 30 * SECOND,
