@@ -224,9 +224,9 @@ export const settings = {
   }),
   idleMemoryReleaseMs: setting({
     env: 'BATON_IDLE_MEMORY_RELEASE_MS',
-    default: 5 * SECOND,
+    default: MINUTE,
     unit: 'ms',
-    doc: 'After this long with the process idle (under 5% of a core), run one memory-reducing GC so the heap grown under load goes back to the system (0: never). Costs one pause of tens of ms, only when idle.',
+    doc: 'After this long with the process idle (under 5% of a core), run one memory-reducing GC so the heap grown under load goes back to the system (0: never). Costs a pause of tens of ms when idle, and the next burst of work runs its first seconds on a small heap (more GC).',
     parse: integer(0, HOUR),
   }),
   requestTimeoutMs: setting({
