@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { adminPool, databaseUrl, recreateDatabase } from './databases.js';
 import { enqueue, work } from './load/baton-load.js';
 import { HttpClient } from './load/http-client.js';
-import { processCpuMs, processRssBytes } from './process-usage.js';
+import { processCpuMs, processRssBytes, RssSampler } from './process-usage.js';
 
 /**
  * Issue 17: a quick A/B probe of the Baton server's own CPU and memory on scenario 1's load (claim
@@ -27,6 +27,14 @@ const { values } = parseArgs({
     kinds: { type: 'string', default: 'processing,cycle' },
     // After the runs, watch the idle server's RSS this long (V8 shrinks an idle heap by itself).
     'idle-seconds': { type: 'string', default: '0' },
+    // Write heap snapshots into this directory (idle after start-up, and after the runs).
+    snapshot: { type: 'string' },
+    // With --snapshot: also a snapshot this many ms into the first timed run (what is in flight).
+    'snapshot-at-ms': { type: 'string' },
+    // Sample allocations that survive a scavenge during the runs (see survivorSummary).
+    'sample-survivors': { type: 'boolean', default: false },
+    // Pass the measured server's stdout through (e.g. with --node-option=--trace-gc-nvp).
+    'server-stdout': { type: 'boolean', default: false },
   },
 });
 
@@ -49,7 +57,7 @@ function start(leader = false): Promise<ChildProcess> {
       LOG_LEVEL: 'warn',
       BATON_MAINTENANCE: String(leader),
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', !leader && values['server-stdout'] ? 'inherit' : 'ignore', 'inherit'],
   });
   const at = leader ? port + 1 : port;
   return new Promise((ok, fail) => {
@@ -75,31 +83,94 @@ function smaps(pid: number): string {
     .replace(/\s+/g, ' ');
 }
 
-/** Evaluate an expression in the server through its inspector (after a full GC when asked). */
-async function inspect(expression: string, collect = false): Promise<string> {
+interface Session {
+  call(method: string, params?: object): Promise<any>;
+  on(event: string, listener: (params: any) => void): void;
+  close(): void;
+}
+
+/** An inspector session with the measured server. */
+async function session(): Promise<Session> {
   const [target] = (await (await fetch(`http://127.0.0.1:${INSPECT_PORT}/json/list`)).json()) as {
     webSocketDebuggerUrl: string;
   }[];
   const ws = new WebSocket(target!.webSocketDebuggerUrl);
   await new Promise((ok) => ws.addEventListener('open', ok, { once: true }));
   let id = 0;
-  const call = (method: string, params: object = {}) =>
-    new Promise<any>((ok) => {
-      const mine = ++id;
-      const on = (e: MessageEvent) => {
-        const msg = JSON.parse(String(e.data));
-        if (msg.id === mine) {
-          ws.removeEventListener('message', on);
-          ok(msg.result);
-        }
-      };
-      ws.addEventListener('message', on);
-      ws.send(JSON.stringify({ id: mine, method, params }));
-    });
-  if (collect) await call('HeapProfiler.collectGarbage');
-  const r = await call('Runtime.evaluate', { expression, returnByValue: true });
-  ws.close();
+  const pending = new Map<number, (result: any) => void>();
+  const listeners = new Map<string, (params: any) => void>();
+  ws.addEventListener('message', (e: MessageEvent) => {
+    const msg = JSON.parse(String(e.data));
+    if (msg.id !== undefined) pending.get(msg.id)?.(msg.result);
+    else listeners.get(msg.method)?.(msg.params);
+  });
+  return {
+    call: (method, params = {}) =>
+      new Promise((ok) => {
+        pending.set(++id, ok);
+        ws.send(JSON.stringify({ id, method, params }));
+      }),
+    on: (event, listener) => listeners.set(event, listener),
+    close: () => ws.close(),
+  };
+}
+
+/**
+ * Evaluate an expression in the server through its inspector (after a full GC when asked), or
+ * write a heap snapshot (which collects garbage first) to a file.
+ */
+async function inspect(expression: string, collect = false, snapshotFile?: string): Promise<string> {
+  const s = await session();
+  if (collect) await s.call('HeapProfiler.collectGarbage');
+  if (snapshotFile) {
+    const chunks: string[] = [];
+    s.on('HeapProfiler.addHeapSnapshotChunk', (p) => chunks.push(p.chunk));
+    await s.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+    writeFileSync(snapshotFile, chunks.join(''));
+  }
+  const r = await s.call('Runtime.evaluate', { expression, returnByValue: true });
+  s.close();
   return String(r.result.value);
+}
+
+interface SamplingNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: SamplingNode[];
+}
+
+/**
+ * Bytes allocated during the runs that survived at least one scavenge (the sampling heap profiler,
+ * keeping samples of objects a major GC later freed but dropping those a minor GC freed): what fills
+ * the old generation with garbage when the young generation is small. Grouped by the allocating
+ * function and by the first frame outside node_modules and Node's internals (the code to change).
+ */
+function survivorSummary(profile: { head: SamplingNode }, top = 25): string {
+  const byFrame = new Map<string, number>();
+  const byOwn = new Map<string, number>();
+  const where = (f: SamplingNode['callFrame']) =>
+    `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${f.lineNumber + 1}`;
+  let total = 0;
+  const walk = (n: SamplingNode, stack: SamplingNode['callFrame'][]) => {
+    const path = [...stack, n.callFrame];
+    if (n.selfSize) {
+      total += n.selfSize;
+      const k = where(n.callFrame);
+      byFrame.set(k, (byFrame.get(k) ?? 0) + n.selfSize);
+      const own = [...path].reverse().find((f) => f.url.includes('/dist/src/'));
+      const o = own ? where(own) : '(no Baton frame)';
+      byOwn.set(o, (byOwn.get(o) ?? 0) + n.selfSize);
+    }
+    for (const c of n.children) walk(c, path);
+  };
+  walk(profile.head, []);
+  const list = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => `  ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`)
+      .join('\n');
+  return `sampled survivors ${(total / 2 ** 20).toFixed(1)} MiB\nby allocating frame:\n${list(byFrame)}\nby nearest Baton frame:\n${list(byOwn)}`;
 }
 
 const MEMORY = `(() => {
@@ -118,7 +189,24 @@ async function main() {
   const pid = child.pid!;
   const client = new HttpClient(`http://127.0.0.1:${port}`);
   const admin = adminPool(values.db!);
+  const snapshot = async (name: string) => {
+    if (!values.snapshot) return;
+    mkdirSync(values.snapshot, { recursive: true });
+    const file = resolve(values.snapshot, `${name}.heapsnapshot`);
+    console.log(`${name}: ${await inspect(MEMORY, false, file)} -> ${file}`);
+    console.log(`${name}: ${smaps(pid)}`);
+    // The snapshot stalls the event loop; let load shedding's lag figure settle before the load.
+    await new Promise((r) => setTimeout(r, 3000));
+  };
   try {
+    console.log(`idle after start: ${smaps(pid)}`);
+    await snapshot('idle');
+    const sampler = values['sample-survivors'] ? await session() : undefined;
+    await sampler?.call('HeapProfiler.startSampling', {
+      samplingInterval: 16384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: false,
+    });
     for (let round = 0; round < Number(values.rounds); round++) {
       for (const kind of values.kinds!.split(',') as ('processing' | 'cycle')[]) {
         const queue = `probe-${kind}-${round}`;
@@ -131,17 +219,32 @@ async function main() {
         }
         await admin.query('VACUUM ANALYZE');
         const cpu0 = processCpuMs(pid)!;
+        const rss = new RssSampler(() => pid);
+        rss.start();
         const t0 = performance.now();
+        const mid =
+          values['snapshot-at-ms'] && round === 0
+            ? new Promise((r) => setTimeout(r, Number(values['snapshot-at-ms']))).then(() =>
+                snapshot(`mid-${kind}`),
+              )
+            : undefined;
         const producing = kind === 'cycle' ? enqueue(client, queue, n, 100, 2) : Promise.resolve();
         const end = await work(client, queue, { workers: 8, claimSize: 100, total: n, waitMs: 50 });
         await producing;
+        await mid;
         const cpu = processCpuMs(pid)! - cpu0;
+        const peak = rss.stop();
         console.log(
-          `${kind} round ${round + 1}: ${Math.round(n / ((end - t0) / 1000))} jobs/s, server CPU ${((cpu / n) * 1000).toFixed(1)} ms per 1,000 jobs, RSS ${(processRssBytes(pid)! / 2 ** 20).toFixed(0)} MiB`,
+          `${kind} round ${round + 1}: ${Math.round(n / ((end - t0) / 1000))} jobs/s, server CPU ${((cpu / n) * 1000).toFixed(1)} ms per 1,000 jobs, RSS ${(processRssBytes(pid)! / 2 ** 20).toFixed(0)} MiB at the end, ${(peak / 2 ** 20).toFixed(0)} MiB peak`,
         );
       }
     }
     console.log(`end: ${smaps(pid)}`);
+    if (sampler) {
+      const { profile } = await sampler.call('HeapProfiler.stopSampling');
+      console.log(survivorSummary(profile));
+      sampler.close();
+    }
     for (let t = 5; t <= Number(values['idle-seconds']); t += 5) {
       await new Promise((r) => setTimeout(r, 5000));
       console.log(`idle ${t} s: RSS ${(processRssBytes(pid)! / 2 ** 20).toFixed(0)} MiB`);
@@ -149,6 +252,7 @@ async function main() {
     console.log(`heap: ${await inspect(MEMORY)}`);
     console.log(`after a full GC: ${await inspect(MEMORY, true)}`);
     console.log(`after a full GC: ${smaps(pid)}`);
+    await snapshot('after-runs');
   } finally {
     client.close();
     await admin.end();

@@ -9,6 +9,7 @@ import { createLogger, requestLogController } from './logger.js';
 import auth from './plugins/auth.js';
 import claims from './plugins/claims.js';
 import database from './plugins/database.js';
+import idleMemory from './plugins/idle-memory.js';
 import jsonBody from './plugins/json-body.js';
 import loadShedding from './plugins/load-shedding.js';
 import maintenance from './plugins/maintenance.js';
@@ -104,6 +105,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(claims);
   await app.register(maintenance);
   await app.register(schedulesFile);
+  await app.register(idleMemory);
   await app.register(health);
   await app.register(queueJobs);
   await app.register(jobs);

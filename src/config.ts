@@ -222,6 +222,13 @@ export const settings = {
     doc: 'Load shedding: answer new requests 503 while more than this many queries wait for a pool connection (0: never).',
     parse: integer(0, 1_000_000),
   }),
+  idleMemoryReleaseMs: setting({
+    env: 'BATON_IDLE_MEMORY_RELEASE_MS',
+    default: MINUTE,
+    unit: 'ms',
+    doc: 'After this long with the process idle (under 5% of a core), run one memory-reducing GC so the heap grown under load goes back to the system (0: never). Costs a pause of tens of ms when idle, and the next burst of work runs its first seconds on a small heap (more GC).',
+    parse: integer(0, HOUR),
+  }),
   requestTimeoutMs: setting({
     env: 'BATON_REQUEST_TIMEOUT_MS',
     default: 30 * SECOND,

@@ -32,7 +32,17 @@ interface Run {
   /** CPU of a client process other than this one (pgbench), ms. */
   externalClientCpuMs?: number;
   peakRssMb?: number;
+  /** Baton server RSS right after the last ack, and after IDLE_WAIT_MS of idleness (when set). */
+  endRssMb?: number;
+  idleRssMb?: number;
 }
+
+/**
+ * BENCH_IDLE_RSS_WAIT_MS: leave the server idle this long after each Baton run and read its RSS
+ * again (0, the default: not measured). Set it past the server's BATON_IDLE_MEMORY_RELEASE_MS to
+ * see the heap it gives back when idle (issue 17).
+ */
+const IDLE_WAIT_MS = Number(process.env.BENCH_IDLE_RSS_WAIT_MS ?? 0);
 
 async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<Run> {
   const { server, client, admin } = await ctx.baton();
@@ -64,7 +74,14 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<R
   });
   await producing;
   const cpu = await meter.stop();
-  return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb: rss.stop() / 2 ** 20 };
+  const peakRssMb = rss.stop() / 2 ** 20;
+  const endRssMb = server.rssBytes() / 2 ** 20;
+  let idleRssMb: number | undefined;
+  if (IDLE_WAIT_MS > 0) {
+    await new Promise((r) => setTimeout(r, IDLE_WAIT_MS));
+    idleRssMb = server.rssBytes() / 2 ** 20;
+  }
+  return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb, endRssMb, idleRssMb };
 }
 
 /** A peer's run, the same for graphile-worker and pg-boss (each with its throughput configuration). */
@@ -226,7 +243,7 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
       "CPU from /proc: the Baton server process; the client side (Baton: the HTTP load generator in the bench process; peers: their library in the bench process; raw SQL: the pgbench process); PostgreSQL: the backends connected to that system's database (sampled every 100 ms, so backends that connect or leave mid-run count).",
       'Total = server + client + PostgreSQL backends. PostgreSQL background work (WAL writer, autovacuum) and other users of the machine are not in it.',
       "PostgreSQL server CPU, whole server: the postmaster's utime+stime+cutime+cstime (cutime keeps the CPU of backends that exited) plus every live child's utime+stime, from /proc, before and after each timed run (bench/postgres-cpu.ts). It includes the WAL writer, checkpointer and autovacuum, and also other users of the same server, so compare it on a quiet machine.",
-      'Server RSS: largest resident set of the Baton server process during the run (sampled every 100 ms).',
+      'Server RSS: largest resident set of the Baton server process during the run (sampled every 100 ms), and the resident set right after the last ack (with BENCH_IDLE_RSS_WAIT_MS, also that long after it, idle).',
     ],
     metrics: (['processing', 'cycle'] as Kind[]).flatMap((kind) => [
       cpuMetric(
@@ -251,6 +268,24 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
         better: 'lower' as const,
         series: { [BATON]: runs[kind][BATON]!.map((r) => r.peakRssMb ?? Number.NaN) },
       },
+      {
+        id: `resources.${kind}.rss-end`,
+        title: `Baton server RSS at the last ack (${kind === 'processing' ? 'processing' : 'full cycle'})`,
+        unit: 'MiB',
+        better: 'lower' as const,
+        series: { [BATON]: runs[kind][BATON]!.map((r) => r.endRssMb ?? Number.NaN) },
+      },
+      ...(IDLE_WAIT_MS > 0
+        ? [
+            {
+              id: `resources.${kind}.rss-idle`,
+              title: `Baton server RSS ${IDLE_WAIT_MS / 1000} s after the last ack (${kind === 'processing' ? 'processing' : 'full cycle'})`,
+              unit: 'MiB',
+              better: 'lower' as const,
+              series: { [BATON]: runs[kind][BATON]!.map((r) => r.idleRssMb ?? Number.NaN) },
+            },
+          ]
+        : []),
     ]),
     checks: [],
   };
