@@ -229,23 +229,24 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
   // when nothing is left before the end and the walk has not wrapped yet, the first group from the
   // start of the names: the wrap, in the same statement.
   const start = flow.last_group;
+  // Each branch is a query of its own (not a scalar sub-select, which PostgreSQL evaluated twice: once
+  // for the filter, once for the output).
   const step = (prev: RawBuilder<unknown>, inclusive: boolean, wrapped: RawBuilder<unknown>) => sql`(
     SELECT x.g, x.wrapped FROM (
-      SELECT (SELECT j.group_key FROM baton.jobs j
-              WHERE j.queue = ${queue} AND j.state = 'ready'
-                AND ${inclusive ? sql`j.group_key >= ${prev}` : sql`j.group_key > ${prev}`}
-                ${start === null ? sql`` : sql`AND j.group_key <= CASE WHEN ${wrapped} THEN ${start}::text ELSE E'\\x7f' END`}
-              ORDER BY j.group_key LIMIT 1) AS g, ${wrapped} AS wrapped
+      (SELECT j.group_key AS g, ${wrapped} AS wrapped FROM baton.jobs j
+       WHERE j.queue = ${queue} AND j.state = 'ready'
+         AND ${inclusive ? sql`j.group_key >= ${prev}` : sql`j.group_key > ${prev}`}
+         ${start === null ? sql`` : sql`AND j.group_key <= CASE WHEN ${wrapped} THEN ${start}::text ELSE E'\\x7f' END`}
+       ORDER BY j.group_key LIMIT 1)
       ${
         start === null
           ? sql``
           : sql`UNION ALL
-      SELECT (SELECT j.group_key FROM baton.jobs j
-              WHERE j.queue = ${queue} AND j.state = 'ready' AND j.group_key <= ${start}::text
-              ORDER BY j.group_key LIMIT 1), true
-      WHERE NOT ${wrapped}`
+      (SELECT j.group_key, true FROM baton.jobs j
+       WHERE NOT ${wrapped} AND j.queue = ${queue} AND j.state = 'ready' AND j.group_key <= ${start}::text
+       ORDER BY j.group_key LIMIT 1)`
       }
-    ) x WHERE x.g IS NOT NULL LIMIT 1)`;
+    ) x LIMIT 1)`;
   return sql<GroupVisit & { wrapped: boolean }>`
     WITH RECURSIVE walk(n, g, wrapped) AS (
       SELECT 1, f.g, f.wrapped FROM ${step(sql`${cursor.after}::text`, cursor.inclusive, sql`${cursor.wrapped}::boolean`)} f
