@@ -65,6 +65,12 @@ interface QueueFlow
   claim_times: Date[] | null;
   claim_counts: number[] | null;
   now: Date;
+  /** No ready job of the queue has a group. */
+  ungrouped_only: boolean;
+  /** The no-group group's claimed jobs (0 when its limit cannot bind) and rate window. */
+  blank_in_flight: number;
+  blank_claim_times: Date[] | null;
+  blank_claim_counts: number[] | null;
 }
 
 interface GroupVisit {
@@ -101,7 +107,7 @@ export async function claimWithFlow(
       // claim at about the cost of running it (docs/benchmarks.md, issue 16, second pass).
       await sql`SELECT pg_advisory_xact_lock(${FLOW_LOCK_CLASS}::integer, hashtext(${queue})),
                        set_config('plan_cache_mode', 'force_generic_plan', true)`.execute(trx);
-      const flow = await readQueueFlow(trx, queue);
+      const flow = await readQueueFlow(trx, queue, totalOf(claimants));
       if (!flow) return { rows: [] };
       const limited = hasLimits(flow);
       if (flow.paused) return { rows: [], limited };
@@ -113,9 +119,15 @@ export async function claimWithFlow(
       let heldBack = budget.heldBack;
       // Group limits apply to the groups of whatever jobs there are, even before the queue is marked
       // grouped (its first grouped job's mark can be skipped, or come by a path that does not mark,
-      // such as a redrive into it): walk the groups whenever a group limit is set.
+      // such as a redrive into it): walk the groups whenever a group limit is set. Unless no ready job
+      // has a group (read after the lock): then the one group is the no-group group, and the walk, a
+      // third pass over its head in the ready index, is not needed. A grouped job enqueued meanwhile
+      // waits for the next claim.
       if (flow.grouped || flow.group_concurrency_limit !== null || flow.group_rate_limit !== null) {
-        const plan = shareOut(flow, await walkGroups(trx, queue, flow, budget.n), budget.n);
+        const visits = flow.ungrouped_only
+          ? [blankVisit(flow, budget.n)]
+          : await walkGroups(trx, queue, flow, budget.n);
+        const plan = shareOut(flow, visits, budget.n);
         if (plan.shares.length === 0) return { rows: [], heldBack: heldBack ?? plan.heldBack, limited };
         heldBack ??= plan.heldBack;
         shares = plan.shares;
@@ -142,17 +154,56 @@ const hasLimits = (flow: QueueFlow) =>
   flow.group_concurrency_limit !== null ||
   flow.group_rate_limit !== null;
 
-async function readQueueFlow(db: Db, queue: string): Promise<QueueFlow | undefined> {
+/**
+ * The queue's row, its rate window and turn, its claimed jobs (counted up to its limit), and for the
+ * jobs without a group: whether any ready job has a group at all (when none does, the claim needs no
+ * walk: see claimWithFlow), the no-group group's claimed jobs (not counted when its limit cannot
+ * bind, as in walkFrom) and its rate window.
+ */
+async function readQueueFlow(db: Db, queue: string, wanted: number): Promise<QueueFlow | undefined> {
   const { rows } = await sql<QueueFlow>`
     SELECT q.paused, q.grouped, q.concurrency_limit, q.rate_limit, q.rate_period_ms, q.group_concurrency_limit,
            q.group_rate_limit, q.group_rate_period_ms, fs.last_group, fs.claim_times, fs.claim_counts,
-           clock_timestamp() AS now,
-           (SELECT count(*)::int FROM (SELECT 1 FROM baton.jobs c WHERE c.queue = q.name AND c.state = 'claimed'
-                                       LIMIT coalesce(q.concurrency_limit, 0)) x) AS in_flight
+           clock_timestamp() AS now, qc.in_flight, b.in_flight AS blank_in_flight,
+           gs.claim_times AS blank_claim_times, gs.claim_counts AS blank_claim_counts,
+           NOT EXISTS (SELECT 1 FROM baton.jobs g WHERE g.queue = q.name AND g.state = 'ready' AND g.group_key > '')
+             AS ungrouped_only
     FROM baton.queues q
     LEFT JOIN baton.flow_state fs ON fs.queue = q.name AND fs.is_queue AND fs.group_key = ''
+    LEFT JOIN baton.flow_state gs ON gs.queue = q.name AND NOT gs.is_queue AND gs.group_key = ''
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS in_flight FROM (
+        SELECT 1 FROM baton.jobs c WHERE c.queue = q.name AND c.state = 'claimed' LIMIT coalesce(q.concurrency_limit, 0)) x
+    ) qc
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS in_flight FROM (
+        SELECT 1 FROM baton.jobs c WHERE c.queue = q.name AND c.group_key = '' AND c.state = 'claimed'
+        LIMIT CASE WHEN qc.in_flight < q.concurrency_limit AND q.group_concurrency_limit >= qc.in_flight + ${wanted}::integer
+                   THEN 0 ELSE coalesce(q.group_concurrency_limit, 0) END) x
+    ) b
     WHERE q.name = ${queue}`.execute(db);
   return rows[0];
+}
+
+/**
+ * The no-group group as the walk would have found it, for a queue whose ready jobs have no group:
+ * the queue's group defaults (no group can override it), its counted claimed jobs and rate window,
+ * and as many ready jobs as a walk counts at most (the pick takes what there is).
+ */
+function blankVisit(flow: QueueFlow, wanted: number): GroupVisit & { wrapped: boolean } {
+  return {
+    group_key: '',
+    paused: false,
+    concurrency_limit: flow.group_concurrency_limit,
+    rate_limit: flow.group_rate_limit,
+    rate_period_ms: flow.group_rate_period_ms,
+    weight: 1,
+    in_flight: flow.blank_in_flight,
+    ready: Math.min(wanted, READY_COUNTED),
+    claim_times: flow.blank_claim_times,
+    claim_counts: flow.blank_claim_counts,
+    wrapped: false,
+  };
 }
 
 /** How many jobs the queue's own limits let this claim take. */

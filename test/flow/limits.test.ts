@@ -171,6 +171,35 @@ describe('flow-control limits across three replicas and thirty claimers', () => 
     expect(maxOverlap(intervals)).toBeGreaterThan(5);
   });
 
+  it('holds group limits on jobs without a group (one group of their own), then on grouped jobs that arrive', async () => {
+    const q = 'fl-blank-group';
+    await api(replicas[0]!).call('PUT', `/v1/queues/${q}`, {
+      concurrency_limit: 50,
+      group_concurrency_limit: 3,
+      group_rate_limit: { limit: 1000, period_ms: 1000 },
+    });
+    await api(replicas[0]!).enqueueBatch(
+      q,
+      Array.from({ length: 150 }, (_, i) => ({ payload: i })),
+    );
+    const late = (async () => {
+      await new Promise((r) => setTimeout(r, 150));
+      await api(replicas[1]!).enqueueBatch(
+        q,
+        Array.from({ length: 60 }, (_, i) => ({ payload: i, group: `g${i % 2}` })),
+      );
+    })();
+    const { result: ledger, maxGroup } = await sampled(q, drain(q, 210, { maxJobs: 3 }));
+    await late;
+    expect(ledger).toHaveLength(210);
+    expect(maxGroup).toBeLessThanOrEqual(3);
+    const intervals = await dbIntervals(q);
+    for (const [group, held] of byGroup(intervals))
+      expect(maxOverlap(held), JSON.stringify(group)).toBeLessThanOrEqual(3);
+    // The no-group group did run three at once (the limit was reached, not just never exceeded).
+    expect(maxOverlap(intervals.filter((i) => i.group === ''))).toBe(3);
+  });
+
   it('never claims more than rate_limit.limit jobs in any window of period_ms', async () => {
     const q = 'fl-rate';
     await api(replicas[0]!).call('PUT', `/v1/queues/${q}`, { rate_limit: { limit: 15, period_ms: 500 } });
