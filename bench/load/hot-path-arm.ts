@@ -1,4 +1,6 @@
 import type { BenchContext } from '../context.js';
+import type { Metric } from '../report.js';
+import { percentile } from '../stats.js';
 
 type Client = Awaited<ReturnType<BenchContext['baton']>>['client'];
 
@@ -63,4 +65,38 @@ export async function runHotPathArm(client: Client, arm: HotPathArm): Promise<Ho
   ]);
   const seconds = (performance.now() - started) / 1000;
   return { enqueueRate: enqueueMs.length / seconds, enqueueMs, claimRate: claimed / seconds, claimMs, kept };
+}
+
+/** How a scenario makes one metric of its arms' results (its id prefix and series). */
+type MetricOf<R> = (
+  id: string,
+  title: string,
+  unit: string,
+  better: 'higher' | 'lower',
+  f: (r: R) => number,
+) => Metric;
+
+/** The hot path's six metrics (enqueue and claim: rate, p50, p99), as every scenario on an arm reports them. */
+export function hotPathMetrics<R extends Omit<HotPathArmResult, 'kept'>>(
+  metric: MetricOf<R>,
+  load: { producers: number; workers: number },
+): Metric[] {
+  return [
+    metric(
+      'enqueue-rate',
+      `Single-job enqueue (${load.producers} producers)`,
+      'jobs/s',
+      'higher',
+      (r) => r.enqueueRate,
+    ),
+    metric('enqueue-p50', 'Single-job enqueue latency p50', 'ms', 'lower', (r) =>
+      percentile(r.enqueueMs, 50),
+    ),
+    metric('enqueue-p99', 'Single-job enqueue latency p99', 'ms', 'lower', (r) =>
+      percentile(r.enqueueMs, 99),
+    ),
+    metric('claim-rate', `Claim one + ack (${load.workers} workers)`, 'jobs/s', 'higher', (r) => r.claimRate),
+    metric('claim-p50', 'Claim latency p50', 'ms', 'lower', (r) => percentile(r.claimMs, 50)),
+    metric('claim-p99', 'Claim latency p99', 'ms', 'lower', (r) => percentile(r.claimMs, 99)),
+  ];
 }

@@ -1,6 +1,6 @@
 import type { BenchContext } from '../context.js';
 import { BATON_PORT } from '../context.js';
-import { runHotPathArm } from '../load/hot-path-arm.js';
+import { hotPathMetrics, runHotPathArm } from '../load/hot-path-arm.js';
 import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile, ratios } from '../stats.js';
 
@@ -181,22 +181,7 @@ function report(ctx: BenchContext, results: Record<Arm, ArmResult[]>): ScenarioR
     series: series(f),
   });
   const metrics: Metric[] = [
-    metric(
-      'enqueue-rate',
-      `Single-job enqueue (${PRODUCERS} producers)`,
-      'jobs/s',
-      'higher',
-      (r) => r.enqueueRate,
-    ),
-    metric('enqueue-p50', 'Single-job enqueue latency p50', 'ms', 'lower', (r) =>
-      percentile(r.enqueueMs, 50),
-    ),
-    metric('enqueue-p99', 'Single-job enqueue latency p99', 'ms', 'lower', (r) =>
-      percentile(r.enqueueMs, 99),
-    ),
-    metric('claim-rate', `Claim one + ack (${WORKERS} workers)`, 'jobs/s', 'higher', (r) => r.claimRate),
-    metric('claim-p50', 'Claim latency p50', 'ms', 'lower', (r) => percentile(r.claimMs, 50)),
-    metric('claim-p99', 'Claim latency p99', 'ms', 'lower', (r) => percentile(r.claimMs, 99)),
+    ...hotPathMetrics(metric, { producers: PRODUCERS, workers: WORKERS }),
     metric('occurrences', 'Occurrences the leader enqueued per arm', 'jobs', 'higher', (r) => r.occurrences),
     metric('lateness-p99', 'Occurrence lateness p99 (bucket bound)', 's', 'lower', (r) => r.latenessP99),
     metric('leader-cpu', 'Leader process CPU per arm', 'ms', 'lower', (r) => r.leaderCpuMs),
