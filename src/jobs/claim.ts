@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { claimWithFlow } from './flow-claim.js';
-import { groupedPick, type PickPlan } from './grouped-claim.js';
+import { groupedPick } from './grouped-claim.js';
 import { claimOrder, clearedLease, compareClaimOrder, notExpired } from './job-row.js';
 import { retryWhenMoved } from './ring.js';
 
@@ -198,6 +198,21 @@ function fastPick(queue: string, total: number) {
     ORDER BY ${claimOrder('j')}
     LIMIT ${sql.lit(total)}
     FOR UPDATE SKIP LOCKED`;
+}
+
+/** What the claim statement is built around (claimGroupStatement): the plain, grouped and flow picks. */
+export interface PickPlan {
+  /** CTEs placed after `settings` and before `picked` (the statement becomes WITH RECURSIVE). */
+  before?: RawBuilder<unknown>;
+  /** CTE `picked`: slot, id, priority and run_at of locked ready rows, in any order. */
+  pick: RawBuilder<unknown>;
+  /** CTEs placed after `claimed`: a data-modifying one runs whether or not anything reads it. */
+  after?: RawBuilder<unknown>;
+  /**
+   * The marker row's claimant, evaluated over `settings` (NULL: no marker row): 0 sends the claim to
+   * flow-claim.ts, -1 says the queue is not under flow control.
+   */
+  marker?: RawBuilder<unknown>;
 }
 
 /**

@@ -1,4 +1,5 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
+import type { PickPlan } from './claim.js';
 import { claimOrder, notExpired } from './job-row.js';
 
 /**
@@ -130,19 +131,4 @@ export function groupedPick(queue: string, total: number) {
   // is not under flow control at all, so the caller goes back to the plain claim next time.
   const marker = sql`CASE WHEN (SELECT diverted FROM turn) THEN 0 WHEN NOT flow THEN -1 END`;
   return { before, pick, after, marker } satisfies PickPlan;
-}
-
-/** What claim.ts's claim statement is built around (claimGroupStatement). */
-export interface PickPlan {
-  /** CTEs placed after `settings` and before `picked` (the statement becomes WITH RECURSIVE). */
-  before?: RawBuilder<unknown>;
-  /** CTE `picked`: slot, id, priority and run_at of locked ready rows, in any order. */
-  pick: RawBuilder<unknown>;
-  /** CTEs placed after `claimed`: a data-modifying one runs whether or not anything reads it. */
-  after?: RawBuilder<unknown>;
-  /**
-   * The marker row's claimant, evaluated over `settings` (NULL: no marker row): 0 sends the claim to
-   * flow-claim.ts, -1 says the queue is not under flow control.
-   */
-  marker?: RawBuilder<unknown>;
 }
