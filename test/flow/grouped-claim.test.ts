@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
 import { claimJobs } from '../../src/jobs/claim.js';
 import { quantumOf } from '../../src/jobs/grouped-claim.js';
-import { createTestApp } from '../support/app.js';
+import { useTestReplicas } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
@@ -12,14 +12,7 @@ import { api } from '../support/http.js';
  * turn, a quantum of ceil(n / 4) jobs each. Its turn, and exactly-once claims from three replicas.
  */
 const database = useTestDatabase();
-const replicas: BatonApp[] = [];
-
-beforeAll(async () => {
-  for (let i = 0; i < 3; i++) replicas.push(await createTestApp(database));
-});
-afterAll(async () => {
-  await Promise.all(replicas.map((app) => app.close()));
-});
+const replicas = useTestReplicas(database, 3);
 
 const claim = (queue: string, maxJobs: number) =>
   claimJobs(database.db, { queue, maxJobs, leaseMs: 60_000, defaultLeaseMs: 30_000 });

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { createTestApp } from '../support/app.js';
+import { useTestReplicas } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
@@ -12,14 +12,7 @@ import { api } from '../support/http.js';
  * when each claimer held each job by its own clock.
  */
 const database = useTestDatabase();
-const replicas: BatonApp[] = [];
-
-beforeAll(async () => {
-  for (let i = 0; i < 3; i++) replicas.push(await createTestApp(database));
-});
-afterAll(async () => {
-  await Promise.all(replicas.map((app) => app.close()));
-});
+const replicas = useTestReplicas(database, 3);
 
 interface Held {
   id: string;

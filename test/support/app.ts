@@ -47,6 +47,21 @@ export function useTestApp(database: TestDatabase, env: Record<string, string> =
   });
 }
 
+/**
+ * `n` apps over one database, as replicas of one deployment, created before the file's tests and
+ * closed after them. The array is filled in beforeAll.
+ */
+export function useTestReplicas(database: TestDatabase, n: number): BatonApp[] {
+  const replicas: BatonApp[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < n; i++) replicas.push(await createTestApp(database));
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((app) => app.close()));
+  });
+  return replicas;
+}
+
 /** Listen on a free loopback port; returns the base URL. */
 export async function listen(app: BatonApp): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' });
