@@ -83,14 +83,7 @@ export class BatonServer {
       ),
     );
     exited.catch(() => {});
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      const ready = await fetch(`${this.url}/readyz`)
-        .then((r) => r.ok)
-        .catch(() => false);
-      if (ready) return;
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 50))]);
-    }
+    if (await untilReady(this.url, exited)) return;
     await this.stop();
     throw new Error(`Baton server on port ${this.opts.port} was not ready within 30 s:\n${this.output}`);
   }
@@ -115,4 +108,23 @@ export class BatonServer {
     clearTimeout(timer);
     this.child = undefined;
   }
+}
+
+/**
+ * Poll `<url>/readyz` every 50 ms for up to 30 s; true once it answers 200. `stopped` (a promise that
+ * rejects, say when the process exits) ends the wait early with its error.
+ */
+export async function untilReady(
+  url: string,
+  stopped: Promise<never> = new Promise(() => {}),
+): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const ready = await fetch(`${url}/readyz`)
+      .then((r) => r.ok)
+      .catch(() => false);
+    if (ready) return true;
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, 50))]);
+  }
+  return false;
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { untilReady } from './baton-server.js';
 import { adminPool, DATABASES, databaseUrl, recreateDatabase } from './databases.js';
 import { enqueue, work } from './load/baton-load.js';
 import { HttpClient } from './load/http-client.js';
@@ -59,7 +60,7 @@ const db = DATABASES.baton;
 const url = databaseUrl(db);
 const phases = values.phases!.split(',');
 
-function start(root: string, profileDir?: string): Promise<ChildProcess> {
+async function start(root: string, profileDir?: string): Promise<ChildProcess> {
   const args = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   if (values.perf) args.push('--perf-basic-prof-only-functions');
   args.push(...values['node-option']!);
@@ -76,18 +77,8 @@ function start(root: string, profileDir?: string): Promise<ChildProcess> {
     },
     stdio: ['ignore', stdout, 'inherit'],
   });
-  return new Promise((ok, fail) => {
-    const deadline = Date.now() + 30_000;
-    const poll = async () => {
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
-        .then((r) => r.ok)
-        .catch(() => false);
-      if (ready) ok(child);
-      else if (Date.now() > deadline) fail(new Error('server not ready'));
-      else setTimeout(poll, 100);
-    };
-    poll();
-  });
+  if (!(await untilReady(`http://127.0.0.1:${port}`))) throw new Error('server not ready');
+  return child;
 }
 
 function stop(child: ChildProcess): Promise<void> {

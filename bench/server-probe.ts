@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { untilReady } from './baton-server.js';
 import { adminPool, databaseUrl, recreateDatabase } from './databases.js';
 import { enqueue, work } from './load/baton-load.js';
 import { HttpClient } from './load/http-client.js';
@@ -45,7 +46,7 @@ const url = databaseUrl(values.db!);
 const INSPECT_PORT = port + 1000;
 
 /** The measured server (maintenance off, an inspector to read its heap), or the leader. */
-function start(leader = false): Promise<ChildProcess> {
+async function start(leader = false): Promise<ChildProcess> {
   const args = leader ? [] : [...values['node-option']!, `--inspect=127.0.0.1:${INSPECT_PORT}`];
   const child = spawn(process.execPath, [...args, resolve(values.root!, 'dist/src/server.js')], {
     cwd: values.root,
@@ -60,18 +61,8 @@ function start(leader = false): Promise<ChildProcess> {
     stdio: ['ignore', !leader && values['server-stdout'] ? 'inherit' : 'ignore', 'inherit'],
   });
   const at = leader ? port + 1 : port;
-  return new Promise((ok, fail) => {
-    const deadline = Date.now() + 30_000;
-    const poll = async () => {
-      const ready = await fetch(`http://127.0.0.1:${at}/readyz`)
-        .then((r) => r.ok)
-        .catch(() => false);
-      if (ready) ok(child);
-      else if (Date.now() > deadline) fail(new Error('server not ready'));
-      else setTimeout(poll, 100);
-    };
-    poll();
-  });
+  if (!(await untilReady(`http://127.0.0.1:${at}`))) throw new Error('server not ready');
+  return child;
 }
 
 function smaps(pid: number): string {
