@@ -190,7 +190,7 @@ async function readQueueFlow(db: Db, queue: string, wanted: number): Promise<Que
  * the queue's group defaults (no group can override it), its counted claimed jobs and rate window,
  * and as many ready jobs as a walk counts at most (the pick takes what there is).
  */
-function blankVisit(flow: QueueFlow, wanted: number): GroupVisit & { wrapped: boolean } {
+function blankVisit(flow: QueueFlow, wanted: number): GroupVisit {
   return {
     group_key: '',
     paused: false,
@@ -202,7 +202,6 @@ function blankVisit(flow: QueueFlow, wanted: number): GroupVisit & { wrapped: bo
     ready: Math.min(wanted, READY_COUNTED),
     claim_times: flow.blank_claim_times,
     claim_counts: flow.blank_claim_counts,
-    wrapped: false,
   };
 }
 
@@ -267,9 +266,6 @@ interface Cursor {
  * concurrency limit), its ready jobs (counted up to READY_COUNTED) and its rate window.
  */
 function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: number, wanted: number) {
-  // The text says whether there is an upper bound, and its sizes are literals (as claim.ts's batchLimit
-  // explains): with `$x IS NULL OR ...` and parameter LIMITs the plan cache priced the generic plan
-  // above a custom one and planned the walk afresh on every claim, about as dear as running it.
   // A group holds no more claimed jobs than the whole queue: when the queue's count is exact (under its
   // own limit), a group limit of at least that count plus this claim cannot bind, and the group's
   // claimed jobs need not be counted (the count is most of a walk's cost with many jobs in flight).
@@ -281,7 +277,10 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
   // start of the names: the wrap, in the same statement.
   const start = flow.last_group;
   // Each branch is a query of its own (not a scalar sub-select, which PostgreSQL evaluated twice: once
-  // for the filter, once for the output).
+  // for the filter, once for the output). The text says whether there is an upper bound, and its
+  // sizes are literals (as claim.ts's batchLimit explains): with `$x IS NULL OR ...` and parameter
+  // LIMITs the plan cache priced the generic plan above a custom one and planned the walk afresh on
+  // every claim, about as dear as running it.
   const step = (prev: RawBuilder<unknown>, inclusive: boolean, wrapped: RawBuilder<unknown>) => sql`(
     SELECT x.g, x.wrapped FROM (
       (SELECT j.group_key AS g, ${wrapped} AS wrapped FROM baton.jobs j
