@@ -9,6 +9,7 @@ import * as m0007 from './0007_flow_control.js';
 import * as m0008 from './0008_job_meta.js';
 import * as m0009 from './0009_time_limits.js';
 import * as m0010 from './0010_schedule_job_fields.js';
+import * as m0011 from './0011_flow_budget.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '0008_job_meta': m0008,
   '0009_time_limits': m0009,
   '0010_schedule_job_fields': m0010,
+  '0011_flow_budget': m0011,
 };

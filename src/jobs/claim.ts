@@ -4,6 +4,7 @@ import { StatementShapes } from '../db/statement-shapes.js';
 import { claimWithFlow } from './flow-claim.js';
 import { groupedPick } from './grouped-claim.js';
 import { claimOrder, clearedLease, compareClaimOrder, notExpired } from './job-row.js';
+import { heldBackOf, limitedPick } from './limited-claim.js';
 import { retryWhenMoved } from './ring.js';
 
 /**
@@ -77,6 +78,18 @@ export interface HeldBack {
 }
 
 /** One claimant's answer: its jobs, and whether a limit held some back. */
+/** What the marker row (claimant <= 0) of a claim statement says (see claimForGroup). */
+export const Marker = {
+  /** The claim needs the next, more general, statement: grouped, then limited, then the walk. */
+  divert: 0,
+  /** The queue is not under flow control (any more): the plain claim serves it. */
+  notFlowControlled: -1,
+  /** A limit held this claim back; the row's meta says which and when to retry (heldBackOf). */
+  heldBack: -2,
+  /** The queue has groups but no limits or overrides: the grouped claim serves it. */
+  grouped: -3,
+} as const;
+
 export interface ClaimOutcome {
   jobs: ClaimedRow[];
   heldBack?: HeldBack;
@@ -104,30 +117,46 @@ export async function claimForGroup(
 ): Promise<ClaimOutcome[]> {
   const total = totalOf(claimants);
   const values: ClaimValues = [queue, defaultLeaseMs, claimantsJsonOf(claimants)];
-  let route: 'plain' | 'grouped' | 'limited' = routes.get(queue) ?? 'plain';
+  let route: Route = routes.get(queue) ?? 'plain';
   for (;;) {
-    if (route === 'limited') {
-      const { outcomes, limited } = await claimWithFlow(db, queue, defaultLeaseMs, claimants);
-      // Limits gone (or only group overrides, which the grouped claim diverts here): try the grouped
-      // claim next time, which goes back to the plain one if the queue is not grouped either.
-      remember(queue, limited ? 'limited' : 'grouped');
+    if (route === 'walk') {
+      const { outcomes, next } = await claimWithFlow(db, queue, defaultLeaseMs, claimants);
+      remember(queue, next);
       return outcomes;
     }
     const shape: ClaimShape = `${route}:${total}`;
     const { rows } = await retryWhenMoved(() => claims.execute(db, shape, values));
     const marker = rows.find((r) => Number(r.claimant) <= 0);
-    if (marker === undefined) return dealt(rows, claimants).map((jobs) => ({ jobs }));
-    if (Number(marker.claimant) === -1) {
-      // Claimed as a grouped queue, but it is no longer under flow control: plain claims from now on.
-      routes.delete(queue);
-      return dealt(rows, claimants).map((jobs) => ({ jobs }));
+    switch (marker === undefined ? undefined : Number(marker.claimant)) {
+      case undefined:
+        return outcomesOf(rows, claimants);
+      case Marker.heldBack:
+        return outcomesOf(rows, claimants, heldBackOf(marker!.meta));
+      case Marker.notFlowControlled:
+        routes.delete(queue);
+        return outcomesOf(rows, claimants);
+      case Marker.grouped:
+        remember(queue, 'grouped');
+        return outcomesOf(rows, claimants);
+      default:
+        // Diverted (nothing claimed): the plain claim sends a grouped or limited queue to the grouped
+        // claim, that one a queue with limits or overrides to the limited claim, and that one a queue
+        // whose ready jobs have groups to the walk.
+        route = route === 'plain' ? 'grouped' : route === 'grouped' ? 'limited' : 'walk';
+        remember(queue, route);
     }
-    // The plain claim diverted a grouped or limited queue: claim it as grouped. The grouped claim
-    // diverted a queue with limits or overrides: claim it the locked way.
-    const next = route === 'plain' ? 'grouped' : 'limited';
-    remember(queue, next);
-    route = next;
   }
+}
+
+/** Each claimant's jobs, held back by `heldBack` when it got fewer than it asked for. */
+export function outcomesOf(
+  rows: (ClaimedRow & { claimant: string })[],
+  claimants: Claimant[],
+  heldBack?: HeldBack,
+): ClaimOutcome[] {
+  return dealt(rows, claimants).map((jobs, i) =>
+    heldBack && jobs.length < claimants[i]!.maxJobs ? { jobs, heldBack } : { jobs },
+  );
 }
 
 /**
@@ -137,26 +166,28 @@ export async function claimForGroup(
  * wrong (a limit set or removed on another replica applies from the next claim), at the cost of one
  * statement.
  */
-const routes = new Map<string, 'grouped' | 'limited'>();
+const routes = new Map<string, Exclude<Route, 'plain'>>();
 const ROUTES_KEPT = 10_000;
 
-function remember(queue: string, route: 'grouped' | 'limited') {
+/** The claims, from the cheapest: plain, grouped (grouped-claim.ts), limited (limited-claim.ts), walk (flow-claim.ts). */
+type Route = 'plain' | 'grouped' | 'limited' | 'walk';
+
+function remember(queue: string, route: Exclude<Route, 'plain'>) {
   if (routes.size >= ROUTES_KEPT && !routes.has(queue)) routes.clear();
   routes.set(queue, route);
 }
 
 type ClaimValues = [queue: string, defaultLeaseMs: number, claimantsJson: string];
-type ClaimShape = `${'plain' | 'grouped'}:${number}`;
+type ClaimShape = `${Exclude<Route, 'walk'>}:${number}`;
 
 /**
- * The claim statements, plain (the fast pick) and grouped (grouped-claim.ts), each compiled once per
- * total (its LIMITs and quantum are literals) rather than on every claim (db/statement-shapes.ts).
+ * The claim statements, plain (the fast pick), grouped and limited, each compiled once per total (its
+ * LIMITs and quantum are literals) rather than on every claim (db/statement-shapes.ts).
  */
 const claims = new StatementShapes((shape: ClaimShape, ...[queue, lease, json]: ClaimValues) => {
-  const [route, total] = shape.split(':') as ['plain' | 'grouped', string];
-  const plan =
-    route === 'grouped' ? groupedPick(queue, Number(total)) : { pick: fastPick(queue, Number(total)) };
-  return claimGroupSql(queue, lease, json, plan);
+  const [route, total] = shape.split(':') as [Exclude<Route, 'walk'>, string];
+  const picks = { plain: plainPick, grouped: groupedPick, limited: limitedPick };
+  return claimGroupSql(queue, lease, json, picks[route](queue, Number(total)));
 });
 
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
@@ -187,6 +218,9 @@ export function groupedClaimStatement(opts: ClaimOptions) {
 
 export const totalOf = (claimants: Claimant[]) => claimants.reduce((n, c) => n + batchLimit(c.maxJobs), 0);
 
+/** The plain claim's plan: the fast pick alone. */
+const plainPick = (queue: string, total: number): PickPlan => ({ pick: fastPick(queue, total) });
+
 /**
  * The pick of a queue without flow control: the first ready jobs in claim order, straight off the
  * ready index. `flow` (from the settings CTE) stops it before it reads the index.
@@ -208,11 +242,10 @@ export interface PickPlan {
   pick: RawBuilder<unknown>;
   /** CTEs placed after `claimed`: a data-modifying one runs whether or not anything reads it. */
   after?: RawBuilder<unknown>;
-  /**
-   * The marker row's claimant, evaluated over `settings` (NULL: no marker row): 0 sends the claim to
-   * flow-claim.ts, -1 says the queue is not under flow control.
-   */
+  /** The marker row's claimant (a Marker), evaluated over `settings` (NULL: no marker row). */
   marker?: RawBuilder<unknown>;
+  /** The marker row's meta column (default NULL). */
+  markerMeta?: RawBuilder<unknown>;
 }
 
 /**
@@ -235,7 +268,10 @@ const claimantsJsonOf = (claimants: Claimant[]) =>
   JSON.stringify(claimants.map((c) => ({ n: c.maxJobs, lease_ms: c.leaseMs, worker_id: c.workerId })));
 
 function claimGroupSql(queue: string, defaultLeaseMs: number, claimantsJson: string, plan: PickPlan) {
-  const marker = plan.marker ?? sql`CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 0 END`;
+  const marker =
+    plan.marker ??
+    sql`CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN ${sql.lit(Marker.divert)} END`;
+  const markerMeta = plan.markerMeta ?? sql`NULL::jsonb`;
   return sql<ClaimedRow & { claimant: string }>`
     WITH ${plan.before ? sql`RECURSIVE ` : sql``}settings AS (
       SELECT coalesce(bool_or(paused), false) AS paused,
@@ -277,8 +313,8 @@ function claimGroupSql(queue: string, defaultLeaseMs: number, claimantsJson: str
     )${plan.after ? sql`, ${plan.after}` : sql``}
     SELECT * FROM claimed
     UNION ALL
-    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM (SELECT ${marker} AS claimant FROM settings) m WHERE m.claimant IS NOT NULL`;
+    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
+    FROM (SELECT ${marker} AS claimant, ${markerMeta} AS meta FROM settings) m WHERE m.claimant IS NOT NULL`;
 }
 
 /**

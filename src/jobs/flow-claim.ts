@@ -1,31 +1,33 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { QueueRow } from '../queues/queue-store.js';
 import {
   type Claimant,
   type ClaimOutcome,
   claimGroupStatement,
-  dealt,
   type HeldBack,
   type LimitReason,
+  Marker,
+  outcomesOf,
   totalOf,
 } from './claim.js';
 import { notExpired } from './job-row.js';
-import { type RateWindow, rateRoom, recorded, windowOf } from './rate-window.js';
+import { heldBackOf, limitedPick } from './limited-claim.js';
 import { retryWhenMoved } from './ring.js';
 
 /**
- * The claim of a queue under flow control: concurrency and rate limits, per queue and per group, and
- * groups served in turn (docs/architecture.md, "Flow control").
+ * The claim of a queue under flow control whose ready jobs have groups: groups served in turn, under
+ * concurrency and rate limits per queue and per group (docs/architecture.md, "Flow control"). A limited
+ * queue whose ready jobs have no group is claimed in one statement (limited-claim.ts); this is the
+ * transaction that statement diverts to.
  *
- * Exact across replicas: the claims of one queue take a transaction-level advisory lock on the
- * queue, one after another, and only then read what the limits depend on, in statements that
- * start after the lock (so they see every claim committed before). Claimed jobs are counted on
- * jobs_claimed_idx, bounded by the limit; a job leaving `claimed` by any path (ack, nack, cancel,
- * re-arm, release) frees its slot by leaving the index, with nothing to keep in step. Rate limits
- * are sliding windows: each claim appends (time, jobs) to the queue's (or group's) window in
- * baton.flow_state; a claim may take what the window has room for. Only claims wait for the lock;
- * enqueues and acks never touch it.
+ * Exact across replicas: the claims of one queue take a transaction-level advisory lock on the queue,
+ * one after another, and only then read what the limits depend on (baton.flow_budget, which takes the
+ * lock, and statements after it, all with snapshots taken after the lock, so they see every claim
+ * committed before). Claimed jobs are counted on jobs_claimed_idx, bounded by the limit; a job leaving
+ * `claimed` by any path (ack, nack, cancel, re-arm, release) frees its slot by leaving the index, with
+ * nothing to keep in step. Rate limits are sliding windows (baton.rate_room, baton.rate_recorded): each
+ * claim appends its jobs to the queue's (or group's) window in baton.flow_state; a claim may take what
+ * the window has room for. Only claims wait for the lock; enqueues and acks never touch it.
  *
  * Groups in turn: each claim walks the groups that have ready jobs in name order, starting after
  * the group the previous claim of the queue served last (kept in flow_state), skipping paused groups
@@ -35,7 +37,6 @@ import { retryWhenMoved } from './ring.js';
  * visited, so a claim costs what it takes, however many groups wait.
  */
 
-const FLOW_LOCK_CLASS = 0x6261_7466;
 /** Groups a claim may walk past without taking anything (paused or at their limits). */
 const WALK_SLACK = 200;
 /**
@@ -47,181 +48,97 @@ const WALK_SLACK = 200;
  */
 const READY_COUNTED = 64;
 
-/** A queue's row as far as flow control reads it, and what the claim counts and remembers. */
-interface QueueFlow
-  extends Pick<
-    QueueRow,
-    | 'paused'
-    | 'grouped'
-    | 'concurrency_limit'
-    | 'rate_limit'
-    | 'rate_period_ms'
-    | 'group_concurrency_limit'
-    | 'group_rate_limit'
-    | 'group_rate_period_ms'
-  > {
+/** baton.flow_budget's answer (migrations/0011_flow_budget.ts), as far as the walk reads it. */
+interface QueueFlow {
+  limited: boolean;
+  overrides: boolean;
+  /** Some ready job has a group: the claim walks the groups. */
+  walk: boolean;
+  /** Jobs the queue's own limits let the claim take, and why fewer than it wants. */
+  n: number;
+  reason: LimitReason | null;
+  retry_after_ms: number | null;
+  read_at: Date;
   in_flight: number;
+  concurrency_limit: number | null;
   last_group: string | null;
-  claim_times: Date[] | null;
-  claim_counts: number[] | null;
-  now: Date;
-  /** No ready job of the queue has a group. */
-  ungrouped_only: boolean;
-  /** The no-group group's claimed jobs (0 when its limit cannot bind) and rate window. */
-  blank_in_flight: number;
-  blank_claim_times: Date[] | null;
-  blank_claim_counts: number[] | null;
+  group_concurrency_limit: number | null;
+  group_rate_limit: number | null;
+  group_rate_period_ms: number | null;
+  rate_period_ms: number | null;
 }
 
 interface GroupVisit {
   group_key: string;
   paused: boolean;
   concurrency_limit: number | null;
-  rate_limit: number | null;
   rate_period_ms: number | null;
   weight: number;
   in_flight: number;
   /** Ready jobs, counted up to READY_COUNTED (or what the claim wants, when less). */
   ready: number;
-  claim_times: Date[] | null;
-  claim_counts: number[] | null;
+  /** What the group's rate window has room for (null: no rate limit), and when it frees one when full. */
+  rate_room: number | null;
+  rate_retry_after_ms: number | null;
 }
 
 /** Jobs to take from each group, in the order the groups were visited. */
-type Shares = { group: string; k: number; window?: { periodMs: number; log: RateWindow } }[];
+type Shares = { group: string; k: number; ratePeriodMs: number | null }[];
+
+/** Where the queue's next claim starts: the walk again, the limited statement, or the grouped one. */
+type NextRoute = 'walk' | 'limited' | 'grouped';
 
 export async function claimWithFlow(
   db: Db,
   queue: string,
   defaultLeaseMs: number,
   claimants: Claimant[],
-): Promise<{ outcomes: ClaimOutcome[]; limited: boolean }> {
-  const {
-    rows,
-    heldBack,
-    limited = false,
-  } = await retryWhenMoved(() =>
+): Promise<{ outcomes: ClaimOutcome[]; next: NextRoute }> {
+  const wanted = totalOf(claimants);
+  return retryWhenMoved(() =>
     db.transaction().execute(async (trx) => {
       // Generic plans for the rest of the transaction, set with the lock (no round trip of its own): the
       // walk's plan cache otherwise kept choosing custom plans, planning the walk afresh on every
       // claim at about the cost of running it (docs/benchmarks.md, issue 16, second pass).
-      await sql`SELECT pg_advisory_xact_lock(${FLOW_LOCK_CLASS}::integer, hashtext(${queue})),
-                       set_config('plan_cache_mode', 'force_generic_plan', true)`.execute(trx);
-      const flow = await readQueueFlow(trx, queue, totalOf(claimants));
-      if (!flow) return { rows: [] };
-      const limited = hasLimits(flow);
-      if (flow.paused) return { rows: [], limited };
-      const budget = queueBudget(flow, totalOf(claimants));
-      if (budget.n === 0) return { rows: [], heldBack: budget.heldBack, limited };
-
-      let pick: RawBuilder<unknown>;
-      let shares: Shares | undefined;
-      let heldBack = budget.heldBack;
-      // Group limits apply to the groups of whatever jobs there are, even before the queue is marked
-      // grouped (its first grouped job's mark can be skipped, or come by a path that does not mark,
-      // such as a redrive into it): walk the groups whenever a group limit is set. Unless no ready job
-      // has a group (read after the lock): then the one group is the no-group group, and the walk, a
-      // third pass over its head in the ready index, is not needed. A grouped job enqueued meanwhile
-      // waits for the next claim.
-      if (flow.grouped || flow.group_concurrency_limit !== null || flow.group_rate_limit !== null) {
-        const visits = flow.ungrouped_only
-          ? [blankVisit(flow, budget.n)]
-          : await walkGroups(trx, queue, flow, budget.n);
-        const plan = shareOut(flow, visits, budget.n);
-        if (plan.shares.length === 0) return { rows: [], heldBack: heldBack ?? plan.heldBack, limited };
-        heldBack ??= plan.heldBack;
-        shares = plan.shares;
-        pick = groupPick(queue, shares);
-      } else pick = orderedPick(queue, budget.n);
-
-      const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, { pick }).execute(trx);
+      const flow = (
+        await sql<QueueFlow>`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), b.*
+                             FROM baton.flow_budget(${queue}, ${wanted}::integer) b`.execute(trx)
+      ).rows[0]!;
+      if (!flow.walk) {
+        // No ready job has a group (any more): the one-statement claim, in this transaction (it takes
+        // the lock this transaction holds already, at no cost, and reads the budget afresh).
+        const { rows } = await claimGroupStatement(
+          queue,
+          defaultLeaseMs,
+          claimants,
+          limitedPick(queue, wanted),
+        ).execute(trx);
+        const held = rows.find((r) => Number(r.claimant) === Marker.heldBack);
+        return {
+          outcomes: outcomesOf(rows, claimants, held && heldBackOf(held.meta)),
+          next: 'limited' as const,
+        };
+      }
+      const next: NextRoute = flow.limited || flow.overrides ? 'walk' : 'grouped';
+      let heldBack: HeldBack | undefined =
+        flow.reason === null
+          ? undefined
+          : flow.retry_after_ms === null
+            ? { reason: flow.reason }
+            : { reason: flow.reason, retryAfterMs: flow.retry_after_ms };
+      const visits = await walkGroups(trx, queue, flow, flow.n);
+      const plan = shareOut(visits, flow.n);
+      if (plan.shares.length === 0)
+        return { outcomes: outcomesOf([], claimants, heldBack ?? plan.heldBack), next };
+      heldBack ??= plan.heldBack;
+      const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, {
+        pick: groupPick(queue, plan.shares),
+      }).execute(trx);
       const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
-      await recordClaims(trx, queue, flow, shares, taken);
-      return { rows: claimed.rows, heldBack, limited };
+      await recordClaims(trx, queue, flow, plan.shares, taken);
+      return { outcomes: outcomesOf(claimed.rows, claimants, heldBack), next };
     }),
   );
-  // A limit held a claimant back only if it got fewer jobs than it asked for.
-  const outcomes = dealt(rows, claimants).map((jobs, i) =>
-    heldBack && jobs.length < claimants[i]!.maxJobs ? { jobs, heldBack } : { jobs },
-  );
-  return { outcomes, limited };
-}
-
-/** Whether the queue itself has limits (a queue with only group overrides has none). */
-const hasLimits = (flow: QueueFlow) =>
-  flow.concurrency_limit !== null ||
-  flow.rate_limit !== null ||
-  flow.group_concurrency_limit !== null ||
-  flow.group_rate_limit !== null;
-
-/**
- * The queue's row, its rate window and turn, its claimed jobs (counted up to its limit), and for the
- * jobs without a group: whether any ready job has a group at all (when none does, the claim needs no
- * walk: see claimWithFlow), the no-group group's claimed jobs (not counted when its limit cannot
- * bind, as in walkFrom) and its rate window.
- */
-async function readQueueFlow(db: Db, queue: string, wanted: number): Promise<QueueFlow | undefined> {
-  const { rows } = await sql<QueueFlow>`
-    SELECT q.paused, q.grouped, q.concurrency_limit, q.rate_limit, q.rate_period_ms, q.group_concurrency_limit,
-           q.group_rate_limit, q.group_rate_period_ms, fs.last_group, fs.claim_times, fs.claim_counts,
-           clock_timestamp() AS now, qc.in_flight, b.in_flight AS blank_in_flight,
-           gs.claim_times AS blank_claim_times, gs.claim_counts AS blank_claim_counts,
-           NOT EXISTS (SELECT 1 FROM baton.jobs g WHERE g.queue = q.name AND g.state = 'ready' AND g.group_key > '')
-             AS ungrouped_only
-    FROM baton.queues q
-    LEFT JOIN baton.flow_state fs ON fs.queue = q.name AND fs.is_queue AND fs.group_key = ''
-    LEFT JOIN baton.flow_state gs ON gs.queue = q.name AND NOT gs.is_queue AND gs.group_key = ''
-    CROSS JOIN LATERAL (
-      SELECT count(*)::int AS in_flight FROM (
-        SELECT 1 FROM baton.jobs c WHERE c.queue = q.name AND c.state = 'claimed' LIMIT coalesce(q.concurrency_limit, 0)) x
-    ) qc
-    CROSS JOIN LATERAL (
-      SELECT count(*)::int AS in_flight FROM (
-        SELECT 1 FROM baton.jobs c WHERE c.queue = q.name AND c.group_key = '' AND c.state = 'claimed'
-        LIMIT CASE WHEN qc.in_flight < q.concurrency_limit AND q.group_concurrency_limit >= qc.in_flight + ${wanted}::integer
-                   THEN 0 ELSE coalesce(q.group_concurrency_limit, 0) END) x
-    ) b
-    WHERE q.name = ${queue}`.execute(db);
-  return rows[0];
-}
-
-/**
- * The no-group group as the walk would have found it, for a queue whose ready jobs have no group:
- * the queue's group defaults (no group can override it), its counted claimed jobs and rate window,
- * and as many ready jobs as a walk counts at most (the pick takes what there is).
- */
-function blankVisit(flow: QueueFlow, wanted: number): GroupVisit {
-  return {
-    group_key: '',
-    paused: false,
-    concurrency_limit: flow.group_concurrency_limit,
-    rate_limit: flow.group_rate_limit,
-    rate_period_ms: flow.group_rate_period_ms,
-    weight: 1,
-    in_flight: flow.blank_in_flight,
-    ready: Math.min(wanted, READY_COUNTED),
-    claim_times: flow.blank_claim_times,
-    claim_counts: flow.blank_claim_counts,
-  };
-}
-
-/** How many jobs the queue's own limits let this claim take. */
-function queueBudget(flow: QueueFlow, wanted: number): { n: number; heldBack?: HeldBack } {
-  let n = wanted;
-  let heldBack: HeldBack | undefined;
-  if (flow.concurrency_limit !== null) {
-    const room = Math.max(0, flow.concurrency_limit - flow.in_flight);
-    if (room < n) [n, heldBack] = [room, { reason: 'concurrency' }];
-  }
-  if (flow.rate_limit !== null && flow.rate_period_ms !== null) {
-    const log = windowOf(flow.claim_times, flow.claim_counts);
-    const room = rateRoom(log, flow.rate_limit, flow.rate_period_ms, flow.now);
-    if (room.room < n) {
-      n = room.room;
-      heldBack = { reason: 'rate', retryAfterMs: room.retryAfterMs };
-    }
-  }
-  return { n, heldBack };
 }
 
 /**
@@ -242,7 +159,7 @@ async function walkGroups(db: Db, queue: string, flow: QueueFlow, wanted: number
     visits.push(...batch);
     // Enough groups to fill the claim in one round: stop. Otherwise read on, so that every group with
     // jobs gets its turn before any gets a second one; a walk that came back short has gone round.
-    if (shareOut(flow, visits, wanted).firstRound >= wanted || batch.length < n) break;
+    if (shareOut(visits, wanted).firstRound >= wanted || batch.length < n) break;
     const last = batch[n - 1]!;
     cursor = { after: last.group_key, inclusive: false, wrapped: last.wrapped };
   }
@@ -263,7 +180,8 @@ interface Cursor {
  * Up to `max` groups with ready jobs from the cursor on, in name order: a skip scan of
  * jobs_group_ready_idx, one descent per group however many jobs each holds. With each, its limits
  * (the group's overrides, else the queue's group defaults), its claimed jobs (counted up to its
- * concurrency limit), its ready jobs (counted up to READY_COUNTED) and its rate window.
+ * concurrency limit), its ready jobs (counted up to READY_COUNTED) and the room in its rate window
+ * when the budget was read.
  */
 function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: number, wanted: number) {
   // A group holds no more claimed jobs than the whole queue: when the queue's count is exact (under its
@@ -306,12 +224,16 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
     )
     SELECT w.g AS group_key, coalesce(o.paused, false) AS paused,
            coalesce(o.concurrency_limit, ${flow.group_concurrency_limit}::integer) AS concurrency_limit,
-           coalesce(o.rate_limit, ${flow.group_rate_limit}::integer) AS rate_limit,
-           coalesce(o.rate_period_ms, ${flow.group_rate_period_ms}::integer) AS rate_period_ms,
-           coalesce(o.weight, 1) AS weight, c.in_flight, r.ready, fs.claim_times, fs.claim_counts, w.wrapped
+           rl.period_ms AS rate_period_ms, coalesce(o.weight, 1) AS weight, c.in_flight, r.ready,
+           rr.room AS rate_room, rr.retry_after_ms AS rate_retry_after_ms, w.wrapped
     FROM walk w
     LEFT JOIN baton.queue_groups o ON o.queue = ${queue} AND o.group_key = w.g
     LEFT JOIN baton.flow_state fs ON fs.queue = ${queue} AND NOT fs.is_queue AND fs.group_key = w.g
+    CROSS JOIN LATERAL (
+      SELECT coalesce(o.rate_limit, ${flow.group_rate_limit}::integer) AS lim,
+             coalesce(o.rate_period_ms, ${flow.group_rate_period_ms}::integer) AS period_ms
+    ) rl
+    CROSS JOIN LATERAL baton.rate_room(fs.claim_times, fs.claim_counts, rl.lim, rl.period_ms, ${flow.read_at}::timestamptz) rr
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS in_flight FROM (
         SELECT 1 FROM baton.jobs c WHERE c.queue = ${queue} AND c.group_key = w.g AND c.state = 'claimed'
@@ -334,7 +256,6 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
  * could be given to some group, why.
  */
 function shareOut(
-  flow: QueueFlow,
   visits: GroupVisit[],
   wanted: number,
 ): { shares: Shares; total: number; firstRound: number; heldBack?: HeldBack } {
@@ -351,19 +272,16 @@ function shareOut(
     }
     let room = v.ready < Math.min(wanted, READY_COUNTED) ? v.ready : Number.POSITIVE_INFINITY;
     if (v.concurrency_limit !== null) room = Math.min(room, v.concurrency_limit - v.in_flight);
-    let window: Shares[number]['window'];
-    if (v.rate_limit !== null && v.rate_period_ms !== null) {
-      const log = windowOf(v.claim_times, v.claim_counts);
-      const rate = rateRoom(log, v.rate_limit, v.rate_period_ms, flow.now);
-      if (rate.room <= 0) hold('group_rate', rate.retryAfterMs);
-      room = Math.min(room, rate.room);
-      window = { periodMs: v.rate_period_ms, log };
+    if (v.rate_room !== null) {
+      if (v.rate_room <= 0) hold('group_rate', v.rate_retry_after_ms ?? undefined);
+      room = Math.min(room, v.rate_room);
     }
     if (room <= 0) {
       if (v.concurrency_limit !== null && v.concurrency_limit - v.in_flight <= 0) hold('group_concurrency');
       return [];
     }
-    return [{ group: v.group_key, weight: v.weight, room, k: 0, window }];
+    const ratePeriodMs = v.rate_room === null ? null : v.rate_period_ms;
+    return [{ group: v.group_key, weight: v.weight, room, k: 0, ratePeriodMs }];
   });
   const firstRound = open.reduce((sum, g) => sum + Math.min(g.weight, g.room), 0);
   let total = 0;
@@ -377,18 +295,10 @@ function shareOut(
       progress = true;
     }
   }
-  const shares = open.filter((g) => g.k > 0).map(({ group, k, window }) => ({ group, k, window }));
+  const shares = open
+    .filter((g) => g.k > 0)
+    .map(({ group, k, ratePeriodMs }) => ({ group, k, ratePeriodMs }));
   return heldBack ? { shares, total, firstRound, heldBack } : { shares, total, firstRound };
-}
-
-/** The pick of a limited queue without groups: the first ready jobs in claim order. */
-function orderedPick(queue: string, n: number) {
-  return sql`
-    SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = ${queue} AND j.state = 'ready' AND ${notExpired('j')}
-    ORDER BY j.priority DESC, j.run_at, j.id
-    LIMIT ${n}
-    FOR UPDATE SKIP LOCKED`;
 }
 
 /** The pick of a grouped queue: each group's share, its first jobs in claim order. */
@@ -408,40 +318,47 @@ function groupPick(queue: string, shares: Shares) {
 
 /**
  * What the next claim must know: the group served last, and this claim's jobs in the windows of
- * the queue's and each group's rate limit, at the latest claimed_at of the jobs taken.
+ * the queue's and each group's rate limit, at the latest claimed_at of the jobs taken. The windows are
+ * read here, under the lock, by a statement that starts after it (baton.rate_recorded drops the buckets
+ * that have left them).
  */
 async function recordClaims(
   db: Db,
   queue: string,
   flow: QueueFlow,
-  shares: Shares | undefined,
+  shares: Shares,
   taken: { group_key: string; claimed_at: Date }[],
 ): Promise<void> {
   const byGroup = new Map<string, number>();
-  let at = flow.now;
+  let at = flow.read_at;
   for (const row of taken) {
     byGroup.set(row.group_key, (byGroup.get(row.group_key) ?? 0) + 1);
     if (row.claimed_at > at) at = row.claimed_at;
   }
-  const lastGroup = shares ? [...shares].reverse().find((s) => byGroup.has(s.group))?.group : undefined;
-  const queueWindow =
-    flow.rate_period_ms === null
-      ? windowOf(null, null)
-      : recorded(windowOf(flow.claim_times, flow.claim_counts), flow.rate_period_ms, at, taken.length);
+  const lastGroup = [...shares].reverse().find((s) => byGroup.has(s.group))?.group;
   const queueChanged =
     flow.rate_period_ms !== null || (lastGroup !== undefined && lastGroup !== flow.last_group);
   const rows = [
     ...(queueChanged
-      ? [{ is_queue: true, group_key: '', last_group: lastGroup ?? flow.last_group, ...queueWindow }]
+      ? [
+          {
+            is_queue: true,
+            group_key: '',
+            last_group: lastGroup ?? flow.last_group,
+            period_ms: flow.rate_period_ms,
+            n: taken.length,
+          },
+        ]
       : []),
-    ...(shares ?? []).flatMap((s) =>
-      s.window && byGroup.has(s.group)
+    ...shares.flatMap((s) =>
+      s.ratePeriodMs !== null && byGroup.has(s.group)
         ? [
             {
               is_queue: false,
               group_key: s.group,
               last_group: null,
-              ...recorded(s.window.log, s.window.periodMs, at, byGroup.get(s.group)!),
+              period_ms: s.ratePeriodMs,
+              n: byGroup.get(s.group)!,
             },
           ]
         : [],
@@ -450,10 +367,11 @@ async function recordClaims(
   if (rows.length === 0) return;
   await sql`
     INSERT INTO baton.flow_state AS f (queue, is_queue, group_key, last_group, claim_times, claim_counts)
-    SELECT ${queue}, (r->>'is_queue')::boolean, r->>'group_key', r->>'last_group',
-           ARRAY(SELECT jsonb_array_elements_text(r->'times')::timestamptz),
-           ARRAY(SELECT jsonb_array_elements_text(r->'counts')::integer)
-    FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) AS r
+    SELECT ${queue}, r.is_queue, r.group_key, r.last_group, w.new_times, w.new_counts
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      AS r(is_queue boolean, group_key text, last_group text, period_ms integer, n integer)
+    LEFT JOIN baton.flow_state s ON s.queue = ${queue} AND s.is_queue = r.is_queue AND s.group_key = r.group_key
+    CROSS JOIN LATERAL baton.rate_recorded(s.claim_times, s.claim_counts, r.period_ms, ${at}::timestamptz, r.n) w
     ON CONFLICT (queue, is_queue, group_key) DO UPDATE SET
       last_group = excluded.last_group, claim_times = excluded.claim_times, claim_counts = excluded.claim_counts`.execute(
     db,

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { PickPlan } from './claim.js';
+import { Marker, type PickPlan } from './claim.js';
 import { claimOrder, notExpired } from './job-row.js';
 
 /**
@@ -129,6 +129,7 @@ export function groupedPick(queue: string, total: number) {
     )`;
   // Divert (claimant 0) to the locked claim when the queue has limits or overrides; answer -1 when it
   // is not under flow control at all, so the caller goes back to the plain claim next time.
-  const marker = sql`CASE WHEN (SELECT diverted FROM turn) THEN 0 WHEN NOT flow THEN -1 END`;
+  const marker = sql`CASE WHEN (SELECT diverted FROM turn) THEN ${sql.lit(Marker.divert)}
+                          WHEN NOT flow THEN ${sql.lit(Marker.notFlowControlled)} END`;
   return { before, pick, after, marker } satisfies PickPlan;
 }

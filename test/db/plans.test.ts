@@ -129,8 +129,15 @@ describe('the flow claims', () => {
         'plans-grouped',
         Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
       );
+      expect(
+        (await client.call('PUT', '/v1/queues/plans-limited', { concurrency_limit: 10_000 })).status,
+      ).toBe(201);
+      await client.enqueueBatch(
+        'plans-limited',
+        Array.from({ length: 400 }, (_, i) => ({ payload: i })),
+      );
       for (let i = 0; i < 12; i++) {
-        for (const queue of ['plans-flow', 'plans-grouped']) {
+        for (const queue of ['plans-flow', 'plans-grouped', 'plans-limited']) {
           const jobs = await claimJobs(handle.db, { queue, maxJobs: 10, defaultLeaseMs: 30_000 });
           expect(jobs.length).toBeGreaterThan(0);
           await ackBriefEach(
@@ -143,15 +150,21 @@ describe('the flow claims', () => {
         SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
       const of = (re: RegExp) => rows.filter((r) => re.test(r.statement));
       const walks = of(/WITH RECURSIVE walk\(n, g, wrapped\)/);
-      const grouped = of(/WITH RECURSIVE settings/);
+      const grouped = of(/WITH RECURSIVE settings[\s\S]*turn AS \(/);
+      const limited = of(/WITH RECURSIVE settings[\s\S]*baton\.flow_budget/);
       expect(walks.length).toBeGreaterThan(0);
       expect(grouped.length).toBeGreaterThan(0);
+      expect(limited.length).toBeGreaterThan(0);
       // PostgreSQL weighs a generic plan after five custom ones: every statement run more often than
       // that (the first claim's walk variant runs once) must have switched to it.
       // The flow claim's walks run under force_generic_plan (set with its lock): never a custom plan.
       for (const r of walks) expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
-      // The grouped claim runs alone: PostgreSQL weighs a generic plan after five custom ones.
-      for (const r of grouped) {
+      // The grouped and limited claims run alone: PostgreSQL weighs a generic plan after five custom
+      // ones. (The limited claim's one run for plans-flow, which it diverts to the walk, is left out.)
+      for (const r of [
+        ...grouped,
+        ...limited.filter((r) => Number(r.generic_plans) + Number(r.custom_plans) > 5),
+      ]) {
         expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThan(0);
         expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBeLessThanOrEqual(5);
       }

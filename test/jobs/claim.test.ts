@@ -265,7 +265,9 @@ describe('long-poll', () => {
       database.db,
     );
     const waiters = Array.from({ length: 40 }, (_, i) => api(app).claim(`lp-idle-${i}`, { wait_ms: 1500 }));
-    await new Promise((r) => setTimeout(r, 300));
+    // Well after the first claims (on fresh connections each plans its claim: up to ~400 ms in all on
+    // two cores) and before the first re-check (the poll interval, 1 s).
+    await new Promise((r) => setTimeout(r, 700));
     const during = await sql<{ n: number; total: number }>`
       SELECT count(*) FILTER (WHERE state = 'active')::int AS n, count(*)::int AS total
       FROM pg_stat_activity WHERE datname = current_database()`.execute(database.db);
