@@ -44,6 +44,9 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     // Record the server with Linux perf (cpu-clock, call graphs) during the timed phases only.
     perf: { type: 'string' },
+    // With --perf: record every process (perf -a), so PostgreSQL's backends show too
+    // (`perf report -i <file> --comm postgres --no-children`).
+    'perf-system': { type: 'boolean', default: false },
     // Extra Node options for the server (e.g. --trace-deopt), and where its stdout goes.
     'node-option': { type: 'string', multiple: true, default: [] },
     'server-stdout': { type: 'string' },
@@ -178,9 +181,21 @@ async function measure(root: string, round: number, profileDir?: string): Promis
   const timed = async (phase: string, jobs: number, run: () => Promise<unknown>) => {
     await admin.query('VACUUM ANALYZE');
     const recorder = values.perf
-      ? spawn('perf', ['record', '-F', '1999', '-g', '-p', String(pid), '-o', `${values.perf}.${phase}`], {
-          stdio: 'ignore',
-        })
+      ? spawn(
+          'perf',
+          [
+            'record',
+            '-F',
+            '1999',
+            '-g',
+            ...(values['perf-system'] ? ['-a'] : ['-p', String(pid)]),
+            '-o',
+            `${values.perf}.${phase}`,
+          ],
+          {
+            stdio: 'ignore',
+          },
+        )
       : undefined;
     if (recorder) await new Promise((r) => setTimeout(r, 500));
     const xacts0 = await transactions();
