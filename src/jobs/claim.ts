@@ -104,10 +104,11 @@ export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[
  * picked rows are numbered in claim order and dealt out in the claimants' order, each getting up to
  * its maxJobs, its own lease length and worker id, and a token per job. Answers each claimant's jobs.
  *
- * A queue under flow control (limits, or jobs in groups: flow-claim.ts) is not claimed by this
- * statement: it answers one marker row instead, and the claim goes the flow way. So a queue without
- * flow control pays nothing for it, and one that gets limits has them obeyed from its next claim on,
- * on every replica.
+ * A queue under flow control (limits, or jobs in groups) is not claimed by the plain statement: it
+ * answers one marker row instead, and the claim tries the grouped statement (grouped-claim.ts), then
+ * the limited one (limited-claim.ts), then the walk's transaction (flow-claim.ts), each diverting to
+ * the next when the queue needs it. So a queue without flow control pays nothing for it, and one that
+ * gets limits has them obeyed from its next claim on, on every replica.
  */
 export async function claimForGroup(
   db: Db,
