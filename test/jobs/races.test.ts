@@ -36,8 +36,16 @@ describe('racing writes on one lease', () => {
       SELECT id::text, state FROM baton.jobs WHERE queue = ${q}`.execute(database.db);
     const finished = await sql<{ id: string; state: string }>`
       SELECT id::text, state FROM baton.job_history WHERE queue = ${q}`.execute(database.db);
+    // A nack with a delay moves the job to scheduled_jobs: a place too (the check once missed it, and
+    // failed whenever the nack won the race).
+    const scheduled = await sql<{ id: string; state: string }>`
+      SELECT id::text, 'scheduled' AS state FROM baton.scheduled_jobs WHERE queue = ${q}`.execute(
+      database.db,
+    );
     const where = new Map<string, string[]>();
-    for (const r of [...live.rows, ...finished.rows]) where.set(r.id, [...(where.get(r.id) ?? []), r.state]);
+    for (const r of [...live.rows, ...finished.rows, ...scheduled.rows]) {
+      where.set(r.id, [...(where.get(r.id) ?? []), r.state]);
+    }
     for (const o of outcomes) {
       const states = where.get(o.id) ?? [];
       // Exactly one row, in one table.
