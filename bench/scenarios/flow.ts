@@ -21,12 +21,12 @@ import { fmt, median, percentile, ratios } from '../stats.js';
  * 1. Claim cost with groups. One queue without groups and one per group count (10, 100, 1,000,
  *    10,000), each holding the same number of ready jobs (1,000,000 in the full run; with 10,000
  *    groups that is 100 per group), all in the ring at once, written straight into baton.jobs (each
- *    row in its id's slot, as enqueue puts it) and VACUUM ANALYZEd. The leader's group-stats duty
- *    then runs, as on a live server, to mark the grouped queues (what sends their claims down the
- *    flow path, src/jobs/flow-claim.ts) and count their groups. Rounds of bursts, the queues in
- *    alternating order: sequential claims of 10 on one connection, each acked at once (untimed), by
- *    the server's claim function in process (src/jobs/claim.ts, claimJobs: the one statement of an
- *    ungrouped queue; the locked walk of the groups for a grouped one) and over HTTP.
+ *    row in its id's slot, as enqueue puts it), VACUUM ANALYZEd and checkpointed. The leader's
+ *    group-stats duty then runs, as on a live server, to mark the grouped queues (what sends their
+ *    claims to the grouped claim, src/jobs/grouped-claim.ts) and count their groups. Rounds of
+ *    bursts, in process (src/jobs/claim.ts, claimJobs) and over HTTP in alternating order; a burst is
+ *    sequential claims of 10 on one connection, the queues interleaved claim by claim, each claim
+ *    acked at once (untimed).
  * 2. Batched processing (claim 100, batch ack, as scenario 1) of a queue whose limits are all set
  *    but never reached, against a queue without limits; alternating, several rounds.
  * 3. Single-job enqueue with a group (one group for all; a thousand groups in turn) against without.
@@ -105,6 +105,9 @@ async function claimCost(ctx: BenchContext, handle: DatabaseHandle): Promise<Cos
     await seedReady(admin, costQueue(groups), n, groups);
   }
   await admin.query('VACUUM ANALYZE baton.jobs');
+  // The seed's gigabytes of WAL and dirty pages are written out now, untimed, rather than by a
+  // checkpoint running beside the timed rounds (rounds swung 0.9–2× between runs without it).
+  await admin.query('CHECKPOINT');
   const seedSeconds = (performance.now() - t0) / 1000;
   // The leader's duty, as on a live server: its first run marks the queues grouped, the next counts
   // their groups into baton.group_stats.
@@ -149,25 +152,40 @@ async function claimCost(ctx: BenchContext, handle: DatabaseHandle): Promise<Cos
   });
   const statementSamples: Record<string, Record<string, number>[]> = {};
   for (const groups of configs) statementSamples[label(groups)] = [];
-  const burst = async (queue: string, series: CostSeries, label: string): Promise<number[]> => {
-    const out: number[] = [];
+  /** One timed claim of `queue` (its jobs acked at once, untimed); ms. */
+  const sample = async (queue: string, series: CostSeries, label: string): Promise<number> => {
+    perClaim = {};
+    const t = performance.now();
+    let jobs: { id: string; lease_token: string }[];
+    if (series === 'HTTP') {
+      const r = await http.post(`/v1/queues/${queue}/claim`, { max_jobs: CLAIM, lease_ms: 60_000 });
+      if (r.status !== 200) throw new Error(`claim: HTTP ${r.status}`);
+      jobs = r.body.jobs;
+    } else {
+      jobs = await claimJobs(timed, { queue, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 });
+      statementSamples[label]!.push(perClaim);
+    }
+    const ms = performance.now() - t;
+    if (jobs.length !== CLAIM) throw new Error(`${queue} ${series}: claimed ${jobs.length} of ${CLAIM}`);
+    const items: AckItem[] = jobs.map((j) => ({ id: String(j.id), leaseToken: j.lease_token }));
+    const acked = await ackBriefEach(handle.db, items);
+    if (acked.some((a) => a === undefined)) throw new Error(`${queue}: an ack failed`);
+    return ms;
+  };
+  /**
+   * `samples` claims of every queue, interleaved claim by claim (the queue that goes first rotates), so
+   * that whatever drifts during a burst (dead index entries at the heads of the ranges, the page cache,
+   * the machine's other load) weighs on every queue alike: with a burst per queue in turn, rounds swung
+   * 0.8–2× and the ratios flipped between runs.
+   */
+  const burst = async (series: CostSeries): Promise<number[][]> => {
+    const out: number[][] = configs.map(() => []);
     for (let i = 0; i < samples; i++) {
-      perClaim = {};
-      const t = performance.now();
-      let jobs: { id: string; lease_token: string }[];
-      if (series === 'HTTP') {
-        const r = await http.post(`/v1/queues/${queue}/claim`, { max_jobs: CLAIM, lease_ms: 60_000 });
-        if (r.status !== 200) throw new Error(`claim: HTTP ${r.status}`);
-        jobs = r.body.jobs;
-      } else {
-        jobs = await claimJobs(timed, { queue, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 });
-        statementSamples[label]!.push(perClaim);
+      for (let k = 0; k < configs.length; k++) {
+        const at = (i + k) % configs.length;
+        const groups = configs[at]!;
+        out[at]!.push(await sample(costQueue(groups), series, label(groups)));
       }
-      out.push(performance.now() - t);
-      if (jobs.length !== CLAIM) throw new Error(`${queue} ${series}: claimed ${jobs.length} of ${CLAIM}`);
-      const items: AckItem[] = jobs.map((j) => ({ id: String(j.id), leaseToken: j.lease_token }));
-      const acked = await ackBriefEach(handle.db, items);
-      if (acked.some((a) => a === undefined)) throw new Error(`${queue}: an ack failed`);
     }
     return out;
   };
@@ -179,12 +197,14 @@ async function claimCost(ctx: BenchContext, handle: DatabaseHandle): Promise<Cos
     p99[label(g)] = { 'in process': [], HTTP: [] };
   }
   for (let round = 0; round < rounds; round++) {
-    for (const groups of round % 2 === 0 ? configs : [...configs].reverse()) {
-      for (const series of round % 2 === 0 ? COST_SERIES : [...COST_SERIES].reverse()) {
-        const latencies = await burst(costQueue(groups), series, label(groups));
-        p50[label(groups)]![series].push(percentile(latencies, 50));
-        p99[label(groups)]![series].push(percentile(latencies, 99));
-      }
+    for (const series of round % 2 === 0 ? COST_SERIES : [...COST_SERIES].reverse()) {
+      const latencies = await burst(series);
+      configs.forEach((groups, at) => {
+        p50[label(groups)]![series].push(percentile(latencies[at]!, 50));
+        p99[label(groups)]![series].push(percentile(latencies[at]!, 99));
+      });
+    }
+    for (const groups of configs) {
       ctx.log(
         `    round ${round + 1}, ${label(groups)}: p50 in process ${fmt(p50[label(groups)]!['in process'].at(-1)!)} ms, HTTP ${fmt(p50[label(groups)]!.HTTP.at(-1)!)} ms`,
       );
@@ -444,7 +464,7 @@ async function costReport(ctx: BenchContext): Promise<PartReport> {
   const kinds = [...STATEMENT_KINDS.map(([k]) => k), 'other'];
   return {
     setup: [
-      `Claim cost: ${configs.length} queues in the ring at once, each with ${n} ready jobs written straight into baton.jobs (job i in group i mod G: ${GROUP_COUNTS.map((g) => `${groupLabel(g)} × ${(ctx.sizes.flowReadyJobs / g).toLocaleString('en-US')}`).join(', ')}), VACUUM ANALYZE, then the leader's group-stats duty (marks the grouped queues, counts their groups); seeding took ${fmt(cost.seedSeconds)} s. ${ctx.sizes.claimRounds} rounds, queues in alternating order, per queue a burst of ${ctx.sizes.claimSamples} sequential claims of ${CLAIM} in process (claimJobs on a one-connection pool of the server's request role) and one over HTTP, each claim acked at once (untimed).`,
+      `Claim cost: ${configs.length} queues in the ring at once, each with ${n} ready jobs written straight into baton.jobs (job i in group i mod G: ${GROUP_COUNTS.map((g) => `${groupLabel(g)} × ${(ctx.sizes.flowReadyJobs / g).toLocaleString('en-US')}`).join(', ')}), VACUUM ANALYZE and CHECKPOINT, then the leader's group-stats duty (marks the grouped queues, counts their groups); seeding took ${fmt(cost.seedSeconds)} s. ${ctx.sizes.claimRounds} rounds, each a burst in process (claimJobs on a one-connection pool of the server's request role) and one over HTTP, series in alternating order; a burst is ${ctx.sizes.claimSamples} sequential claims of ${CLAIM} of every queue, interleaved claim by claim, each claim acked at once (untimed).`,
     ],
     metrics,
     checks,

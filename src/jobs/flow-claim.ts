@@ -120,12 +120,7 @@ export async function claimWithFlow(
         };
       }
       const next: NextRoute = flow.limited || flow.overrides ? 'walk' : 'grouped';
-      let heldBack: HeldBack | undefined =
-        flow.reason === null
-          ? undefined
-          : flow.retry_after_ms === null
-            ? { reason: flow.reason }
-            : { reason: flow.reason, retryAfterMs: flow.retry_after_ms };
+      let heldBack: HeldBack | undefined = flow.reason === null ? undefined : heldBackOf(flow);
       const visits = await walkGroups(trx, queue, flow, flow.n);
       const plan = shareOut(visits, flow.n);
       if (plan.shares.length === 0)

@@ -55,8 +55,8 @@ export function limitedPick(queue: string, total: number): PickPlan {
   return { before, pick, after, marker, markerMeta };
 }
 
-/** The limit a heldBack marker row names (its meta, as limitedPick writes it). */
-export function heldBackOf(meta: unknown): HeldBack {
-  const { reason, retry_after_ms } = meta as { reason: LimitReason; retry_after_ms: number | null };
+/** The limit flow_budget named: a heldBack marker row's meta (as limitedPick writes it), or its own row. */
+export function heldBackOf(budget: unknown): HeldBack {
+  const { reason, retry_after_ms } = budget as { reason: LimitReason; retry_after_ms: number | null };
   return retry_after_ms === null ? { reason } : { reason, retryAfterMs: retry_after_ms };
 }
