@@ -130,15 +130,15 @@ export async function claimForGroup(
     const marker = rows.find((r) => Number(r.claimant) <= 0);
     switch (marker === undefined ? undefined : Number(marker.claimant)) {
       case undefined:
-        return outcomesOf(rows, claimants);
+        return claimOutcomes(rows, claimants);
       case Marker.heldBack:
-        return outcomesOf(rows, claimants, heldBackOf(marker!.meta));
+        return claimOutcomes(rows, claimants, heldBackOf(marker!.meta));
       case Marker.notFlowControlled:
         routes.delete(queue);
-        return outcomesOf(rows, claimants);
+        return claimOutcomes(rows, claimants);
       case Marker.grouped:
         remember(queue, 'grouped');
-        return outcomesOf(rows, claimants);
+        return claimOutcomes(rows, claimants);
       default:
         // Diverted (nothing claimed): the plain claim sends a grouped or limited queue to the grouped
         // claim, that one a queue with limits or overrides to the limited claim, and that one a queue
@@ -150,7 +150,7 @@ export async function claimForGroup(
 }
 
 /** Each claimant's jobs, held back by `heldBack` when it got fewer than it asked for. */
-export function outcomesOf(
+export function claimOutcomes(
   rows: (ClaimedRow & { claimant: string })[],
   claimants: Claimant[],
   heldBack?: HeldBack,
@@ -192,7 +192,7 @@ const claims = new StatementShapes((shape: ClaimShape, ...[queue, lease, json]: 
 });
 
 /** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
-export function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
+function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
   const out: ClaimedRow[][] = claimants.map(() => []);
   // The row keeps its claimant column: copying every row without it cost an object per job.
   for (const row of rows) if (Number(row.claimant) > 0) out[Number(row.claimant) - 1]!.push(row);

@@ -4,10 +4,10 @@ import {
   type Claimant,
   type ClaimOutcome,
   claimGroupStatement,
+  claimOutcomes,
   type HeldBack,
   type LimitReason,
   Marker,
-  outcomesOf,
   totalOf,
 } from './claim.js';
 import { notExpired } from './job-row.js';
@@ -115,7 +115,7 @@ export async function claimWithFlow(
         ).execute(trx);
         const held = rows.find((r) => Number(r.claimant) === Marker.heldBack);
         return {
-          outcomes: outcomesOf(rows, claimants, held && heldBackOf(held.meta)),
+          outcomes: claimOutcomes(rows, claimants, held && heldBackOf(held.meta)),
           next: 'limited' as const,
         };
       }
@@ -124,14 +124,14 @@ export async function claimWithFlow(
       const visits = await walkGroups(trx, queue, flow, flow.n);
       const plan = shareOut(visits, flow.n);
       if (plan.shares.length === 0)
-        return { outcomes: outcomesOf([], claimants, heldBack ?? plan.heldBack), next };
+        return { outcomes: claimOutcomes([], claimants, heldBack ?? plan.heldBack), next };
       heldBack ??= plan.heldBack;
       const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, {
         pick: groupPick(queue, plan.shares),
       }).execute(trx);
       const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
       await recordClaims(trx, queue, flow, plan.shares, taken);
-      return { outcomes: outcomesOf(claimed.rows, claimants, heldBack), next };
+      return { outcomes: claimOutcomes(claimed.rows, claimants, heldBack), next };
     }),
   );
 }
