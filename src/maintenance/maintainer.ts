@@ -142,8 +142,14 @@ export class Maintainer {
     return out;
   }
 
-  /** Elect every tick/2; the lease lasts one tick (see leadership.ts for the timing argument). */
+  /**
+   * Elect every tick/2; the lease lasts one tick (see leadership.ts for the timing argument). The
+   * next attempt is timed from this one's start, so a slow round trip does not stretch the gap
+   * between renewals past half a lease (it did on a loaded machine, and the leader let go for a
+   * moment with nobody else leading).
+   */
   private async elect(): Promise<void> {
+    const startedAt = Date.now();
     try {
       const leads = await this.track(this.leadership.tryLead());
       if (leads !== this.leading) {
@@ -161,8 +167,10 @@ export class Maintainer {
       this.leading = false;
     }
     this.deps.metrics.leader.set(this.leading ? 1 : 0);
-    if (!this.stopped)
-      this.electionTimer = setTimeout(() => void this.elect(), Math.max(50, this.deps.config.tickMs / 2));
+    if (!this.stopped) {
+      const wait = this.deps.config.tickMs / 2 - (Date.now() - startedAt);
+      this.electionTimer = setTimeout(() => void this.elect(), Math.max(50, wait));
+    }
   }
 
   private schedule(duty: Duty, delayMs: number): void {
