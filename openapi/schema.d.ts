@@ -213,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a job
-         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.
+         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -235,7 +235,7 @@ export interface paths {
         put?: never;
         /**
          * Complete many jobs at once
-         * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. In a batch, every acked job must be of one queue (else 400, before anything is acked), and no next jobs are claimed when any item was lease_lost or none was acked.
+         * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. In a batch, every acked job must be of one queue (else 400, before anything is acked), and no next jobs are claimed when any item was lease_lost or none was acked.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -257,7 +257,7 @@ export interface paths {
         put?: never;
         /**
          * Fail this attempt
-         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed first, whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
+         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */

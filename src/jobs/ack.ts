@@ -105,7 +105,7 @@ async function ackByLease<R extends { id: string }>(
 }
 
 /** Completed: with the worker's result, and the lease token that completed it (for retried acks). */
-const completed = finishedRow('completed', { result: sql`result`, ackToken: sql`lease_token` });
+export const completed = finishedRow('completed', { result: sql`result`, ackToken: sql`lease_token` });
 
 /** What an ack reads back: the whole finished job (single ack), or what the batch ack needs. */
 type AckAnswer = 'job' | 'brief';

@@ -293,7 +293,19 @@ function claimGroupSql(queue: string, defaultLeaseMs: number, claimantsJson: str
       FROM (SELECT id, slot, row_number() OVER (ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
       JOIN claimants cl ON p.rn > cl.upto - cl.n AND p.rn <= cl.upto
       CROSS JOIN settings st
-    ), claimed AS (
+    ), ${claimedFromAssigned}${plan.after ? sql`, ${plan.after}` : sql``}
+    SELECT * FROM claimed
+    UNION ALL
+    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
+    FROM (SELECT ${marker} AS claimant, ${markerMeta} AS meta FROM settings) m WHERE m.claimant IS NOT NULL`;
+}
+
+/**
+ * CTE `claimed`: the UPDATE that claims the rows of CTE `assigned` (id, slot, claimant, lease_ms,
+ * worker_id, timeout_ms, at), each under a fresh token. Shared by every claim statement, ack-and-claim
+ * (ack-and-claim.ts) included, so a lease is computed in one place.
+ */
+export const claimedFromAssigned = sql`claimed AS (
       UPDATE baton.jobs j SET
         state = 'claimed',
         attempts = j.attempts + 1,
@@ -311,18 +323,13 @@ function claimGroupSql(queue: string, defaultLeaseMs: number, claimantsJson: str
       RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
                 j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
                 j.created_at, j.meta
-    )${plan.after ? sql`, ${plan.after}` : sql``}
-    SELECT * FROM claimed
-    UNION ALL
-    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
-    FROM (SELECT ${marker} AS claimant, ${markerMeta} AS meta FROM settings) m WHERE m.claimant IS NOT NULL`;
-}
+    )`;
 
 /**
  * Whether a queue row (alias) has limits. A queue is under flow control when it has limits or has
  * had jobs in groups (which are then served in turn).
  */
-function limited(alias: string) {
+export function limited(alias: string) {
   const q = sql.ref(alias);
   return sql`(${q}.concurrency_limit IS NOT NULL OR ${q}.rate_limit IS NOT NULL
     OR ${q}.group_concurrency_limit IS NOT NULL OR ${q}.group_rate_limit IS NOT NULL)`;

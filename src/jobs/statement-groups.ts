@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { isInputError } from '../db/errors.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
+import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './ack-and-claim.js';
 import { type Claimant, type ClaimOutcome, type ClaimRequest, claimForGroup } from './claim.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
@@ -86,5 +87,27 @@ export class AckGroups {
   /** Ack a batch; per item, what the metrics need, or undefined when the lease was not this one. */
   ackBatch(items: AckItem[]): Promise<(AckedJob | undefined)[]> {
     return this.batches.submit(items);
+  }
+}
+
+/**
+ * Single acks that carry `next` (ack-and-claim.ts), grouped like the other acks, whatever their
+ * queues: one statement acks them all and claims each one's next jobs. Weighed by the jobs it may
+ * claim, so a group stays within MAX_BATCH jobs.
+ */
+export class AckAndClaimGroups {
+  private readonly group: GroupCommit<AckAndClaimItem, AckAndClaimOutcome>;
+
+  constructor(db: Db, defaultLeaseMs: number) {
+    this.group = new GroupCommit(
+      (items) => ackAndClaimEach(db, defaultLeaseMs, items),
+      (item) => item.next.maxJobs,
+      MAX_BATCH,
+      isInputError,
+    );
+  }
+
+  ackAndClaim(item: AckAndClaimItem): Promise<AckAndClaimOutcome> {
+    return this.group.submit(item);
   }
 }

@@ -19,6 +19,17 @@ declare module 'fastify' {
       queue: string,
       body: ClaimRequest,
     ) => Promise<ClaimedRow[]>;
+    /**
+     * Hand out jobs a statement other than the claim's claimed for a request (ack-and-claim in one
+     * statement, jobs/ack-and-claim.ts), as claimFor would: given back if the client has gone, counted
+     * in the metrics, and a full batch passes the baton to the queue's next long-poll. Answers the rows.
+     */
+    handOut: (
+      request: FastifyRequest,
+      queue: string,
+      maxJobs: number,
+      rows: ClaimedRow[],
+    ) => Promise<ClaimedRow[]>;
   }
 }
 
@@ -65,6 +76,19 @@ export default fp(
       } finally {
         reply.raw.off('close', onClose);
       }
+    });
+
+    app.decorate('handOut', async (request, queue, maxJobs, rows) => {
+      if (rows.length === 0) return rows;
+      if (request.raw.socket?.destroyed) {
+        const released = await releaseClaims(app.db, rows);
+        request.log.info({ released }, 'claimant went away; released its jobs');
+        app.wake.notifier.jobsReady(queue, released);
+        return [];
+      }
+      app.metrics.claimed(queue, rows);
+      if (rows.length === maxJobs) app.wake.waitList.wake(queue, 1);
+      return rows;
     });
   },
   { name: 'claims', fastify: '5.x', dependencies: ['database', 'metrics', 'wake'] },

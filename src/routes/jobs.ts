@@ -19,14 +19,14 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
-import { ackJob, ackJobs } from '../jobs/ack.js';
+import { type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import type { ClaimedRow } from '../jobs/claim.js';
 import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
 import { type RenewOutcome, renewLease, renewLeases } from '../jobs/renew.js';
-import { AckGroups } from '../jobs/statement-groups.js';
+import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
@@ -36,13 +36,15 @@ type LeaseOperation = 'renew' | 'ack' | 'nack';
 const ackAndClaim = (verb: 'ack' | 'nack') =>
   ' With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and ' +
   'answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused ' +
-  `queues included). The ${verb} is committed first, whatever happens to the claim: if the claim fails, ` +
+  `queues included). The ${verb} is committed whatever happens to the claim: if the claim fails, ` +
   'the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.';
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
   // Concurrent acks share one statement and one commit (src/jobs/statement-groups.ts).
   const acks = new AckGroups(app.db);
+  // A single ack with `next` acks and claims in one statement where it can (jobs/ack-and-claim.ts).
+  const acksAndClaims = new AckAndClaimGroups(app.db, config.defaultLeaseMs);
 
   /** A single lease write's answer: its value, or 409 lease_lost (counted) or 404. */
   const settle = <T>(out: LeaseOutcome<T>, id: string, operation: LeaseOperation): T => {
@@ -88,6 +90,24 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     } catch (err) {
       request.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
       return [];
+    }
+  };
+
+  /**
+   * The ack and the claim of `next` in one statement (jobs/ack-and-claim.ts). Answers undefined, and
+   * the route takes the ack path and then the claim path, when it did not ack the job (a lost lease,
+   * a repeated ack, a job carried to another slot) or failed: being atomic, it then did nothing.
+   */
+  const ackAndClaimOnce = async (request: FastifyRequest, item: AckItem, next: ClaimRequest) => {
+    try {
+      const out = await acksAndClaims.ackAndClaim({
+        ...item,
+        next: { maxJobs: next.max_jobs ?? 1, leaseMs: next.lease_ms, workerId: next.worker_id },
+      });
+      return out.job ? out : undefined;
+    } catch (err) {
+      request.log.warn({ err }, 'ack-and-claim in one statement failed; acking, then claiming');
+      return undefined;
     }
   };
 
@@ -216,19 +236,16 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { result, next } = request.body;
       const resultJson =
         result === undefined ? undefined : jsonText(result, 'result', config.payloadLimitBytes);
-      const job = settle(
-        await ackJob(app.db, acks, { id, leaseToken: request.body.lease_token, resultJson }),
-        id,
-        'ack',
-      );
+      const item = { id, leaseToken: request.body.lease_token, resultJson };
+      const both = next ? await ackAndClaimOnce(request, item, next) : undefined;
+      const job = both?.job ?? settle(await ackJob(app.db, acks, item), id, 'ack');
       app.metrics.acked([job]);
       app.wake.notifier.slotsFreed(job.queue, 1);
       if (!next) return toJob(job);
-      return sendWithNext(
-        reply,
-        { ...toJob(job), next: [] },
-        await claimNext(request, reply, job.queue, next),
-      );
+      const claimed = both?.next.length
+        ? await app.handOut(request, job.queue, next.max_jobs ?? 1, both.next)
+        : await claimNext(request, reply, job.queue, next);
+      return sendWithNext(reply, { ...toJob(job), next: [] }, claimed);
     },
   );
 

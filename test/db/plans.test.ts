@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStatements } from '../../bench/compiled-statements.js';
 import { createDatabase } from '../../src/db/database.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
+import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
 import { claimJobs, claimStatement, groupedClaimStatement, releaseClaims } from '../../src/jobs/claim.js';
 import { nackJob } from '../../src/jobs/nack.js';
 import { getJobs } from '../../src/jobs/read.js';
@@ -39,6 +40,13 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
     ),
     ack: await first((db) => ackEach(db, items)),
     'batch ack': await first((db) => ackBriefEach(db, items)),
+    'ack and claim': await first((db) =>
+      ackAndClaimEach(
+        db,
+        30_000,
+        items.map((item) => ({ ...item, next: { maxJobs: 1 } })),
+      ),
+    ),
     renew: await first((db) => renewLeases(db, items)),
     'nack (lock)': await first((db) =>
       nackJob(db, { id: '1', leaseToken: TOKEN }, app.config).catch(() => undefined),
@@ -49,11 +57,13 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
 }
 
 const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
-/** A parameter as SQL text for EXECUTE: arrays as array literals. */
+/** A parameter as SQL text for EXECUTE: arrays as array literals (a null element as NULL). */
 const literal = (value: unknown): string => {
   if (value === null || value === undefined) return 'NULL';
   if (Array.isArray(value))
-    return quote(`{${value.map((v) => `"${String(v).replaceAll('"', '\\"')}"`).join(',')}}`);
+    return quote(
+      `{${value.map((v) => (v === null ? 'NULL' : `"${String(v).replaceAll('"', '\\"')}"`)).join(',')}}`,
+    );
   return quote(String(value));
 };
 

@@ -1,0 +1,136 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { StatementShapes } from '../db/statement-shapes.js';
+import { type AckItem, completed } from './ack.js';
+import { type Claimant, type ClaimedRow, claimedFromAssigned, limited } from './claim.js';
+import { claimOrder, compareClaimOrder, finishedJobColumns, type JobRow, notExpired } from './job-row.js';
+import { inSlotOf, retryWhenMoved } from './ring.js';
+
+/**
+ * Ack-and-claim in one statement: a worker that takes one job at a time acks it and asks for the next
+ * ones of the same queue (`next` on the ack). Run as an ack and then a claim, that is two statements
+ * and two commits per job, and each request waits for its ack's statement group and then for a claim
+ * group, one after the other (docs/benchmarks.md, issue 17). Here the ack's DELETE and history INSERT
+ * and the claim's pick and UPDATE are data-modifying CTEs of one statement: one commit for both.
+ *
+ * The claim part serves only what the plain claim serves: a queue that is not paused and not under
+ * flow control (grouped or limited), each acked job's own queue, with the queue's lease and budget.
+ * The rest is left to the caller: an item whose ack matched nothing here (lease lost, already acked,
+ * or a job the leader carried to another slot) or whose claim got no job (queue empty, paused, under
+ * flow control, or a long-poll to wait for) goes through the ack and claim paths as before. Since the
+ * statement is atomic, nothing of it happened when it fails, and the caller can take those paths then
+ * too: the ack is never lost to the claim.
+ *
+ * Several requests share one statement (statement-groups.ts), whatever their queues: the acked rows
+ * say which queues, each queue's jobs are picked once for all its claimants (FOR UPDATE SKIP LOCKED,
+ * in claim order, as the plain claim) and dealt out in the claimants' order.
+ */
+
+export interface AckAndClaimItem extends AckItem {
+  next: Claimant;
+}
+
+export interface AckAndClaimOutcome {
+  /** The completed job; undefined when this statement did not ack it (see above). */
+  job?: JobRow;
+  /** The next jobs claimed for this item (empty when none, or when the ack did not happen here). */
+  next: ClaimedRow[];
+}
+
+type Values = [
+  ids: string[],
+  tokens: string[],
+  results: (string | null)[],
+  maxJobs: number[],
+  leaseMs: (number | null)[],
+  workerIds: (string | null)[],
+  defaultLeaseMs: number,
+];
+
+export async function ackAndClaimEach(
+  db: Db,
+  defaultLeaseMs: number,
+  items: AckAndClaimItem[],
+): Promise<AckAndClaimOutcome[]> {
+  const values: Values = [
+    items.map((i) => i.id),
+    items.map((i) => i.leaseToken),
+    items.map((i) => i.resultJson ?? null),
+    items.map((i) => i.next.maxJobs),
+    items.map((i) => i.next.leaseMs ?? null),
+    items.map((i) => i.next.workerId ?? null),
+    defaultLeaseMs,
+  ];
+  const { rows } = await retryWhenMoved(() => statement.execute(db, 'own slot', values));
+  const outcomes: AckAndClaimOutcome[] = items.map(() => ({ next: [] }));
+  const acked = new Map<string, JobRow>();
+  for (const row of rows) {
+    if (row.claimant === null) acked.set(`${row.id}:${row.ack_token}`, row);
+    else outcomes[Number(row.claimant) - 1]!.next.push(row);
+  }
+  items.forEach((item, i) => {
+    const out = outcomes[i]!;
+    out.job = acked.get(`${item.id}:${item.leaseToken}`);
+    out.next.sort(compareClaimOrder);
+  });
+  return outcomes;
+}
+
+/** A row of the statement: an acked job (claimant null) or a claimed one (claimant: the item, from 1). */
+type Row = JobRow &
+  ClaimedRow & { claimant: string | null; ack_token: string | null; payload_json: string | null };
+
+/** One shape: acks look in their id's slot only (a carried job is left to the ack path). */
+const statement = new StatementShapes((_shape: 'own slot', ...values: Values) => ackAndClaimSql(values));
+
+function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values) {
+  return sql<Row>`
+    WITH input AS (
+      SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result, i.n, i.lease_ms, i.worker_id, i.ord
+      FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[], ${maxJobs}::integer[],
+                  ${leaseMs}::integer[], ${workerIds}::text[]) WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, ord)
+    ), done AS (
+      -- The ack, as ack.ts writes it: each id's own partition, matched on id and token.
+      DELETE FROM baton.jobs j USING input i
+      WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
+        AND j.lease_token = i.token
+      RETURNING j.*, i.result, i.ord AS next_claimant, i.n AS next_n, i.lease_ms AS next_lease_ms,
+                i.worker_id AS next_worker_id
+    ), finished AS (
+      INSERT INTO baton.job_history AS h (${completed.columns})
+      SELECT ${completed.values} FROM done
+      RETURNING ${finishedJobColumns}, h.ack_token
+    ), wanted AS (
+      -- Who claims from which queue: the items whose ack went through, numbered within their queue.
+      SELECT d.queue, d.next_claimant AS claimant, d.next_n AS n, d.next_lease_ms AS lease_ms,
+             d.next_worker_id AS worker_id, sum(d.next_n) OVER (PARTITION BY d.queue ORDER BY d.next_claimant) AS upto
+      FROM done d
+    ), settings AS (
+      SELECT w.queue, sum(w.n) AS total, coalesce(bool_or(q.paused), false) AS paused,
+             coalesce(max(q.lease_ms), ${defaultLeaseMs}::integer) AS lease_ms, max(q.timeout_ms) AS timeout_ms,
+             coalesce(bool_or(q.grouped OR ${limited('q')}), false) AS flow
+      FROM wanted w LEFT JOIN baton.queues q ON q.name = w.queue
+      GROUP BY w.queue
+    ), picked AS (
+      SELECT s.queue, p.slot, p.id, p.priority, p.run_at
+      FROM settings s CROSS JOIN LATERAL (
+        SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
+        WHERE j.queue = s.queue AND j.state = 'ready' AND NOT s.paused AND NOT s.flow AND ${notExpired('j')}
+        ORDER BY ${claimOrder('j')}
+        LIMIT s.total
+        FOR UPDATE SKIP LOCKED
+      ) p
+    ), assigned AS (
+      SELECT p.id, p.slot, w.claimant, coalesce(w.lease_ms, s.lease_ms) AS lease_ms, w.worker_id, s.timeout_ms,
+             clock_timestamp() AS at
+      FROM (SELECT *, row_number() OVER (PARTITION BY queue ORDER BY ${claimOrder('picked')}) AS rn FROM picked) p
+      JOIN wanted w ON w.queue = p.queue AND p.rn > w.upto - w.n AND p.rn <= w.upto
+      JOIN settings s ON s.queue = p.queue
+    ), ${claimedFromAssigned}
+    SELECT f.*, NULL::bigint AS claimant, NULL::text AS payload_json, NULL::uuid AS lease_token FROM finished f
+    UNION ALL
+    SELECT c.id, c.queue, c.group_key, 'claimed', c.priority, c.run_at, c.attempts, c.max_attempts, NULL, c.created_at,
+           c.claimed_at, c.lease_expires_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.meta, NULL, c.deadline_at,
+           NULL, NULL, NULL, c.claimant, c.payload_json, c.lease_token
+    FROM claimed c`;
+}
