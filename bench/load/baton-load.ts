@@ -43,11 +43,11 @@ export interface WorkerOptions {
   /** Long-poll wait of each claim (keeps idle workers from spinning while producers catch up). */
   waitMs: number;
   /**
-   * Ack-and-claim (claimSize 1 only): each ack carries `next` for one job (long-polling waitMs, as a
-   * one-job-at-a-time worker would), so a worker makes one request per job; a plain claim only at the
-   * start and when an ack brought nothing. Within the last `workers` jobs the acks ask with wait_ms 0,
-   * so the timing, which ends at the last ack's answer, does not include a wait for jobs that will
-   * never come.
+   * Ack-and-claim: each ack (claimSize 1) or batch ack (more) carries `next` for claimSize jobs
+   * (long-polling waitMs, as such a worker would), so a worker makes one request per job or batch; a
+   * plain claim only at the start and when an ack brought nothing. Within the last `workers` claims'
+   * worth of jobs the acks ask with wait_ms 0, so the timing, which ends at the last ack's answer, does
+   * not include a wait for jobs that will never come.
    */
   ackAndClaim?: boolean;
 }
@@ -58,8 +58,7 @@ export async function work(client: HttpClient, queue: string, opts: WorkerOption
   let acked = 0;
   let lastAck = 0;
   if (opts.ackAndClaim) {
-    if (opts.claimSize !== 1) throw new Error('ackAndClaim works one job per request (claimSize 1)');
-    const claim1 = { max_jobs: 1, lease_ms: 60_000, wait_ms: opts.waitMs };
+    const claim1 = { max_jobs: opts.claimSize, lease_ms: 60_000, wait_ms: opts.waitMs };
     await Promise.all(
       Array.from({ length: opts.workers }, async () => {
         let hand: { id: string; lease_token: string }[] = [];
@@ -70,12 +69,24 @@ export async function work(client: HttpClient, queue: string, opts: WorkerOption
             hand = claim.body.jobs;
             continue;
           }
-          const job = hand[0]!;
-          const tail = opts.total - acked <= opts.workers;
+          const tail = opts.total - acked <= opts.workers * opts.claimSize;
           const next = tail ? { ...claim1, wait_ms: 0 } : claim1;
-          const r = await client.post(`/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token, next });
-          expect(r.status, 200, 'ack-and-claim', r.body);
-          acked++;
+          if (opts.claimSize === 1) {
+            const job = hand[0]!;
+            const r = await client.post(`/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token, next });
+            expect(r.status, 200, 'ack-and-claim', r.body);
+            acked++;
+            lastAck = performance.now();
+            hand = r.body.next;
+            continue;
+          }
+          const r = await client.post('/v1/jobs/ack', {
+            acks: hand.map((j) => ({ id: j.id, lease_token: j.lease_token })),
+            next,
+          });
+          expect(r.status, 200, 'batch ack-and-claim', r.body);
+          if (r.body.failed > 0) throw new Error(`batch ack: ${r.body.failed} acks failed`);
+          acked += r.body.acked;
           lastAck = performance.now();
           hand = r.body.next;
         }

@@ -10,6 +10,7 @@ import { prefillCeiling, RAW_SQL, runPgbench, writeClaimAckScript } from '../pee
 import { RssSampler } from '../process-usage.js';
 import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
 import { warmUp } from '../sizes.js';
+import { BATON_ACK_CLAIM } from './one-per-request.js';
 
 /**
  * Scenario 1 (full cycle, batched) and scenario 7 (resource use, measured on the same runs).
@@ -44,10 +45,11 @@ interface Run {
  */
 const IDLE_WAIT_MS = Number(process.env.BENCH_IDLE_RSS_WAIT_MS ?? 0);
 
-async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<Run> {
+/** Baton's run; with ackAndClaim each batch ack carries `next` for the next 100 (issue 17). */
+async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClaim = false): Promise<Run> {
   const { server, client, admin } = await ctx.baton();
   const { batchedJobs: n, batchedWorkers: workers, batchedProducers: producers } = ctx.sizes;
-  const queue = `batched-${kind}-${round}`;
+  const queue = `batched-${kind}-${ackAndClaim ? 'ac-' : ''}${round}`;
   await admin.query('TRUNCATE baton.job_history');
   if (kind === 'processing') {
     await enqueue(client, queue, n, BATCH, producers);
@@ -71,6 +73,7 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind): Promise<R
     claimSize: BATCH,
     total: n,
     waitMs: kind === 'cycle' ? 200 : 50,
+    ackAndClaim,
   });
   await producing;
   const cpu = await meter.stop();
@@ -137,6 +140,13 @@ async function ceilingRun(ctx: BenchContext, script: string): Promise<Run> {
 
 let ceilingCommand = '';
 
+/** A figure of Baton's runs only (both worker loops), by system. */
+function batonSeries(kindRuns: Record<string, Run[]>, pick: (r: Run) => number | undefined) {
+  return Object.fromEntries(
+    [BATON, BATON_ACK_CLAIM].map((sys) => [sys, (kindRuns[sys] ?? []).map((r) => pick(r) ?? Number.NaN)]),
+  );
+}
+
 function perThousand(runs: Run[], pick: (r: Run) => number): number[] {
   return runs.map((r) => (pick(r) / r.jobs) * 1000);
 }
@@ -147,8 +157,8 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
   // is generated from src/jobs, so a change there must not stop the other systems' runs.
   let script: string | undefined;
   const runs: Record<Kind, Record<string, Run[]>> = {
-    processing: { [BATON]: [], [GRAPHILE]: [], [PG_BOSS]: [], [RAW_SQL]: [] },
-    cycle: { [BATON]: [], [GRAPHILE]: [], [PG_BOSS]: [] },
+    processing: { [BATON]: [], [BATON_ACK_CLAIM]: [], [GRAPHILE]: [], [PG_BOSS]: [], [RAW_SQL]: [] },
+    cycle: { [BATON]: [], [BATON_ACK_CLAIM]: [], [GRAPHILE]: [], [PG_BOSS]: [] },
   };
   // The ring of partitions (migrations/0004) relies on the maintenance leader truncating the slots
   // ids have moved past; without it every run leaves its dead rows where the next run's claims read
@@ -166,10 +176,11 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
   }
   async function runRounds() {
     for (let round = 0; round < rounds; round++) {
-      for (const system of ctx.order(round, [BATON, GRAPHILE, PG_BOSS, RAW_SQL])) {
+      for (const system of ctx.order(round, [BATON, BATON_ACK_CLAIM, GRAPHILE, PG_BOSS, RAW_SQL])) {
         for (const kind of ['processing', 'cycle'] as Kind[]) {
           let run: Run;
-          if (system === BATON) run = await batonRun(ctx, round, kind);
+          if (system === BATON || system === BATON_ACK_CLAIM)
+            run = await batonRun(ctx, round, kind, system === BATON_ACK_CLAIM);
           else if (system === GRAPHILE) run = await peerRun(ctx, await ctx.graphile(), GRAPHILE_TUNED, kind);
           else if (system === PG_BOSS) run = await peerRun(ctx, await ctx.pgBoss(), PG_BOSS_BATCHED, kind);
           else if (kind === 'processing') {
@@ -201,7 +212,7 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
     title: 'Scenario 1: full cycle, batched',
     setup: [
       `${s.batchedJobs.toLocaleString('en-US')} jobs per run, ${s.rounds} rounds, systems interleaved (order reversed every other round).`,
-      `Baton: ${s.batchedWorkers} HTTP workers (claim max_jobs 100 → POST /v1/jobs/ack with 100 acks), ${s.batchedProducers} producers (POST .../jobs/batch, 100 jobs); server pool ${20} connections, maintenance off; a second Baton process leads maintenance at its defaults (it truncates the ring's emptied slots).`,
+      `Baton: ${s.batchedWorkers} HTTP workers (claim max_jobs 100 → POST /v1/jobs/ack with 100 acks), ${s.batchedProducers} producers (POST .../jobs/batch, 100 jobs); server pool ${20} connections, maintenance off; a second Baton process leads maintenance at its defaults (it truncates the ring's emptied slots). Baton ack-and-claim: the same workers, each batch ack carrying next {max_jobs 100} (one request per 100 jobs; a plain claim only at the start and when an ack brought nothing).`,
       `graphile-worker: concurrentJobs ${GRAPHILE_TUNED.concurrency}, localQueue.size ${GRAPHILE_TUNED.localQueueSize}, completeJobBatchDelay ${GRAPHILE_TUNED.completeJobBatchDelay}, maxPoolSize ${GRAPHILE_TUNED.maxPoolSize}; producers addJobs(100) × ${s.batchedProducers}.`,
       `pg-boss: work() batchSize ${PG_BOSS_BATCHED.batchSize}, localConcurrency ${PG_BOSS_BATCHED.localConcurrency}, burstWhenBatchFull, useListenNotify + queue notify, polling 0.5 s; producers insert(100) × ${s.batchedProducers}.`,
       `Raw SQL: \`${ceilingCommand.replace(/postgres:\/\/\S+/, '<baton_bench>')}\` with bench/sql/claim-ack-100.sql (Baton's claim of 100 and batch ack, generated from src/jobs at run time).`,
@@ -212,6 +223,13 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
       ratioCheck(processing, PG_BOSS, 1.5, 'processing ≥ 1.5× pg-boss (batched)'),
       ratioCheck(processing, RAW_SQL, 0.7, 'processing ≥ 70% of the raw-SQL ceiling (claim 100 + ack 100)'),
       ratioCheck(cycle, GRAPHILE, 1, 'full cycle ≥ 1× graphile-worker'),
+      ratioCheck(
+        processing,
+        GRAPHILE,
+        0.8,
+        'processing, batch ack with next (ack-and-claim) ≥ 0.8× graphile-worker (tuned) (issue 17)',
+        BATON_ACK_CLAIM,
+      ),
     ],
     details: {
       runs: Object.fromEntries(
@@ -252,7 +270,7 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
         'Total CPU',
         (r) => r.cpu.server + (r.externalClientCpuMs ?? r.cpu.bench) + r.cpu.postgres,
       ),
-      cpuMetric(kind, 'server', 'Baton server CPU', (r) => r.cpu.server, [BATON]),
+      cpuMetric(kind, 'server', 'Baton server CPU', (r) => r.cpu.server, [BATON, BATON_ACK_CLAIM]),
       cpuMetric(kind, 'client', 'Client-side CPU', (r) => r.externalClientCpuMs ?? r.cpu.bench),
       cpuMetric(kind, 'postgres', 'PostgreSQL backend CPU', (r) => r.cpu.postgres),
       cpuMetric(
@@ -266,14 +284,14 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
         title: `Baton server peak RSS (${kind === 'processing' ? 'processing' : 'full cycle'})`,
         unit: 'MiB',
         better: 'lower' as const,
-        series: { [BATON]: runs[kind][BATON]!.map((r) => r.peakRssMb ?? Number.NaN) },
+        series: batonSeries(runs[kind], (r) => r.peakRssMb),
       },
       {
         id: `resources.${kind}.rss-end`,
         title: `Baton server RSS at the last ack (${kind === 'processing' ? 'processing' : 'full cycle'})`,
         unit: 'MiB',
         better: 'lower' as const,
-        series: { [BATON]: runs[kind][BATON]!.map((r) => r.endRssMb ?? Number.NaN) },
+        series: batonSeries(runs[kind], (r) => r.endRssMb),
       },
       ...(IDLE_WAIT_MS > 0
         ? [
@@ -282,7 +300,7 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
               title: `Baton server RSS ${IDLE_WAIT_MS / 1000} s after the last ack (${kind === 'processing' ? 'processing' : 'full cycle'})`,
               unit: 'MiB',
               better: 'lower' as const,
-              series: { [BATON]: runs[kind][BATON]!.map((r) => r.idleRssMb ?? Number.NaN) },
+              series: batonSeries(runs[kind], (r) => r.idleRssMb),
             },
           ]
         : []),
