@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { migrations } from '../migrations/index.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest, pendingMigrations } from '../src/db/migrate.js';
-import { IDS_PER_SLOT, RING_SLOTS } from '../src/jobs/ring.js';
+import { IDS_PER_SLOT, RING_SLOTS, slotsOf } from '../src/jobs/ring.js';
 import { FINISHED_STATES, LIVE_STATES } from '../src/jobs/states.js';
 import { noLog } from '../src/logger.js';
 import { createTestDatabase, useTestDatabase } from './support/database.js';
@@ -97,6 +97,18 @@ describe('migrations', () => {
                baton.job_slot(${IDS_PER_SLOT - 1}) AS first, baton.job_slot(${IDS_PER_SLOT}) AS second,
                baton.job_slot(${IDS_PER_SLOT * RING_SLOTS}) AS wrap`.execute(database.db);
       expect(rows[0]).toEqual({ partitions: RING_SLOTS, first: 0, second: 1, wrap: 0 });
+      // slotsOf (the batch ack's partitions) computes baton.job_slot in the server.
+      const ids = [
+        '1',
+        String(IDS_PER_SLOT * 3 + 7),
+        String(IDS_PER_SLOT * RING_SLOTS * 5 + IDS_PER_SLOT * 6),
+        '9007199254740993',
+      ];
+      const inSql = await sql<{ slot: number }>`
+        SELECT DISTINCT baton.job_slot(x) AS slot FROM unnest(${ids}::bigint[]) AS x ORDER BY 1`.execute(
+        database.db,
+      );
+      expect([...slotsOf(ids)].sort((a, b) => a - b)).toEqual(inSql.rows.map((r) => r.slot));
     });
 
     it('gives the ring a fillfactor below 100 and a ready-only claim index', async () => {

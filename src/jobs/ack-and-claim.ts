@@ -3,8 +3,15 @@ import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { type AckItem, completed } from './ack.js';
 import { type Claimant, type ClaimedRow, claimedFromAssigned, limited } from './claim.js';
-import { claimOrder, compareClaimOrder, finishedJobColumns, type JobRow, notExpired } from './job-row.js';
-import { inSlotOf, retryWhenMoved } from './ring.js';
+import {
+  claimOrder,
+  compareClaimOrder,
+  finishedJobColumns,
+  type JobRow,
+  leaseHeld,
+  notExpired,
+} from './job-row.js';
+import { retryWhenMoved, slotsOf } from './ring.js';
 
 /**
  * Ack-and-claim in one statement: a worker acks its job (or its batch) and asks for the next ones of
@@ -49,6 +56,7 @@ type Values = [
   tokens: string[],
   results: (string | null)[],
   requestOfAck: number[],
+  slots: number[],
   maxJobs: number[],
   leaseMs: (number | null)[],
   workerIds: (string | null)[],
@@ -70,6 +78,7 @@ export async function ackAndClaimEach(
     acks.map((a) => a.leaseToken),
     acks.map((a) => a.resultJson ?? null),
     requests.flatMap((r, i) => r.acks.map(() => i + 1)),
+    slotsOf(acks.map((a) => a.id)),
     requests.map((r) => r.next.maxJobs),
     requests.map((r) => r.next.leaseMs ?? null),
     requests.map((r) => r.next.workerId ?? null),
@@ -112,23 +121,21 @@ const ACKED_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
 
 function ackAndClaimSql(
   answer: AckAnswer,
-  [ids, tokens, results, requestOfAck, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values,
+  [ids, tokens, results, requestOfAck, slots, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values,
 ) {
+  const idList = sql`${ids}::bigint[]`;
+  const at = sql`array_position(${idList}, j.id)`;
   return sql<Row>`
-    WITH input AS (
-      SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result, i.request
-      FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[], ${requestOfAck}::integer[])
-           AS i(id, token, result, request)
-    ), claimants AS (
+    WITH claimants AS (
       SELECT c.claimant, c.n, c.lease_ms, c.worker_id
       FROM unnest(${maxJobs}::integer[], ${leaseMs}::integer[], ${workerIds}::text[])
            WITH ORDINALITY AS c(n, lease_ms, worker_id, claimant)
     ), done AS (
-      -- The ack, as ack.ts writes it: each id's own partition, matched on id and token.
-      DELETE FROM baton.jobs j USING input i
-      WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
-        AND j.lease_token = i.token
-      RETURNING j.*, i.result, i.request
+      -- The ack, as ack.ts writes it: the ids' own partitions, each row matched to its ack by position.
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[]) AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
+      RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result,
+                (${requestOfAck}::integer[])[${at}] AS request
     ), finished AS (
       INSERT INTO baton.job_history AS h (${completed.columns})
       SELECT ${completed.values} FROM done

@@ -1,9 +1,9 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
-import { finishedJobColumns, finishedRow, type JobRow } from './job-row.js';
+import { finishedJobColumns, finishedRow, type JobRow, leaseHeld } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
-import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
+import { ALL_SLOTS, retryWhenMoved, slotsOf } from './ring.js';
 import type { AckGroups } from './statement-groups.js';
 
 /**
@@ -76,8 +76,8 @@ export function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undef
 }
 
 /**
- * Each ack looks for its job in the slot of its id first (one partition probed); the few it misses
- * look again in every slot, since the leader may have carried a long-running job (ring.ts).
+ * Each ack looks for its job in the slot of its id first (only the batch's slots are probed); the few
+ * it misses look again in every slot, since the leader may have carried a long-running job (ring.ts).
  */
 async function ackByLease<R extends { id: string }>(
   db: Db,
@@ -85,23 +85,44 @@ async function ackByLease<R extends { id: string }>(
   answer: AckAnswer,
 ): Promise<(R | undefined)[]> {
   const byLease = new Map<string, R>();
-  const run = async (items: AckItem[], where: 'own slot' | 'any slot') => {
+  const run = async (items: AckItem[], slots: readonly number[]) => {
+    const ids = items.map((a) => a.id);
     const values: AckValues = [
-      items.map((a) => a.id),
+      ids,
       items.map((a) => a.leaseToken),
       items.map((a) => a.resultJson ?? null),
+      slots,
     ];
-    const { rows } = (await retryWhenMoved(() =>
-      ackStatements.execute(db, `${answer}:${where}`, values),
-    )) as { rows: (R & { ack_token: string })[] };
+    const { rows } = (await retryWhenMoved(() => ackStatements.execute(db, answer, values))) as {
+      rows: (R & { ack_token: string })[];
+    };
     // The row keeps its ack_token column (not copied without it: that cost an object per job).
     for (const row of rows) byLease.set(`${row.id}:${row.ack_token}`, row);
   };
   const lease = (a: AckItem) => `${a.id}:${a.leaseToken}`;
-  await run(acks, 'own slot');
-  const missed = acks.filter((a) => !byLease.has(lease(a)));
-  if (missed.length > 0) await run(missed, 'any slot');
+  for (const part of withDistinctIds(acks)) {
+    await run(part, slotsOf(part.map((a) => a.id)));
+    const missed = part.filter((a) => !byLease.has(lease(a)));
+    if (missed.length > 0) await run(missed, ALL_SLOTS);
+  }
   return acks.map((a) => byLease.get(lease(a)));
+}
+
+/**
+ * The acks in parts within which no id repeats: the statement matches a row to the first item of its
+ * id (array_position). An id repeats only when concurrent single acks name one job (two workers, one
+ * of them stale), so nearly always there is one part.
+ */
+function withDistinctIds(acks: AckItem[]): AckItem[][] {
+  const parts: AckItem[][] = [];
+  const seen = new Map<string, number>();
+  for (const ack of acks) {
+    const n = seen.get(ack.id) ?? 0;
+    seen.set(ack.id, n + 1);
+    if (n === parts.length) parts.push([]);
+    parts[n]!.push(ack);
+  }
+  return parts;
 }
 
 /** Completed: with the worker's result, and the lease token that completed it (for retried acks). */
@@ -114,43 +135,30 @@ const ANSWER_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
   brief: sql`h.id, h.queue, h.claimed_at, h.finished_at`,
 };
 
-/** Where an ack looks for its job: the slot of its id, or every slot (ring.ts). */
-type AckWhere = 'own slot' | 'any slot';
-const WHERE: Record<AckWhere, RawBuilder<unknown>> = {
-  'own slot': inSlotOf('j', sql`i.id`),
-  'any slot': anySlot,
-};
+/** The ack statement's values: ids, lease tokens, result texts (null for none), by item; the slots to look in. */
+type AckValues = [ids: string[], tokens: string[], results: (string | null)[], slots: readonly number[]];
 
-/** The ack statement's values: ids, lease tokens, result texts (null for none), by item. */
-type AckValues = [ids: string[], tokens: string[], results: (string | null)[]];
+/** Compiled once per answer (db/statement-shapes.ts). */
+const ackStatements = new StatementShapes((answer: AckAnswer, ...values: AckValues) =>
+  ackStatement(values, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`),
+);
 
-/** Compiled once per answer and slot condition (db/statement-shapes.ts). */
-const ackStatements = new StatementShapes((shape: `${AckAnswer}:${AckWhere}`, ...values: AckValues) => {
-  const [answer, where] = shape.split(':') as [AckAnswer, AckWhere];
-  return ackStatement(values, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`, WHERE[where]);
-});
-
-function ackStatement(
-  [ids, tokens, results]: AckValues,
-  returning: RawBuilder<unknown>,
-  where: RawBuilder<unknown>,
-) {
-  // `j.id = ANY(ids)` makes every partition's part of the DELETE a probe of its primary key for just
-  // these ids, whatever the planner believes the partitions hold. Joined to the input alone, the ring's
-  // partitions (truncated and refilled all the time, so their statistics say "almost empty") got a
-  // nested loop over a materialised scan of every claimed row, for each item: 100 acks with 900 jobs
-  // claimed compared 90,000 pairs, and the batch ack became most of PostgreSQL's CPU per job
-  // (docs/benchmarks.md, issue 17). One unnest of typed arrays also replaces two JSON arrays joined by
-  // position.
+function ackStatement([ids, tokens, results, slots]: AckValues, returning: RawBuilder<unknown>) {
+  // Each partition's part of the DELETE probes its primary key for the batch's ids (`j.id = ANY`),
+  // and each row found is matched to its item by position (array_position), not by a join with the
+  // items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
+  // "almost empty") got a nested loop comparing every item with every row the scan returned: with
+  // the state in the WHERE, every claimed row of the partition (jobs_claimed_idx); 800 acks took 74 ms
+  // of PostgreSQL CPU per 1,000, and 33 ms matched by position (docs/benchmarks.md, issue 17, fourth
+  // pass). An id named twice (two single acks of one job, one stale) matches its first item only; the
+  // other is tried again in the next pass (ackByLease).
+  const idList = sql`${ids}::bigint[]`;
+  const at = sql`array_position(${idList}, j.id)`;
   return sql`
-    WITH input AS (
-      SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result
-      FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[]) AS i(id, token, result)
-    ), done AS (
-      DELETE FROM baton.jobs j USING input i
-      WHERE j.id = ANY(${ids}::bigint[]) AND ${where} AND j.id = i.id AND j.state = 'claimed'
-        AND j.lease_token = i.token
-      RETURNING j.*, i.result
+    WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[]) AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
+      RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result
     )
     INSERT INTO baton.job_history AS h (${completed.columns})
     SELECT ${completed.values} FROM done

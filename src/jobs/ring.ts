@@ -26,6 +26,20 @@ export function inSlotOf(alias: string, id: RawBuilder<unknown>) {
   return sql`${sql.ref(alias)}.slot = baton.job_slot(${id})`;
 }
 
+/**
+ * The slots these ids start in (baton.job_slot of each, computed here), for a statement that names
+ * many jobs by an array of ids: given as `slot = ANY($slots)`, a parameter, PostgreSQL prunes the
+ * other partitions before the scan starts, where a sub-select computing them would not.
+ */
+export function slotsOf(ids: string[]): number[] {
+  const slots = new Set<number>();
+  for (const id of ids) slots.add(Number((BigInt(id) / BigInt(IDS_PER_SLOT)) % BigInt(RING_SLOTS)));
+  return [...slots];
+}
+
+/** Every slot: where a job the leader carried may be. */
+export const ALL_SLOTS: readonly number[] = Array.from({ length: RING_SLOTS }, (_, i) => i);
+
 /** No slot condition: every partition's primary key is probed (for rows the leader carried). */
 export const anySlot = sql`true`;
 
