@@ -1,4 +1,4 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { type AckItem, completed } from './ack.js';
@@ -14,18 +14,17 @@ import {
 import { retryWhenMoved, slotsOf } from './ring.js';
 
 /**
- * Ack-and-claim in one statement: a worker acks its job (or its batch) and asks for the next ones of
- * the same queue (`next` on the ack or the batch ack). Run as an ack and then a claim, that is two
- * statements and two commits per request, and each request waits for its ack's statement group and
- * then for a claim group, one after the other (docs/benchmarks.md, issue 17). Here the ack's DELETE
- * and history INSERT and the claim's pick and UPDATE are data-modifying CTEs of one statement: one
- * commit for both.
+ * Ack-and-claim in one statement: a worker that takes one job at a time acks it and asks for the next
+ * ones of the same queue (`next` on the ack). Run as an ack and then a claim, that is two statements
+ * and two commits per job, and each request waits for its ack's statement group and then for a claim
+ * group, one after the other (docs/benchmarks.md, issue 17). Here the ack's DELETE and history INSERT
+ * and the claim's pick and UPDATE are data-modifying CTEs of one statement: one commit for both.
  *
  * The claim part serves only what the plain claim serves: a queue that is not paused and not under
  * flow control (grouped or limited), each acked job's own queue, with the queue's lease and budget.
- * The rest is left to the caller: an ack that matched nothing here (lease lost, already acked, or a
- * job the leader carried to another slot) goes through the ack path, and a claim that got no job
- * (queue empty, paused, under flow control, or a long-poll to wait for) through the claim path. Since the
+ * The rest is left to the caller: an item whose ack matched nothing here (lease lost, already acked,
+ * or a job the leader carried to another slot) or whose claim got no job (queue empty, paused, under
+ * flow control, or a long-poll to wait for) goes through the ack and claim paths as before. Since the
  * statement is atomic, nothing of it happened when it fails, and the caller can take those paths then
  * too: the ack is never lost to the claim.
  *
@@ -34,28 +33,21 @@ import { retryWhenMoved, slotsOf } from './ring.js';
  * in claim order, as the plain claim) and dealt out in the claimants' order.
  */
 
-/** One request: its acks (one for a single ack, several for a batch) and its claim of next jobs. */
-export interface AckAndClaimRequest {
-  acks: AckItem[];
+export interface AckAndClaimItem extends AckItem {
   next: Claimant;
-  /** What to read back of an acked job: all of it (single ack) or what the batch answer needs. */
-  answer: AckAnswer;
 }
 
 export interface AckAndClaimOutcome {
-  /** Each ack's completed job, in the request's order; undefined where this statement did not ack it. */
-  jobs: (JobRow | undefined)[];
-  /** The next jobs claimed for this request (empty when none, or when none of its acks happened here). */
+  /** The completed job; undefined when this statement did not ack it (see above). */
+  job?: JobRow;
+  /** The next jobs claimed for this item (empty when none, or when the ack did not happen here). */
   next: ClaimedRow[];
 }
-
-type AckAnswer = 'job' | 'brief';
 
 type Values = [
   ids: string[],
   tokens: string[],
   results: (string | null)[],
-  requestOfAck: number[],
   slots: number[],
   maxJobs: number[],
   leaseMs: (number | null)[],
@@ -63,90 +55,65 @@ type Values = [
   defaultLeaseMs: number,
 ];
 
-/**
- * Ack and claim for several requests in one statement (grouped: statement-groups.ts). All requests of
- * one call read back the same answer shape.
- */
 export async function ackAndClaimEach(
   db: Db,
   defaultLeaseMs: number,
-  requests: AckAndClaimRequest[],
+  items: AckAndClaimItem[],
 ): Promise<AckAndClaimOutcome[]> {
-  const acks = requests.flatMap((r) => r.acks);
   const values: Values = [
-    acks.map((a) => a.id),
-    acks.map((a) => a.leaseToken),
-    acks.map((a) => a.resultJson ?? null),
-    requests.flatMap((r, i) => r.acks.map(() => i + 1)),
-    slotsOf(acks.map((a) => a.id)),
-    requests.map((r) => r.next.maxJobs),
-    requests.map((r) => r.next.leaseMs ?? null),
-    requests.map((r) => r.next.workerId ?? null),
+    items.map((i) => i.id),
+    items.map((i) => i.leaseToken),
+    items.map((i) => i.resultJson ?? null),
+    slotsOf(items.map((i) => i.id)),
+    items.map((i) => i.next.maxJobs),
+    items.map((i) => i.next.leaseMs ?? null),
+    items.map((i) => i.next.workerId ?? null),
     defaultLeaseMs,
   ];
-  const answer = requests[0]?.answer ?? 'job';
-  const { rows } = await retryWhenMoved(() => statement.execute(db, answer, values));
-  const next: ClaimedRow[][] = requests.map(() => []);
+  const { rows } = await retryWhenMoved(() => statement.execute(db, 'own slot', values));
+  const outcomes: AckAndClaimOutcome[] = items.map(() => ({ next: [] }));
   const acked = new Map<string, JobRow>();
   for (const row of rows) {
     if (row.claimant === null) acked.set(`${row.id}:${row.ack_token}`, row);
-    else next[Number(row.claimant) - 1]!.push(row);
+    else outcomes[Number(row.claimant) - 1]!.next.push(row);
   }
-  return requests.map((r, i) => ({
-    jobs: r.acks.map((a) => acked.get(`${a.id}:${a.leaseToken}`)),
-    next: next[i]!.sort(compareClaimOrder),
-  }));
+  items.forEach((item, i) => {
+    const out = outcomes[i]!;
+    out.job = acked.get(`${item.id}:${item.leaseToken}`);
+    out.next.sort(compareClaimOrder);
+  });
+  return outcomes;
 }
 
 /** A row of the statement: an acked job (claimant null) or a claimed one (claimant: the item, from 1). */
 type Row = JobRow &
   ClaimedRow & { claimant: string | null; ack_token: string | null; payload_json: string | null };
 
-/** Compiled once per answer shape; acks look in their id's slot only (a carried job is left to the ack path). */
-const statement = new StatementShapes((answer: AckAnswer, ...values: Values) =>
-  ackAndClaimSql(answer, values),
-);
+/** One shape: acks look in their ids' own slots only (a carried job is left to the ack path). */
+const statement = new StatementShapes((_shape: 'own slot', ...values: Values) => ackAndClaimSql(values));
 
-/** What an acked row reads back: the whole job, or its id, queue and times (the rest NULL). */
-const ACKED_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
-  job: finishedJobColumns,
-  brief: sql`h.id, h.queue, NULL::text AS group_key, NULL::text AS state, NULL::integer AS priority,
-    NULL::timestamptz AS run_at, NULL::integer AS attempts, NULL::integer AS max_attempts,
-    NULL::text AS idempotency_key, NULL::timestamptz AS created_at, h.claimed_at,
-    NULL::timestamptz AS lease_expires_at, NULL::text AS worker_id, h.finished_at, NULL::jsonb AS result,
-    NULL::jsonb AS last_error, NULL::jsonb AS errors, NULL::text AS dead_reason, NULL::jsonb AS payload,
-    NULL::jsonb AS meta, NULL::integer AS timeout_ms, NULL::timestamptz AS deadline_at,
-    NULL::timestamptz AS expires_at, NULL::text AS unique_key`,
-};
-
-function ackAndClaimSql(
-  answer: AckAnswer,
-  [ids, tokens, results, requestOfAck, slots, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values,
-) {
+function ackAndClaimSql([ids, tokens, results, slots, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values) {
   const idList = sql`${ids}::bigint[]`;
+  // Each row is matched to its item by position, as in ack.ts (see there why not by a join).
   const at = sql`array_position(${idList}, j.id)`;
   return sql<Row>`
-    WITH claimants AS (
-      SELECT c.claimant, c.n, c.lease_ms, c.worker_id
-      FROM unnest(${maxJobs}::integer[], ${leaseMs}::integer[], ${workerIds}::text[])
-           WITH ORDINALITY AS c(n, lease_ms, worker_id, claimant)
-    ), done AS (
-      -- The ack, as ack.ts writes it: the ids' own partitions, each row matched to its ack by position.
+    WITH done AS (
+      -- The ack, as ack.ts writes it: the ids' own partitions, each row matched to its item's token.
       DELETE FROM baton.jobs j
-      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[]) AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
+      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[])
+        AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
       RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result,
-                (${requestOfAck}::integer[])[${at}] AS request
+                ${at}::bigint AS next_claimant, (${maxJobs}::integer[])[${at}] AS next_n,
+                (${leaseMs}::integer[])[${at}] AS next_lease_ms, (${workerIds}::text[])[${at}] AS next_worker_id
     ), finished AS (
       INSERT INTO baton.job_history AS h (${completed.columns})
       SELECT ${completed.values} FROM done
-      RETURNING ${ACKED_COLUMNS[answer]}, h.ack_token
+      RETURNING ${finishedJobColumns}, h.ack_token
     ), wanted AS (
-      -- Who claims from which queue: each request with an ack that went through, in the queue of its
-      -- first acked job (a batch's are all of one queue: the route checks), numbered within its queue.
-      SELECT r.queue, c.claimant, c.n, c.lease_ms, c.worker_id,
-             sum(c.n) OVER (PARTITION BY r.queue ORDER BY c.claimant) AS upto
-      FROM (SELECT DISTINCT ON (d.request) d.request, d.queue FROM done d ORDER BY d.request, d.id) r
-      JOIN claimants c ON c.claimant = r.request
+      -- Who claims from which queue: the items whose ack went through, numbered within their queue.
+      SELECT d.queue, d.next_claimant AS claimant, d.next_n AS n, d.next_lease_ms AS lease_ms,
+             d.next_worker_id AS worker_id, sum(d.next_n) OVER (PARTITION BY d.queue ORDER BY d.next_claimant) AS upto
+      FROM done d
     ), settings AS (
       SELECT w.queue, sum(w.n) AS total, coalesce(bool_or(q.paused), false) AS paused,
              coalesce(max(q.lease_ms), ${defaultLeaseMs}::integer) AS lease_ms, max(q.timeout_ms) AS timeout_ms,

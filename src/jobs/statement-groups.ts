@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { isInputError } from '../db/errors.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
-import { type AckAndClaimOutcome, type AckAndClaimRequest, ackAndClaimEach } from './ack-and-claim.js';
+import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './ack-and-claim.js';
 import { type Claimant, type ClaimOutcome, type ClaimRequest, claimForGroup } from './claim.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
@@ -91,29 +91,23 @@ export class AckGroups {
 }
 
 /**
- * Acks that carry `next` (ack-and-claim.ts), grouped like the other acks, whatever their queues: one
- * statement acks them all and claims each request's next jobs; single acks and batch acks apart, since
- * they read back different answers. Weighed by the acks and the jobs each may claim, so a group stays
- * within MAX_BATCH of each.
+ * Single acks that carry `next` (ack-and-claim.ts), grouped like the other acks, whatever their
+ * queues: one statement acks them all and claims each one's next jobs. Weighed by the jobs it may
+ * claim, so a group stays within MAX_BATCH jobs.
  */
 export class AckAndClaimGroups {
-  private readonly groups: Record<
-    AckAndClaimRequest['answer'],
-    GroupCommit<AckAndClaimRequest, AckAndClaimOutcome>
-  >;
+  private readonly group: GroupCommit<AckAndClaimItem, AckAndClaimOutcome>;
 
   constructor(db: Db, defaultLeaseMs: number) {
-    const group = () =>
-      new GroupCommit(
-        (requests: AckAndClaimRequest[]) => ackAndClaimEach(db, defaultLeaseMs, requests),
-        (request) => Math.max(request.acks.length, request.next.maxJobs),
-        MAX_BATCH,
-        isInputError,
-      );
-    this.groups = { job: group(), brief: group() };
+    this.group = new GroupCommit(
+      (items) => ackAndClaimEach(db, defaultLeaseMs, items),
+      (item) => item.next.maxJobs,
+      MAX_BATCH,
+      isInputError,
+    );
   }
 
-  ackAndClaim(request: AckAndClaimRequest): Promise<AckAndClaimOutcome> {
-    return this.groups[request.answer].submit(request);
+  ackAndClaim(item: AckAndClaimItem): Promise<AckAndClaimOutcome> {
+    return this.group.submit(item);
   }
 }

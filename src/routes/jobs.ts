@@ -19,10 +19,9 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
-import { type AckedJob, type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
-import type { AckAndClaimRequest } from '../jobs/ack-and-claim.js';
+import { type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
-import { type ClaimedRow, releaseClaims } from '../jobs/claim.js';
+import type { ClaimedRow } from '../jobs/claim.js';
 import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
@@ -95,23 +94,17 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   };
 
   /**
-   * The acks and the claim of `next` in one statement (jobs/ack-and-claim.ts): each ack's job where it
-   * acked it, and the jobs it claimed. What it did not ack (a lost lease, a repeated ack, a job carried
-   * to another slot) or claim, the route does the usual way; when it fails it answers undefined, and
-   * being atomic it did nothing: then the route acks, and claims, as without it.
+   * The ack and the claim of `next` in one statement (jobs/ack-and-claim.ts). Answers undefined, and
+   * the route takes the ack path and then the claim path, when it did not ack the job (a lost lease,
+   * a repeated ack, a job carried to another slot) or failed: being atomic, it then did nothing.
    */
-  const ackAndClaimOnce = async (
-    request: FastifyRequest,
-    items: AckItem[],
-    next: ClaimRequest,
-    answer: AckAndClaimRequest['answer'],
-  ) => {
+  const ackAndClaimOnce = async (request: FastifyRequest, item: AckItem, next: ClaimRequest) => {
     try {
-      return await acksAndClaims.ackAndClaim({
-        acks: items,
+      const out = await acksAndClaims.ackAndClaim({
+        ...item,
         next: { maxJobs: next.max_jobs ?? 1, leaseMs: next.lease_ms, workerId: next.worker_id },
-        answer,
       });
+      return out.job ? out : undefined;
     } catch (err) {
       request.log.warn({ err }, 'ack-and-claim in one statement failed; acking, then claiming');
       return undefined;
@@ -244,8 +237,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const resultJson =
         result === undefined ? undefined : jsonText(result, 'result', config.payloadLimitBytes);
       const item = { id, leaseToken: request.body.lease_token, resultJson };
-      const both = next ? await ackAndClaimOnce(request, [item], next, 'job') : undefined;
-      const job = both?.jobs[0] ?? settle(await ackJob(app.db, acks, item), id, 'ack');
+      const both = next ? await ackAndClaimOnce(request, item, next) : undefined;
+      const job = both?.job ?? settle(await ackJob(app.db, acks, item), id, 'ack');
       app.metrics.acked([job]);
       app.wake.notifier.slotsFreed(job.queue, 1);
       if (!next) return toJob(job);
@@ -298,23 +291,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             request.hiddenJobIds,
           )
         : undefined;
-      let claimed: ClaimedRow[] = [];
-      const outcomes = await settleBatch(items, request.hiddenJobIds, 'ack', async (visible) => {
-        const both =
-          next && nextQueue !== undefined
-            ? await ackAndClaimOnce(request, visible, next, 'brief')
-            : undefined;
-        if (!both) return ackJobs(app.db, acks, visible);
-        claimed = both.next;
-        // What the statement did not ack takes the ack path (lease_lost, not_found, a repeated ack).
-        const missed = visible.filter((_, i) => both.jobs[i] === undefined);
-        const rest = missed.length > 0 ? await ackJobs(app.db, acks, missed) : [];
-        let k = 0;
-        return visible.map((_, i): LeaseOutcome<AckedJob> => {
-          const job = both.jobs[i];
-          return job ? { outcome: 'done', value: job } : rest[k++]!;
-        });
-      });
+      const outcomes = await settleBatch(items, request.hiddenJobIds, 'ack', (visible) =>
+        ackJobs(app.db, acks, visible),
+      );
       const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
       app.metrics.acked(done);
       for (const job of done) app.wake.notifier.slotsFreed(job.queue, 1);
@@ -327,19 +306,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       if (!next) return answer;
       // A stale lease anywhere in the batch claims nothing, as a single ack's 409 would.
       const claim = nextQueue !== undefined && acked > 0 && !results.some((r) => r.outcome === 'lease_lost');
-      if (!claim && claimed.length > 0) {
-        // Claimed in the ack's statement before a lost lease was known: given back, attempt not counted.
-        app.wake.notifier.jobsReady(nextQueue!, await releaseClaims(app.db, claimed));
-        claimed = [];
-      }
       return sendWithNext(
         reply,
         { ...answer, next: [] },
-        !claim
-          ? []
-          : claimed.length > 0
-            ? await app.handOut(request, nextQueue, next.max_jobs ?? 1, claimed)
-            : await claimNext(request, reply, nextQueue, next),
+        claim ? await claimNext(request, reply, nextQueue, next) : [],
       );
     },
   );

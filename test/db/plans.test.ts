@@ -40,14 +40,11 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
     ),
     ack: await first((db) => ackEach(db, items)),
     'batch ack': await first((db) => ackBriefEach(db, items)),
-    'batch ack and claim': await first((db) =>
-      ackAndClaimEach(db, 30_000, [{ acks: items, next: { maxJobs: 100 }, answer: 'brief' }]),
-    ),
     'ack and claim': await first((db) =>
       ackAndClaimEach(
         db,
         30_000,
-        items.map((item) => ({ acks: [item], next: { maxJobs: 1 }, answer: 'job' as const })),
+        items.map((item) => ({ ...item, next: { maxJobs: 1 } })),
       ),
     ),
     renew: await first((db) => renewLeases(db, items)),

@@ -1,8 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import type { AckItem } from '../../src/jobs/ack.js';
-import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
-import type { Claimant } from '../../src/jobs/claim.js';
+import { type AckAndClaimItem, ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
@@ -29,17 +27,7 @@ async function claimOne(queue: string) {
   return { id: job.id as string, leaseToken: job.lease_token as string };
 }
 
-const next = (maxJobs: number, more: Partial<Claimant> = {}) => ({ maxJobs, ...more });
-
-/** Single acks with next, each its own request, as the single-ack route makes them. */
-async function acksWithNext(items: (AckItem & { next: Claimant })[]) {
-  const outs = await ackAndClaimEach(
-    database.db,
-    LEASE,
-    items.map(({ next, ...ack }) => ({ acks: [ack], next, answer: 'job' as const })),
-  );
-  return outs.map((o) => ({ job: o.jobs[0], next: o.next }));
-}
+const next = (maxJobs: number, more: Partial<AckAndClaimItem['next']> = {}) => ({ maxJobs, ...more });
 
 async function stateOf(id: string) {
   return (await api(app).get(id)).body.state as string;
@@ -55,7 +43,7 @@ describe('ack and claim in one statement', () => {
     await enqueue('as-a', ['a-urgent'], 5);
     await enqueue('as-b', ['b1']);
 
-    const [outA, outB] = await acksWithNext([
+    const [outA, outB] = await ackAndClaimEach(database.db, LEASE, [
       { ...a, resultJson: '{"ok":1}', next: next(2, { leaseMs: 5_000, workerId: 'w-a' }) },
       { ...b, next: next(3) },
     ]);
@@ -87,7 +75,7 @@ describe('ack and claim in one statement', () => {
       'as-deal',
       Array.from({ length: 4 }, (_, i) => `n${i}`),
     );
-    const [one, two] = await acksWithNext([
+    const [one, two] = await ackAndClaimEach(database.db, LEASE, [
       { ...first, next: next(3) },
       { ...second, next: next(3) },
     ]);
@@ -99,7 +87,7 @@ describe('ack and claim in one statement', () => {
     await enqueue('as-lost', ['j0', 'j1', 'j2']);
     const stale = await claimOne('as-lost');
     const good = await claimOne('as-lost');
-    const [lost, ok] = await acksWithNext([
+    const [lost, ok] = await ackAndClaimEach(database.db, LEASE, [
       { id: stale.id, leaseToken: '00000000-0000-4000-8000-000000000000', next: next(5) },
       { ...good, next: next(5) },
     ]);
@@ -118,7 +106,7 @@ describe('ack and claim in one statement', () => {
     await enqueue('as-limited', ['l1']);
     expect((await api(app).call('PUT', '/v1/queues/as-paused', { paused: true })).status).toBe(200);
     expect((await api(app).call('PUT', '/v1/queues/as-limited', { concurrency_limit: 1 })).status).toBe(200);
-    const outs = await acksWithNext([
+    const outs = await ackAndClaimEach(database.db, LEASE, [
       { ...paused, next: next(1) },
       { ...limited, next: next(1) },
     ]);
@@ -136,7 +124,7 @@ describe('ack and claim in one statement', () => {
   it('the same ack twice in one statement is acked once; the second finds nothing', async () => {
     await enqueue('as-twice', ['t0', 't1', 't2']);
     const job = await claimOne('as-twice');
-    const outs = await acksWithNext([
+    const outs = await ackAndClaimEach(database.db, LEASE, [
       { ...job, next: next(1) },
       { ...job, next: next(1) },
     ]);
@@ -161,53 +149,6 @@ describe('ack and claim in one statement', () => {
     expect(rows[0]!.claimed).toBe(rows[0]!.acked);
   });
 
-  it('a batch per request: its acks, then its next jobs from its queue; each request its own queue', async () => {
-    await enqueue('as-batch-a', ['a0', 'a1', 'a2']);
-    await enqueue('as-batch-b', ['b0']);
-    const claim = async (queue: string, n: number) =>
-      (await api(app).claim(queue, { max_jobs: n })).body.jobs.map(
-        (j: { id: string; lease_token: string }) => ({
-          id: j.id,
-          leaseToken: j.lease_token,
-        }),
-      ) as AckItem[];
-    const a = await claim('as-batch-a', 3);
-    const b = await claim('as-batch-b', 1);
-    await enqueue('as-batch-a', ['a3', 'a4', 'a5']);
-    await enqueue('as-batch-b', ['b1', 'b2']);
-    const stale = { id: a[1]!.id, leaseToken: '00000000-0000-4000-8000-000000000000' };
-    const [outA, outB] = await ackAndClaimEach(database.db, LEASE, [
-      { acks: [a[0]!, stale, a[2]!], next: next(2), answer: 'brief' },
-      { acks: b, next: next(5), answer: 'brief' },
-    ]);
-    // Brief answers: id, queue and times of each acked job; the stale ack is left to the ack path.
-    expect(outA!.jobs.map((j) => j?.id)).toEqual([a[0]!.id, undefined, a[2]!.id]);
-    expect(outA!.jobs[0]).toMatchObject({ queue: 'as-batch-a', payload: null });
-    expect(outA!.jobs[0]!.finished_at).toBeInstanceOf(Date);
-    expect(outA!.next.map((j) => j.payload_json)).toEqual(['"a3"', '"a4"']);
-    expect(outB!.jobs.map((j) => j?.id)).toEqual([b[0]!.id]);
-    expect(outB!.next.map((j) => j.payload_json)).toEqual(['"b1"', '"b2"']);
-    expect(await stateOf(a[1]!.id)).toBe('claimed');
-  });
-
-  it('through the batch route: the acks and the next jobs commit in one transaction', async () => {
-    await enqueue('as-batch-route', ['r0', 'r1', 'r2']);
-    const { jobs } = (await api(app).claim('as-batch-route', { max_jobs: 2 })).body;
-    const res = await api(app).call('POST', '/v1/jobs/ack', {
-      acks: jobs.map((j: { id: string; lease_token: string }) => ({ id: j.id, lease_token: j.lease_token })),
-      next: { max_jobs: 2 },
-    });
-    expect(res.status).toBe(200);
-    expect(res.body.acked).toBe(2);
-    expect(res.body.next.map((j: { payload: string }) => j.payload)).toEqual(['r2']);
-    const { rows } = await sql<{ xmins: string[] }>`
-      SELECT array(SELECT DISTINCT xmin::text FROM baton.job_history WHERE queue = 'as-batch-route'
-                   UNION SELECT xmin::text FROM baton.jobs WHERE queue = 'as-batch-route') AS xmins`.execute(
-      database.db,
-    );
-    expect(rows[0]!.xmins).toHaveLength(1);
-  });
-
   it('racing statements and plain claims never hand one job to two leases', async () => {
     const q = 'as-race';
     await enqueue(
@@ -227,7 +168,7 @@ describe('ack and claim in one statement', () => {
       }));
       note(hand.map((j) => j.id));
       while (hand.length > 0) {
-        const [out] = await acksWithNext([{ ...hand[0]!, next: next(2) }]);
+        const [out] = await ackAndClaimEach(database.db, LEASE, [{ ...hand[0]!, next: next(2) }]);
         expect(out!.job?.id).toBe(hand[0]!.id);
         const more = out!.next.map((j) => ({ id: j.id, leaseToken: j.lease_token }));
         note(more.map((j) => j.id));
