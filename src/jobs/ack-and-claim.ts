@@ -3,15 +3,8 @@ import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { type AckItem, completed } from './ack.js';
 import { type Claimant, type ClaimedRow, claimedFromAssigned, limited } from './claim.js';
-import {
-  claimOrder,
-  compareClaimOrder,
-  finishedJobColumns,
-  type JobRow,
-  leaseHeld,
-  notExpired,
-} from './job-row.js';
-import { retryWhenMoved, slotsOf } from './ring.js';
+import { claimOrder, compareClaimOrder, finishedJobColumns, type JobRow, notExpired } from './job-row.js';
+import { inSlotOf, retryWhenMoved } from './ring.js';
 
 /**
  * Ack-and-claim in one statement: a worker that takes one job at a time acks it and asks for the next
@@ -48,7 +41,6 @@ type Values = [
   ids: string[],
   tokens: string[],
   results: (string | null)[],
-  slots: number[],
   maxJobs: number[],
   leaseMs: (number | null)[],
   workerIds: (string | null)[],
@@ -64,7 +56,6 @@ export async function ackAndClaimEach(
     items.map((i) => i.id),
     items.map((i) => i.leaseToken),
     items.map((i) => i.resultJson ?? null),
-    slotsOf(items.map((i) => i.id)),
     items.map((i) => i.next.maxJobs),
     items.map((i) => i.next.leaseMs ?? null),
     items.map((i) => i.next.workerId ?? null),
@@ -89,22 +80,22 @@ export async function ackAndClaimEach(
 type Row = JobRow &
   ClaimedRow & { claimant: string | null; ack_token: string | null; payload_json: string | null };
 
-/** One shape: acks look in their ids' own slots only (a carried job is left to the ack path). */
+/** One shape: acks look in their id's slot only (a carried job is left to the ack path). */
 const statement = new StatementShapes((_shape: 'own slot', ...values: Values) => ackAndClaimSql(values));
 
-function ackAndClaimSql([ids, tokens, results, slots, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values) {
-  const idList = sql`${ids}::bigint[]`;
-  // Each row is matched to its item by position, as in ack.ts (see there why not by a join).
-  const at = sql`array_position(${idList}, j.id)`;
+function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values) {
   return sql<Row>`
-    WITH done AS (
-      -- The ack, as ack.ts writes it: the ids' own partitions, each row matched to its item's token.
-      DELETE FROM baton.jobs j
-      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[])
-        AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
-      RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result,
-                ${at}::bigint AS next_claimant, (${maxJobs}::integer[])[${at}] AS next_n,
-                (${leaseMs}::integer[])[${at}] AS next_lease_ms, (${workerIds}::text[])[${at}] AS next_worker_id
+    WITH input AS (
+      SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result, i.n, i.lease_ms, i.worker_id, i.ord
+      FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[], ${maxJobs}::integer[],
+                  ${leaseMs}::integer[], ${workerIds}::text[]) WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, ord)
+    ), done AS (
+      -- The ack, as ack.ts writes it: each id's own partition, matched on id and token.
+      DELETE FROM baton.jobs j USING input i
+      WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
+        AND j.lease_token = i.token
+      RETURNING j.*, i.result, i.ord AS next_claimant, i.n AS next_n, i.lease_ms AS next_lease_ms,
+                i.worker_id AS next_worker_id
     ), finished AS (
       INSERT INTO baton.job_history AS h (${completed.columns})
       SELECT ${completed.values} FROM done
