@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { type AckItem, completed } from './ack.js';
-import { type Claimant, type ClaimedRow, claimedFromAssigned, limited } from './claim.js';
-import { claimOrder, compareClaimOrder, finishedJobColumns, type JobRow, notExpired } from './job-row.js';
+import { type Claimant, type ClaimedRow, claimedFromAssigned, dealt, queueClaimSettings } from './claim.js';
+import { claimOrder, finishedJobColumns, type JobRow, notExpired } from './job-row.js';
 import { inSlotOf, retryWhenMoved } from './ring.js';
 
 /**
@@ -62,18 +62,13 @@ export async function ackAndClaimEach(
     defaultLeaseMs,
   ];
   const { rows } = await retryWhenMoved(() => statement.execute(db, 'own slot', values));
-  const outcomes: AckAndClaimOutcome[] = items.map(() => ({ next: [] }));
   const acked = new Map<string, JobRow>();
-  for (const row of rows) {
-    if (row.claimant === null) acked.set(`${row.id}:${row.ack_token}`, row);
-    else outcomes[Number(row.claimant) - 1]!.next.push(row);
-  }
-  items.forEach((item, i) => {
-    const out = outcomes[i]!;
-    out.job = acked.get(`${item.id}:${item.leaseToken}`);
-    out.next.sort(compareClaimOrder);
-  });
-  return outcomes;
+  for (const row of rows) if (row.claimant === null) acked.set(`${row.id}:${row.ack_token}`, row);
+  const next = dealt(
+    rows,
+    items.map((i) => i.next),
+  );
+  return items.map((item, i) => ({ job: acked.get(`${item.id}:${item.leaseToken}`), next: next[i]! }));
 }
 
 /** A row of the statement: an acked job (claimant null) or a claimed one (claimant: the item, from 1). */
@@ -106,9 +101,7 @@ function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, defa
              d.next_worker_id AS worker_id, sum(d.next_n) OVER (PARTITION BY d.queue ORDER BY d.next_claimant) AS upto
       FROM done d
     ), settings AS (
-      SELECT w.queue, sum(w.n) AS total, coalesce(bool_or(q.paused), false) AS paused,
-             coalesce(max(q.lease_ms), ${defaultLeaseMs}::integer) AS lease_ms, max(q.timeout_ms) AS timeout_ms,
-             coalesce(bool_or(q.grouped OR ${limited('q')}), false) AS flow
+      SELECT w.queue, sum(w.n) AS total, ${queueClaimSettings('q', defaultLeaseMs)}
       FROM wanted w LEFT JOIN baton.queues q ON q.name = w.queue
       GROUP BY w.queue
     ), picked AS (

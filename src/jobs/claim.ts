@@ -191,8 +191,14 @@ const claims = new StatementShapes((shape: ClaimShape, ...[queue, lease, json]: 
   return claimGroupSql(queue, lease, json, picks[route](queue, Number(total)));
 });
 
-/** Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order). */
-function dealt(rows: (ClaimedRow & { claimant: string })[], claimants: Claimant[]): ClaimedRow[][] {
+/**
+ * Claimed rows, each claimant's in claim order (UPDATE ... RETURNING does not keep the pick's order).
+ * Rows whose claimant is not a claimant (a marker, an acked job of ack-and-claim.ts) are left out.
+ */
+export function dealt(
+  rows: (ClaimedRow & { claimant: string | null })[],
+  claimants: Claimant[],
+): ClaimedRow[][] {
   const out: ClaimedRow[][] = claimants.map(() => []);
   // The row keeps its claimant column: copying every row without it cost an object per job.
   for (const row of rows) if (Number(row.claimant) > 0) out[Number(row.claimant) - 1]!.push(row);
@@ -275,11 +281,7 @@ function claimGroupSql(queue: string, defaultLeaseMs: number, claimantsJson: str
   const markerMeta = plan.markerMeta ?? sql`NULL::jsonb`;
   return sql<ClaimedRow & { claimant: string }>`
     WITH ${plan.before ? sql`RECURSIVE ` : sql``}settings AS (
-      SELECT coalesce(bool_or(paused), false) AS paused,
-             coalesce(max(lease_ms), ${defaultLeaseMs}::integer) AS lease_ms,
-             max(timeout_ms) AS timeout_ms,
-             coalesce(bool_or(grouped OR ${limited('queues')}), false) AS flow,
-             coalesce(bool_or(${limited('queues')}), false) AS limited
+      SELECT ${queueClaimSettings('queues', defaultLeaseMs)}, coalesce(bool_or(${limited('queues')}), false) AS limited
       FROM baton.queues WHERE name = ${queue}
     ), ${plan.before ? sql`${plan.before}, ` : sql``}picked AS (
       ${plan.pick}
@@ -326,10 +328,23 @@ export const claimedFromAssigned = sql`claimed AS (
     )`;
 
 /**
+ * What a claim reads from a queue's row (alias), as aggregates so that a queue without a row still
+ * answers one: paused, the lease length (the queue's, else the server default), the attempt budget,
+ * and whether flow control serves it (grouped or limited). Shared by every claim statement.
+ */
+export function queueClaimSettings(alias: string, defaultLeaseMs: unknown) {
+  const col = (c: string) => sql.ref(`${alias}.${c}`);
+  return sql`coalesce(bool_or(${col('paused')}), false) AS paused,
+    coalesce(max(${col('lease_ms')}), ${defaultLeaseMs}::integer) AS lease_ms,
+    max(${col('timeout_ms')}) AS timeout_ms,
+    coalesce(bool_or(${col('grouped')} OR ${limited(alias)}), false) AS flow`;
+}
+
+/**
  * Whether a queue row (alias) has limits. A queue is under flow control when it has limits or has
  * had jobs in groups (which are then served in turn).
  */
-export function limited(alias: string) {
+function limited(alias: string) {
   const q = sql.ref(alias);
   return sql`(${q}.concurrency_limit IS NOT NULL OR ${q}.rate_limit IS NOT NULL
     OR ${q}.group_concurrency_limit IS NOT NULL OR ${q}.group_rate_limit IS NOT NULL)`;

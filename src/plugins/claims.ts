@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ClaimRequest } from '../http/schemas/jobs.js';
-import { type ClaimedRow, releaseClaims } from '../jobs/claim.js';
+import { type Claimant, type ClaimedRow, releaseClaims } from '../jobs/claim.js';
 import { ClaimGroups } from '../jobs/statement-groups.js';
 import { claimWithWait } from '../wake/long-poll.js';
 
@@ -27,10 +27,15 @@ declare module 'fastify' {
     handOut: (
       request: FastifyRequest,
       queue: string,
-      maxJobs: number,
+      body: ClaimRequest,
       rows: ClaimedRow[],
     ) => Promise<ClaimedRow[]>;
   }
+}
+
+/** A claim request's body (the claim route's, or an ack's `next`) as the claim statements take it. */
+export function claimantOf(body: ClaimRequest): Claimant {
+  return { maxJobs: body.max_jobs ?? 1, leaseMs: body.lease_ms, workerId: body.worker_id };
 }
 
 /**
@@ -53,9 +58,7 @@ export default fp(
       try {
         const { jobs: rows } = await claimWithWait(groups, app.wake.waitList, {
           queue,
-          maxJobs: body.max_jobs ?? 1,
-          leaseMs: body.lease_ms,
-          workerId: body.worker_id,
+          ...claimantOf(body),
           waitMs: app.shuttingDown ? 0 : (body.wait_ms ?? 0),
           pollIntervalMs: config.pollIntervalMs,
           signal: abort.signal,
@@ -78,7 +81,7 @@ export default fp(
       }
     });
 
-    app.decorate('handOut', async (request, queue, maxJobs, rows) => {
+    app.decorate('handOut', async (request, queue, body, rows) => {
       if (rows.length === 0) return rows;
       if (request.raw.socket?.destroyed) {
         const released = await releaseClaims(app.db, rows);
@@ -87,7 +90,7 @@ export default fp(
         return [];
       }
       app.metrics.claimed(queue, rows);
-      if (rows.length === maxJobs) app.wake.waitList.wake(queue, 1);
+      if (rows.length === claimantOf(body).maxJobs) app.wake.waitList.wake(queue, 1);
       return rows;
     });
   },

@@ -27,6 +27,7 @@ import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
 import { type RenewOutcome, renewLease, renewLeases } from '../jobs/renew.js';
 import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
+import { claimantOf } from '../plugins/claims.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
@@ -100,10 +101,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
    */
   const ackAndClaimOnce = async (request: FastifyRequest, item: AckItem, next: ClaimRequest) => {
     try {
-      const out = await acksAndClaims.ackAndClaim({
-        ...item,
-        next: { maxJobs: next.max_jobs ?? 1, leaseMs: next.lease_ms, workerId: next.worker_id },
-      });
+      const out = await acksAndClaims.ackAndClaim({ ...item, next: claimantOf(next) });
       return out.job ? out : undefined;
     } catch (err) {
       request.log.warn({ err }, 'ack-and-claim in one statement failed; acking, then claiming');
@@ -243,7 +241,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       app.wake.notifier.slotsFreed(job.queue, 1);
       if (!next) return toJob(job);
       const claimed = both?.next.length
-        ? await app.handOut(request, job.queue, next.max_jobs ?? 1, both.next)
+        ? await app.handOut(request, job.queue, next, both.next)
         : await claimNext(request, reply, job.queue, next);
       return sendWithNext(reply, { ...toJob(job), next: [] }, claimed);
     },
