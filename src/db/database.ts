@@ -47,13 +47,22 @@ const types = {
  * these sessions forbid the alternatives. `jit = off` goes with it: a forbidden plan node adds a huge
  * cost on PostgreSQL before 18, which would otherwise trigger JIT compilation of short statements.
  *
+ * They also always take the generic plan of a prepared statement (prepared-statements.ts). A statement
+ * that names its slots (`slot = ANY($slots)`, the batch ack and renew) has custom plans that prune the
+ * other partitions while planning, so they always look cheaper than the generic plan, which keeps every
+ * partition and prunes when it starts to run; PostgreSQL's plan cache then re-planned the ack on every
+ * execution, forever (pg_prepared_statements: 0 generic, 40,000 custom), at 412 ms of PostgreSQL CPU
+ * per 1,000 single acks against 263 with the generic plan (docs/benchmarks.md, issue 17, fifth pass).
+ * test/db/plans.test.ts checks what the generic plans are.
+ *
  * `maintenance`: the leader's duties and migrations, whose reads of whole partitions or tables
  * should be sequential scans; only JIT is off, as befits short statements.
  */
 export type PoolRole = 'requests' | 'maintenance';
 
 const PLANNER_SETTINGS: Record<PoolRole, string> = {
-  requests: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off',
+  requests:
+    '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off -c plan_cache_mode=force_generic_plan',
   maintenance: '-c jit=off',
 };
 

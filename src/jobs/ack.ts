@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { finishedJobColumns, finishedRow, type JobRow, leaseHeld } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
-import { ALL_SLOTS, retryWhenMoved, slotsOf } from './ring.js';
+import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 import type { AckGroups } from './statement-groups.js';
 
 /**
@@ -76,8 +76,9 @@ export function ackBriefEach(db: Db, acks: AckItem[]): Promise<(AckedJob | undef
 }
 
 /**
- * Each ack looks for its job in the slot of its id first (only the batch's slots are probed); the few
- * it misses look again in every slot, since the leader may have carried a long-running job (ring.ts).
+ * Each ack looks for its job in the slot of its id first (when the batch's ids share one, ring.ts's
+ * SlotShape); the few it misses look again in every slot, since the leader may have carried a
+ * long-running job (ring.ts).
  */
 async function ackByLease<R extends { id: string }>(
   db: Db,
@@ -85,15 +86,15 @@ async function ackByLease<R extends { id: string }>(
   answer: AckAnswer,
 ): Promise<(R | undefined)[]> {
   const byLease = new Map<string, R>();
-  const run = async (items: AckItem[], slots: readonly number[]) => {
-    const ids = items.map((a) => a.id);
+  const run = async (items: AckItem[], slots: SlotShape) => {
     const values: AckValues = [
-      ids,
+      items.map((a) => a.id),
       items.map((a) => a.leaseToken),
       items.map((a) => a.resultJson ?? null),
-      slots,
     ];
-    const { rows } = (await retryWhenMoved(() => ackStatements.execute(db, answer, values))) as {
+    const { rows } = (await retryWhenMoved(() =>
+      ackStatements.execute(db, `${answer}:${slots}`, values),
+    )) as {
       rows: (R & { ack_token: string })[];
     };
     // The row keeps its ack_token column (not copied without it: that cost an object per job).
@@ -101,9 +102,10 @@ async function ackByLease<R extends { id: string }>(
   };
   const lease = (a: AckItem) => `${a.id}:${a.leaseToken}`;
   for (const part of withDistinctIds(acks)) {
-    await run(part, slotsOf(part.map((a) => a.id)));
+    const slots = slotShapeOf(part.map((a) => a.id));
+    await run(part, slots);
     const missed = part.filter((a) => !byLease.has(lease(a)));
-    if (missed.length > 0) await run(missed, ALL_SLOTS);
+    if (missed.length > 0 && slots !== 'any') await run(missed, 'any');
   }
   return acks.map((a) => byLease.get(lease(a)));
 }
@@ -135,17 +137,18 @@ const ANSWER_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
   brief: sql`h.id, h.queue, h.claimed_at, h.finished_at`,
 };
 
-/** The ack statement's values: ids, lease tokens, result texts (null for none), by item; the slots to look in. */
-type AckValues = [ids: string[], tokens: string[], results: (string | null)[], slots: readonly number[]];
+/** The ack statement's values: ids, lease tokens, result texts (null for none), by item. */
+type AckValues = [ids: string[], tokens: string[], results: (string | null)[]];
 
-/** Compiled once per answer (db/statement-shapes.ts). */
-const ackStatements = new StatementShapes((answer: AckAnswer, ...values: AckValues) =>
-  ackStatement(values, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`),
-);
+/** Compiled once per answer and slot (db/statement-shapes.ts, ring.ts's SlotShape). */
+const ackStatements = new StatementShapes((shape: `${AckAnswer}:${SlotShape}`, ...values: AckValues) => {
+  const [answer, slots] = shape.split(':') as [AckAnswer, SlotShape];
+  return ackStatement(values, slots, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`);
+});
 
-function ackStatement([ids, tokens, results, slots]: AckValues, returning: RawBuilder<unknown>) {
-  // Each partition's part of the DELETE probes its primary key for the batch's ids (`j.id = ANY`),
-  // and each row found is matched to its item by position (array_position), not by a join with the
+function ackStatement([ids, tokens, results]: AckValues, slots: SlotShape, returning: RawBuilder<unknown>) {
+  // The DELETE probes the primary key of the batch's slot (every slot's, for 'any') for its ids
+  // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a join with the
   // items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
   // "almost empty") got a nested loop comparing every item with every row the scan returned: with
   // the state in the WHERE, every claimed row of the partition (jobs_claimed_idx); 800 acks took 74 ms
@@ -157,7 +160,7 @@ function ackStatement([ids, tokens, results, slots]: AckValues, returning: RawBu
   return sql`
     WITH done AS (
       DELETE FROM baton.jobs j
-      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[]) AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
+      WHERE j.id = ANY(${idList}) AND ${inSlotShape('j', slots)} AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
       RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result
     )
     INSERT INTO baton.job_history AS h (${completed.columns})

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { leaseHeld } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
-import { ALL_SLOTS, retryWhenMoved, slotsOf } from './ring.js';
+import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 
 /**
  * Renew: push a lease's expiry forward. It succeeds only while the job is still `claimed` under the
@@ -51,25 +51,25 @@ export async function renewLease(db: Db, item: RenewItem): Promise<RenewOutcome>
  * acked, nacked or re-armed meanwhile is not renewed.
  */
 export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutcome[]> {
-  // Each renewal looks in its id's slot first (only the batch's slots are probed); the few it misses
-  // look again in every slot, since the leader may have carried a long-running job (ring.ts).
+  // Each renewal looks in its id's slot first (when the batch's ids share one, ring.ts's SlotShape);
+  // the few it misses look again in every slot, since the leader may have carried a long-running job.
   if (new Set(items.map((i) => i.id)).size !== items.length) {
     throw new Error('renewLeases: each job may be named once (the callers check it)');
   }
   const done = new Map<string, RenewedLease>();
-  const run = async (batch: RenewItem[], slots: readonly number[]) => {
+  const run = async (batch: RenewItem[], slots: SlotShape) => {
     const values: RenewValues = [
       batch.map((i) => i.id),
       batch.map((i) => i.leaseToken),
       batch.map((i) => i.leaseMs ?? null),
-      slots,
     ];
-    const { rows } = await retryWhenMoved(() => renewStatements.execute(db, 'renew', values));
+    const { rows } = await retryWhenMoved(() => renewStatements.execute(db, slots, values));
     for (const row of rows) done.set(row.id, row);
   };
-  await run(items, slotsOf(items.map((i) => i.id)));
+  const slots = slotShapeOf(items.map((i) => i.id));
+  await run(items, slots);
   const missed = items.filter((i) => !done.has(i.id));
-  if (missed.length > 0) await run(missed, ALL_SLOTS);
+  if (missed.length > 0 && slots !== 'any') await run(missed, 'any');
   const outcomes: RenewOutcome[] = await outcomesOf(
     db,
     items.map((i) => i.id),
@@ -92,15 +92,17 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
   );
 }
 
-/** The statement's values: ids, lease tokens, lease lengths (null: keep the lease's own), by item; the slots to look in. */
-type RenewValues = [ids: string[], tokens: string[], leaseMs: (number | null)[], slots: readonly number[]];
+/** The statement's values: ids, lease tokens, lease lengths (null: keep the lease's own), by item. */
+type RenewValues = [ids: string[], tokens: string[], leaseMs: (number | null)[]];
 
-/** Compiled once (db/statement-shapes.ts). */
-const renewStatements = new StatementShapes((_: 'renew', ...values: RenewValues) => renewStatement(values));
+/** Compiled once per slot (db/statement-shapes.ts, ring.ts's SlotShape). */
+const renewStatements = new StatementShapes((slots: SlotShape, ...values: RenewValues) =>
+  renewStatement(values, slots),
+);
 
-function renewStatement([ids, tokens, leaseMs, slots]: RenewValues) {
-  // As in the batch ack (ack.ts): each partition's part probes its primary key for the batch's ids
-  // (`j.id = ANY`), only in the batch's slots, and each row found is matched to its item by position
+function renewStatement([ids, tokens, leaseMs]: RenewValues, slots: SlotShape) {
+  // As in the batch ack (ack.ts): the primary key of the batch's slot (every slot's, for 'any') is
+  // probed for the batch's ids (`j.id = ANY`), and each row found is matched to its item by position
   // (array_position), not joined to the items. Joined, with the state in the WHERE, the planner read
   // every claimed row of each partition from jobs_claimed_idx and compared each with every item: 800
   // renewals against 30,000 claimed jobs compared 639,200 pairs, 380 ms of PostgreSQL CPU
@@ -111,7 +113,7 @@ function renewStatement([ids, tokens, leaseMs, slots]: RenewValues) {
   return sql<RenewedLease>`
     WITH locked AS (
       SELECT j.slot, j.id FROM baton.jobs j
-      WHERE j.id = ANY(${idList}) AND j.slot = ANY(${slots}::smallint[])
+      WHERE j.id = ANY(${idList}) AND ${inSlotShape('j', slots)}
         AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
         AND (j.deadline_at IS NULL OR j.deadline_at > clock_timestamp())
       ORDER BY j.id

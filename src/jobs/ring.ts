@@ -26,19 +26,34 @@ export function inSlotOf(alias: string, id: RawBuilder<unknown>) {
   return sql`${sql.ref(alias)}.slot = baton.job_slot(${id})`;
 }
 
-/**
- * The slots these ids start in (baton.job_slot of each, computed here), for a statement that names
- * many jobs by an array of ids: given as `slot = ANY($slots)`, a parameter, PostgreSQL prunes the
- * other partitions before the scan starts, where a sub-select computing them would not.
- */
+/** The slots these ids start in: baton.job_slot of each, computed here (slotShapeOf). */
 export function slotsOf(ids: string[]): number[] {
   const slots = new Set<number>();
   for (const id of ids) slots.add(Number((BigInt(id) / BigInt(IDS_PER_SLOT)) % BigInt(RING_SLOTS)));
   return [...slots];
 }
 
-/** Every slot: where a job the leader carried may be. */
-export const ALL_SLOTS: readonly number[] = Array.from({ length: RING_SLOTS }, (_, i) => i);
+/**
+ * Where a statement naming many jobs by id (the batch ack, the batch renew) looks for them: the one
+ * slot they all start in, or every slot ('any': jobs spread over several slots, or looking again for
+ * jobs the leader carried). The slot goes into the statement's text as a literal (its shape,
+ * db/statement-shapes.ts), so even the generic plan holds only that partition: PostgreSQL 15 does not
+ * prune the partitions of an UPDATE or DELETE by a parameter, and with `slot = ANY($slots)` every
+ * execution locked and probed all of them (single acks: 260 against 211 ms of PostgreSQL CPU per
+ * 1,000, docs/benchmarks.md, issue 17, fifth pass). Nine texts per statement at most, so nine cached
+ * plans per connection.
+ */
+export type SlotShape = `${number}` | 'any';
+
+export function slotShapeOf(ids: string[]): SlotShape {
+  const slots = slotsOf(ids);
+  return slots.length === 1 ? `${slots[0]!}` : 'any';
+}
+
+/** The condition of a SlotShape on `<alias>.slot`, a literal (or none, for 'any'). */
+export function inSlotShape(alias: string, shape: SlotShape) {
+  return shape === 'any' ? anySlot : sql`${sql.ref(alias)}.slot = ${sql.lit(Number(shape))}`;
+}
 
 /** No slot condition: every partition's primary key is probed (for rows the leader carried). */
 export const anySlot = sql`true`;

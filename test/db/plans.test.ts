@@ -235,3 +235,38 @@ describe('the flow claims', () => {
     }
   });
 });
+
+describe('the ack and the renewals', () => {
+  it('run on generic plans, never planned afresh (a single ack planned on every run cost PostgreSQL twice the CPU)', async () => {
+    const handle = createDatabase(
+      database.url,
+      { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 },
+      noLog,
+    );
+    try {
+      await api(app).enqueueBatch(
+        'plans-cache',
+        Array.from({ length: 40 }, (_, i) => ({ payload: i })),
+      );
+      for (let i = 0; i < 10; i++) {
+        const jobs = await claimJobs(handle.db, { queue: 'plans-cache', maxJobs: 2, defaultLeaseMs: 30_000 });
+        const items = jobs.map((j) => ({ id: j.id, leaseToken: j.lease_token }));
+        expect(items).toHaveLength(2);
+        for (const out of await renewLeases(handle.db, items)) expect(out.outcome).toBe('done');
+        expect(await ackEach(handle.db, [items[0]!])).toHaveLength(1);
+        expect((await ackBriefEach(handle.db, [items[1]!]))[0]?.id).toBe(items[1]!.id);
+      }
+      const { rows } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
+        SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
+      const writes = rows.filter((r) => /DELETE FROM baton\.jobs|FOR UPDATE OF j/.test(r.statement));
+      // The single ack, the batch ack and the batch renew (each naming one slot).
+      expect(writes.length).toBeGreaterThanOrEqual(3);
+      for (const r of writes) {
+        expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
+        expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThanOrEqual(10);
+      }
+    } finally {
+      await handle.close();
+    }
+  });
+});
