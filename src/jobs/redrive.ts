@@ -63,10 +63,12 @@ export async function redriveDeadJobs(
             };
       const { rows } = await sql<{ id: string }>`
         WITH picked AS (
+          -- One text per filter (not "$x IS NULL OR ..."): the request pool always runs the generic
+          -- plan (db/database.ts), which could use the primary key for the ids only this way.
           SELECT id FROM baton.job_history
           WHERE queue = ${queue} AND state = 'dead'
-            AND (${filter.ids ?? null}::bigint[] IS NULL OR id = ANY(${filter.ids ?? null}::bigint[]))
-            AND (${filter.deadSince ?? null}::timestamptz IS NULL OR finished_at >= ${filter.deadSince ?? null}::timestamptz)
+            ${filter.ids === undefined ? sql`` : sql`AND id = ANY(${filter.ids}::bigint[])`}
+            ${filter.deadSince === undefined ? sql`` : sql`AND finished_at >= ${filter.deadSince}::timestamptz`}
           ORDER BY finished_at, id
           LIMIT ${batchSize}
           FOR UPDATE SKIP LOCKED

@@ -112,10 +112,13 @@ export async function queueOfSchedule(db: Db, name: string): Promise<string | un
 
 /** Schedules in name order after `after`; with `patterns`, only those whose queue matches one. */
 export async function listSchedules(db: Db, limit: number, after?: string, patterns?: string[]) {
+  // One statement text per filter present (not `$x IS NULL OR ...`): the request pool always runs a
+  // statement's generic plan (db/database.ts), which could not start the name index at `after`.
+  const from = after === undefined ? sql`` : sql`AND s.name > ${after}`;
+  const queues = patterns === undefined ? sql`` : sql`AND s.queue ~ ANY(${patterns}::text[])`;
   const { rows } = await sql<ScheduleRow>`
     SELECT ${columns} FROM baton.schedules s
-    WHERE (${after ?? null}::text IS NULL OR s.name > ${after ?? null})
-      AND (${patterns ?? null}::text[] IS NULL OR s.queue ~ ANY(${patterns ?? null}::text[]))
+    WHERE true ${from} ${queues}
     ORDER BY s.name LIMIT ${limit}`.execute(db);
   return rows;
 }
