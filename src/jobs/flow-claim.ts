@@ -97,12 +97,11 @@ export async function claimWithFlow(
   const wanted = totalOf(claimants);
   return retryWhenMoved(() =>
     db.transaction().execute(async (trx) => {
-      // Generic plans for the rest of the transaction, set with the lock (no round trip of its own): the
-      // walk's plan cache otherwise kept choosing custom plans, planning the walk afresh on every
-      // claim at about the cost of running it (docs/benchmarks.md, issue 16, second pass).
+      // The walk runs on generic plans, as every statement of the request pool does (db/database.ts):
+      // left to choose, the plan cache planned the walk afresh on every claim at about the cost of
+      // running it (docs/benchmarks.md, issue 16, second pass).
       const flow = (
-        await sql<QueueFlow>`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), b.*
-                             FROM baton.flow_budget(${queue}, ${wanted}::integer) b`.execute(trx)
+        await sql<QueueFlow>`SELECT b.* FROM baton.flow_budget(${queue}, ${wanted}::integer) b`.execute(trx)
       ).rows[0]!;
       if (!flow.walk) {
         // No ready job has a group (any more): the one-statement claim, in this transaction (it takes
