@@ -47,13 +47,13 @@ const types = {
  * these sessions forbid the alternatives. `jit = off` goes with it: a forbidden plan node adds a huge
  * cost on PostgreSQL before 18, which would otherwise trigger JIT compilation of short statements.
  *
- * They also always take the generic plan of a prepared statement (prepared-statements.ts). A statement
- * that names its slots (`slot = ANY($slots)`, the batch ack and renew) has custom plans that prune the
- * other partitions while planning, so they always look cheaper than the generic plan, which keeps every
- * partition and prunes when it starts to run; PostgreSQL's plan cache then re-planned the ack on every
- * execution, forever (pg_prepared_statements: 0 generic, 40,000 custom), at 412 ms of PostgreSQL CPU
- * per 1,000 single acks against 263 with the generic plan (docs/benchmarks.md, issue 17, fifth pass).
- * test/db/plans.test.ts checks what the generic plans are.
+ * They also always take the generic plan of a prepared statement (prepared-statements.ts). The ack's
+ * custom plans see the batch (how many ids, which slots) and so always looked cheaper than its generic
+ * plan: PostgreSQL's plan cache re-planned the ack on every execution, forever (pg_prepared_statements:
+ * 0 generic, 40,000 custom), at 386 ms of PostgreSQL CPU per 1,000 single acks against 199 on the
+ * generic plan (docs/benchmarks.md, issue 17, fifth pass). A statement whose best plan depends on
+ * which filters are given is written as one text per filter instead (jobs/list.ts, jobs/redrive.ts).
+ * test/db/plans.test.ts checks what the generic plans are, and that no hot statement is re-planned.
  *
  * `maintenance`: the leader's duties and migrations, whose reads of whole partitions or tables
  * should be sequential scans; only JIT is off, as befits short statements.

@@ -148,8 +148,8 @@ const ackStatements = new StatementShapes((shape: `${AckAnswer}:${SlotShape}`, .
 
 function ackStatement([ids, tokens, results]: AckValues, slots: SlotShape, returning: RawBuilder<unknown>) {
   // The DELETE probes the primary key of the batch's slot (every slot's, for 'any') for its ids
-  // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a join with the
-  // items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
+  // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a
+  // join with the items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
   // "almost empty") got a nested loop comparing every item with every row the scan returned: with
   // the state in the WHERE, every claimed row of the partition (jobs_claimed_idx); 800 acks took 74 ms
   // of PostgreSQL CPU per 1,000, and 33 ms matched by position (docs/benchmarks.md, issue 17, fourth
