@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -7,6 +6,7 @@ import { ackBriefEach } from '../src/jobs/ack.js';
 import { claimJobs } from '../src/jobs/claim.js';
 import { insertJobs } from '../src/jobs/enqueue.js';
 import { nackJob } from '../src/jobs/nack.js';
+import { processCpuMs } from './process-usage.js';
 
 /**
  * Issue 17, fifth pass: what the plan cache costs the ack. One connection of the request pool claims
@@ -44,11 +44,8 @@ await sql`VACUUM ANALYZE baton.jobs`.execute(db);
 const { rows: session } = await sql<{ pid: number }>`
   SELECT pg_backend_pid() AS pid, set_config('plan_cache_mode', ${mode}, false)`.execute(db);
 const pid = session[0]!.pid;
-const cpuMs = () => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const p = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(p[11]) + Number(p[12])) * 10;
-};
+/** The backend's CPU time so far (bench/process-usage.ts). */
+const cpuMs = () => processCpuMs(pid) ?? 0;
 let ackCpu = 0;
 let acked = 0;
 for (;;) {

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createDatabase } from '../src/db/database.js';
 import { renewLeases } from '../src/jobs/renew.js';
 import { recordStatements } from './compiled-statements.js';
+import { processCpuMs } from './process-usage.js';
 
 /**
  * Issue 17: what one batch renew costs PostgreSQL while many other jobs are claimed. Fills a scratch
@@ -29,11 +29,8 @@ const h = createDatabase(
 );
 const c = await h.pool.connect();
 const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-const cpuMs = () => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const p = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(p[11]) + Number(p[12])) * 10;
-};
+/** The backend's CPU time so far (bench/process-usage.ts). */
+const cpuMs = () => processCpuMs(pid) ?? 0;
 await c.query('TRUNCATE baton.jobs, baton.job_history');
 await c.query(
   `INSERT INTO baton.jobs (slot, id, queue, state, run_at, max_attempts, payload, attempts,

@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { createDatabase } from '../src/db/database.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
 import { claimStatement } from '../src/jobs/claim.js';
 import { insertJobs } from '../src/jobs/enqueue.js';
+import { processCpuMs } from './process-usage.js';
 
 /**
  * Issue 17, fourth pass: how much of the claim's PostgreSQL CPU is the statement's own machinery
@@ -25,11 +25,8 @@ const JOBS = Number(process.env.PROBE_JOBS ?? 30000);
 const log = pino({ level: 'warn' });
 const h = createDatabase(url, { poolSize: 2, statementTimeoutMs: 60000, connectTimeoutMs: 5000 }, log);
 const db = h.db;
-const ticks = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const p = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(p[11]) + Number(p[12])) * 10;
-};
+/** A backend's CPU time so far (bench/process-usage.ts). */
+const cpuMs = (pid: number) => processCpuMs(pid) ?? 0;
 function ctidSql(text: string): string {
   return text
     .replace(
@@ -72,11 +69,11 @@ for (let round = 0; round < Number(process.env.PROBE_ROUNDS ?? 3); round++) {
   let done = false;
   for (let i = 0; !done; i++) {
     const name = names[(i + round) % names.length]!;
-    const c0 = ticks(pid);
+    const c0 = cpuMs(pid);
     const t0 = performance.now();
     const { rows } = await client.query({ name, text: variants[name]!, values: params[name]! });
     stats[name]!.wall += performance.now() - t0;
-    stats[name]!.cpu += ticks(pid) - c0;
+    stats[name]!.cpu += cpuMs(pid) - c0;
     stats[name]!.n += rows.length;
     if (rows.length === 0) done = true;
     else

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { processCpuMs } from './process-usage.js';
 
 /**
  * Issue 17, fifth pass: what the ring itself costs PostgreSQL per job. Claims 100 jobs at a time (a
@@ -14,11 +14,8 @@ import pg from 'pg';
 const url = process.env.PROBE_URL ?? 'postgres://postgres@127.0.0.1:5432/probe17';
 const JOBS = Number(process.env.PROBE_JOBS ?? 30000);
 const ROUNDS = Number(process.env.PROBE_ROUNDS ?? 3);
-const ticks = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const p = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(p[11]) + Number(p[12])) * 10;
-};
+/** A backend's CPU time so far (bench/process-usage.ts). */
+const cpuMs = (pid: number) => processCpuMs(pid) ?? 0;
 const c = new pg.Client({
   connectionString: url,
   options: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off',
@@ -62,21 +59,21 @@ for (let round = 0; round < ROUNDS; round++) {
     const name = names[(i + round) % names.length]!;
     if (!left.has(name)) continue;
     const t = tables[name]!;
-    let c0 = ticks(pid);
+    let c0 = cpuMs(pid);
     const { rows } = await c.query({ name: `claim-${name}`, text: claimSql(t), values: ['p'] });
-    stats[name]!.claim += ticks(pid) - c0;
+    stats[name]!.claim += cpuMs(pid) - c0;
     stats[name]!.n += rows.length;
     if (rows.length === 0) {
       left.delete(name);
       continue;
     }
-    c0 = ticks(pid);
+    c0 = cpuMs(pid);
     await c.query({
       name: `del-${name}`,
       text: deleteSql(t),
       values: [rows.map((r) => r.id), [...new Set(rows.map((r) => r.slot))]],
     });
-    stats[name]!.del += ticks(pid) - c0;
+    stats[name]!.del += cpuMs(pid) - c0;
   }
 }
 for (const [k, s] of Object.entries(stats))
