@@ -2,7 +2,7 @@ import { type CompiledQuery, sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStatements } from '../../bench/compiled-statements.js';
-import { createDatabase } from '../../src/db/database.js';
+import { createDatabase, type Db } from '../../src/db/database.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
 import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
 import { claimJobs, claimStatement, groupedClaimStatement, releaseClaims } from '../../src/jobs/claim.js';
@@ -166,100 +166,109 @@ describe('batch writes naming many claimed jobs', () => {
   });
 });
 
+/** A statement's plan counts in one session (pg_prepared_statements). */
+interface PlanCounts {
+  statement: string;
+  generic_plans: string;
+  custom_plans: string;
+}
+
+/**
+ * Run `work` on a one-connection pool of the server's request role (one session, so one plan cache),
+ * then answer that session's prepared statements and how often each was planned generic or custom.
+ */
+async function plansAfter(work: (db: Db) => Promise<void>): Promise<PlanCounts[]> {
+  const handle = createDatabase(
+    database.url,
+    { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 },
+    noLog,
+  );
+  try {
+    await work(handle.db);
+    const { rows } = await sql<PlanCounts>`
+      SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
+    return rows;
+  } finally {
+    await handle.close();
+  }
+}
+
 describe('the flow claims', () => {
   it('settle on generic plans: a statement planned afresh on every claim cost as much as running it', async () => {
-    const handle = createDatabase(
-      database.url,
-      { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 },
-      noLog,
+    const client = api(app);
+    expect(
+      (
+        await client.call('PUT', '/v1/queues/plans-flow', {
+          concurrency_limit: 10_000,
+          group_concurrency_limit: 10_000,
+        })
+      ).status,
+    ).toBe(201);
+    await client.enqueueBatch(
+      'plans-flow',
+      Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
     );
-    try {
-      const client = api(app);
-      expect(
-        (
-          await client.call('PUT', '/v1/queues/plans-flow', {
-            concurrency_limit: 10_000,
-            group_concurrency_limit: 10_000,
-          })
-        ).status,
-      ).toBe(201);
-      await client.enqueueBatch(
-        'plans-flow',
-        Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
-      );
-      await client.enqueueBatch(
-        'plans-grouped',
-        Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
-      );
-      expect(
-        (await client.call('PUT', '/v1/queues/plans-limited', { concurrency_limit: 10_000 })).status,
-      ).toBe(201);
-      await client.enqueueBatch(
-        'plans-limited',
-        Array.from({ length: 400 }, (_, i) => ({ payload: i })),
-      );
+    await client.enqueueBatch(
+      'plans-grouped',
+      Array.from({ length: 400 }, (_, i) => ({ payload: i, group: `g${i % 3}` })),
+    );
+    expect((await client.call('PUT', '/v1/queues/plans-limited', { concurrency_limit: 10_000 })).status).toBe(
+      201,
+    );
+    await client.enqueueBatch(
+      'plans-limited',
+      Array.from({ length: 400 }, (_, i) => ({ payload: i })),
+    );
+    const rows = await plansAfter(async (db) => {
       for (let i = 0; i < 12; i++) {
         for (const queue of ['plans-flow', 'plans-grouped', 'plans-limited']) {
-          const jobs = await claimJobs(handle.db, { queue, maxJobs: 10, defaultLeaseMs: 30_000 });
+          const jobs = await claimJobs(db, { queue, maxJobs: 10, defaultLeaseMs: 30_000 });
           expect(jobs.length).toBeGreaterThan(0);
           await ackBriefEach(
-            handle.db,
+            db,
             jobs.map((j) => ({ id: j.id, leaseToken: j.lease_token })),
           );
         }
       }
-      const { rows } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
-        SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
-      const of = (re: RegExp) => rows.filter((r) => re.test(r.statement));
-      const walks = of(/WITH RECURSIVE walk\(n, g, wrapped\)/);
-      const grouped = of(/WITH RECURSIVE settings[\s\S]*turn AS \(/);
-      const limited = of(/WITH RECURSIVE settings[\s\S]*baton\.flow_budget/);
-      expect(walks.length).toBeGreaterThan(0);
-      expect(grouped.length).toBeGreaterThan(0);
-      expect(limited.length).toBeGreaterThan(0);
-      // The request pool runs every statement on its generic plan: never a custom plan, for the walk
-      // (left to choose, its plan cache planned it afresh on every claim) nor any other claim.
-      for (const r of [...walks, ...grouped, ...limited]) {
-        expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
-        expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThan(0);
-      }
-    } finally {
-      await handle.close();
+    });
+    const of = (re: RegExp) => rows.filter((r) => re.test(r.statement));
+    const walks = of(/WITH RECURSIVE walk\(n, g, wrapped\)/);
+    const grouped = of(/WITH RECURSIVE settings[\s\S]*turn AS \(/);
+    const limited = of(/WITH RECURSIVE settings[\s\S]*baton\.flow_budget/);
+    expect(walks.length).toBeGreaterThan(0);
+    expect(grouped.length).toBeGreaterThan(0);
+    expect(limited.length).toBeGreaterThan(0);
+    // The request pool runs every statement on its generic plan: never a custom plan, for the walk
+    // (left to choose, its plan cache planned it afresh on every claim) nor any other claim.
+    for (const r of [...walks, ...grouped, ...limited]) {
+      expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
+      expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThan(0);
     }
   });
 });
 
 describe('the ack and the renewals', () => {
   it('run on generic plans, never planned afresh (a single ack planned on every run cost PostgreSQL twice the CPU)', async () => {
-    const handle = createDatabase(
-      database.url,
-      { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 },
-      noLog,
+    await api(app).enqueueBatch(
+      'plans-cache',
+      Array.from({ length: 40 }, (_, i) => ({ payload: i })),
     );
-    try {
-      await api(app).enqueueBatch(
-        'plans-cache',
-        Array.from({ length: 40 }, (_, i) => ({ payload: i })),
-      );
+    const rows = await plansAfter(async (db) => {
       for (let i = 0; i < 10; i++) {
-        const jobs = await claimJobs(handle.db, { queue: 'plans-cache', maxJobs: 2, defaultLeaseMs: 30_000 });
+        const jobs = await claimJobs(db, { queue: 'plans-cache', maxJobs: 2, defaultLeaseMs: 30_000 });
         const items = jobs.map((j) => ({ id: j.id, leaseToken: j.lease_token }));
         expect(items).toHaveLength(2);
-        for (const out of await renewLeases(handle.db, items)) expect(out.outcome).toBe('done');
-        expect(await ackEach(handle.db, [items[0]!])).toHaveLength(1);
-        expect((await ackBriefEach(handle.db, [items[1]!]))[0]?.id).toBe(items[1]!.id);
+        for (const out of await renewLeases(db, items)) expect(out.outcome).toBe('done');
+        expect(await ackEach(db, [items[0]!])).toHaveLength(1);
+        expect((await ackBriefEach(db, [items[1]!]))[0]?.id).toBe(items[1]!.id);
       }
-      const { rows } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
-        SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(handle.db);
-      const writes = rows.filter((r) => /DELETE FROM baton\.jobs|FOR UPDATE OF j/.test(r.statement));
-      // The single ack, the batch ack and the batch renew (each naming one slot).
-      expect(writes.length).toBeGreaterThanOrEqual(3);
-      for (const r of writes) {
-        expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
-        expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThanOrEqual(10);
-      }
-    } finally {
-      await handle.close();
+    });
+    const writes = rows.filter((r) => /DELETE FROM baton\.jobs|FOR UPDATE OF j/.test(r.statement));
+    // The single ack, the batch ack and the batch renew (each naming one slot).
+    expect(writes.length).toBeGreaterThanOrEqual(3);
+    for (const r of writes) {
+      expect(Number(r.custom_plans), r.statement.slice(0, 80)).toBe(0);
+      expect(Number(r.generic_plans), r.statement.slice(0, 80)).toBeGreaterThanOrEqual(10);
     }
   });
 });
