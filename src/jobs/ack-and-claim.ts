@@ -85,7 +85,8 @@ function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, defa
       FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[], ${maxJobs}::integer[],
                   ${leaseMs}::integer[], ${workerIds}::text[]) WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, ord)
     ), done AS (
-      -- The ack, as ack.ts writes it: each id's own partition, matched on id and token.
+      -- The ack's DELETE, joined to its few items on id and token in each id's own partition (ack.ts
+      -- matches a batch by position instead; here that measured slower: docs/benchmarks.md, fourth pass).
       DELETE FROM baton.jobs j USING input i
       WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
         AND j.lease_token = i.token
