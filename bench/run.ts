@@ -94,6 +94,8 @@ const { values } = parseArgs({
     'interval-seconds': { type: 'string' },
     // --only flow: some of its parts (cost, batched, enqueue, fairness); all when unset.
     'flow-parts': { type: 'string' },
+    // Scenario 1: Baton's HTTP workers (the load generator's concurrency; 8 by default).
+    'batched-workers': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -109,6 +111,7 @@ if (values.help) {
   --out NAME              write bench/results/NAME.json and .md instead of latest.*
   --clean-minutes M --hold-minutes M --recovery-minutes M --rate N --interval-seconds S   (horizon)
   --flow-parts cost,batched,enqueue,fairness   (flow)
+  --batched-workers N     Baton's HTTP workers in scenario 1 (default 8)
 Method, machine and results: docs/benchmarks.md.`);
   process.exit(0);
 }
@@ -121,7 +124,11 @@ function build(): void {
 
 async function main() {
   const base: Sizes = values.quick ? QUICK : FULL;
-  const sizes: Sizes = values.rounds ? { ...base, rounds: Number(values.rounds) } : base;
+  const sizes: Sizes = {
+    ...base,
+    ...(values.rounds ? { rounds: Number(values.rounds) } : {}),
+    ...(values['batched-workers'] ? { batchedWorkers: Number(values['batched-workers']) } : {}),
+  };
   const defaults = Object.keys(SCENARIOS).filter((name) => !(values.quick && LONG.includes(name)));
   const selected = values.only ? values.only.split(',').map((s) => s.trim()) : defaults;
   for (const name of selected) {
