@@ -70,6 +70,12 @@ const SCENARIOS: Record<string, ScenarioRun> = {
  */
 const LONG = ['churn', 'horizon', 'schedules', 'flow', 'unique'];
 
+function positiveInteger(value: string, option: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${option} expects a positive integer, got ${value}`);
+  return n;
+}
+
 function minutes(value: string | undefined, fallback: number): number {
   const m = value === undefined ? fallback : Number(value);
   if (!(m > 0)) throw new Error(`expected a positive number of minutes, got ${value}`);
@@ -127,7 +133,9 @@ async function main() {
   const sizes: Sizes = {
     ...base,
     ...(values.rounds ? { rounds: Number(values.rounds) } : {}),
-    ...(values['batched-workers'] ? { batchedWorkers: Number(values['batched-workers']) } : {}),
+    ...(values['batched-workers']
+      ? { batchedWorkers: positiveInteger(values['batched-workers'], '--batched-workers') }
+      : {}),
   };
   const defaults = Object.keys(SCENARIOS).filter((name) => !(values.quick && LONG.includes(name)));
   const selected = values.only ? values.only.split(',').map((s) => s.trim()) : defaults;
