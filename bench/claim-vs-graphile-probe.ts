@@ -1,5 +1,10 @@
-import pg from 'pg';
-import { processCpuMs } from './process-usage.js';
+import {
+  type ClaimedTable,
+  drainInterleaved,
+  emptyStats,
+  printStats,
+  probeConnection,
+} from './interleaved-claims.js';
 
 /**
  * Issue 17, sixth pass: is a claimed row dearer for PostgreSQL in Baton's table than in
@@ -11,7 +16,8 @@ import { processCpuMs } from './process-usage.js';
  * - graphile: graphile-worker 0.16's _private_jobs (its columns, its generated is_available and its
  *   indexes), claimed by its own shape of query (attempts, locked_by, locked_at; FOR UPDATE SKIP
  *   LOCKED on its main index).
- * One connection with the request pool's planner settings (src/db/database.ts); backend CPU from /proc. Uses (and empties) a migrated scratch database:
+ * One connection with the request pool's settings; backend CPU from /proc (bench/interleaved-claims.ts).
+ * Uses (and empties) a migrated scratch database:
  *
  *   createdb -h 127.0.0.1 -U postgres probe17 && DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe17 npm run migrate
  *   PROBE_ROUNDS=4 npx tsx bench/claim-vs-graphile-probe.ts
@@ -19,14 +25,8 @@ import { processCpuMs } from './process-usage.js';
 const url = process.env.PROBE_URL ?? 'postgres://postgres@127.0.0.1:5432/probe17';
 const JOBS = Number(process.env.PROBE_JOBS ?? 30000);
 const ROUNDS = Number(process.env.PROBE_ROUNDS ?? 3);
-const c = new pg.Client({
-  connectionString: url,
-  options:
-    '-c jit=off -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c plan_cache_mode=force_generic_plan',
-});
-await c.connect();
-const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-const cpuMs = () => processCpuMs(pid) ?? 0;
+const probe = await probeConnection(url);
+const c = probe.client;
 
 await c.query('CREATE SCHEMA IF NOT EXISTS probe');
 await c.query('DROP TABLE IF EXISTS probe.baton, probe.baton100, probe.graphile');
@@ -61,16 +61,19 @@ const batonClaim = (t: string) => `UPDATE ${t} j SET state = 'claimed', attempts
   FROM (SELECT slot, id FROM ${t} WHERE queue = $1 AND state = 'ready' ORDER BY priority DESC, run_at, id
         LIMIT 100 FOR UPDATE SKIP LOCKED) p
   WHERE j.id = p.id AND j.slot = p.slot RETURNING j.id, j.lease_token, j.payload::text`;
-const systems: Record<string, { claim: string; values: unknown[]; del: string }> = {
+const byId = (rows: { id: string }[]) => [rows.map((r) => r.id)];
+const systems: Record<string, ClaimedTable> = {
   baton: {
     claim: batonClaim('probe.baton'),
     values: ['p'],
     del: 'DELETE FROM probe.baton WHERE id = ANY($1::bigint[])',
+    delValues: byId,
   },
   'baton-ff100': {
     claim: batonClaim('probe.baton100'),
     values: ['p'],
     del: 'DELETE FROM probe.baton100 WHERE id = ANY($1::bigint[])',
+    delValues: byId,
   },
   graphile: {
     claim: `WITH j AS (
@@ -80,10 +83,10 @@ const systems: Record<string, { claim: string; values: unknown[]; del: string }>
       FROM j WHERE g.id = j.id RETURNING g.id, g.payload::text`,
     values: [[1], 'worker-1'],
     del: 'DELETE FROM probe.graphile WHERE id = ANY($1::bigint[])',
+    delValues: byId,
   },
 };
-const names = Object.keys(systems);
-const stats = Object.fromEntries(names.map((k) => [k, { claim: 0, del: 0, n: 0 }]));
+const stats = emptyStats(Object.keys(systems));
 for (let round = 0; round < ROUNDS; round++) {
   await c.query('TRUNCATE probe.baton, probe.baton100, probe.graphile');
   for (const t of ['probe.baton', 'probe.baton100'])
@@ -98,27 +101,8 @@ for (let round = 0; round < ROUNDS; round++) {
   );
   await c.query('VACUUM ANALYZE probe.baton, probe.baton100, probe.graphile');
   await c.query('CHECKPOINT');
-  const left = new Set(names);
-  for (let i = 0; left.size > 0; i++) {
-    const name = names[(i + round) % names.length]!;
-    if (!left.has(name)) continue;
-    const s = systems[name]!;
-    let c0 = cpuMs();
-    const { rows } = await c.query({ name: `claim-${name}`, text: s.claim, values: s.values });
-    stats[name]!.claim += cpuMs() - c0;
-    stats[name]!.n += rows.length;
-    if (rows.length === 0) {
-      left.delete(name);
-      continue;
-    }
-    c0 = cpuMs();
-    await c.query({ name: `del-${name}`, text: s.del, values: [rows.map((r) => r.id)] });
-    stats[name]!.del += cpuMs() - c0;
-  }
+  await drainInterleaved(probe, systems, round, stats);
 }
-for (const [k, s] of Object.entries(stats))
-  console.log(
-    `${k.padEnd(12)} jobs ${s.n}, backend CPU per 1,000 jobs: claim ${((s.claim / s.n) * 1000).toFixed(1)} ms, delete ${((s.del / s.n) * 1000).toFixed(1)} ms`,
-  );
+printStats(stats);
 await c.query('DROP SCHEMA probe CASCADE');
 await c.end();

@@ -1,5 +1,4 @@
-import pg from 'pg';
-import { processCpuMs } from './process-usage.js';
+import { drainInterleaved, emptyStats, printStats, probeConnection } from './interleaved-claims.js';
 
 /**
  * Issue 17, fifth pass: what the ring itself costs PostgreSQL per job. Claims 100 jobs at a time (a
@@ -14,14 +13,8 @@ import { processCpuMs } from './process-usage.js';
 const url = process.env.PROBE_URL ?? 'postgres://postgres@127.0.0.1:5432/probe17';
 const JOBS = Number(process.env.PROBE_JOBS ?? 30000);
 const ROUNDS = Number(process.env.PROBE_ROUNDS ?? 3);
-/** A backend's CPU time so far (bench/process-usage.ts). */
-const cpuMs = (pid: number) => processCpuMs(pid) ?? 0;
-const c = new pg.Client({
-  connectionString: url,
-  options: '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off',
-});
-await c.connect();
-const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+const probe = await probeConnection(url);
+const c = probe.client;
 await c.query('CREATE SCHEMA IF NOT EXISTS probe');
 await c.query('DROP TABLE IF EXISTS probe.flat, probe.bare');
 await c.query('CREATE TABLE probe.flat (LIKE baton.jobs INCLUDING ALL) WITH (fillfactor = 70)');
@@ -31,7 +24,7 @@ const idx = await c.query(
 );
 for (const r of idx.rows) await c.query(`DROP INDEX probe.${r.indexname}`);
 
-const tables: Record<string, string> = { ring: 'baton.jobs', flat: 'probe.flat', bare: 'probe.bare' };
+const tableNames: Record<string, string> = { ring: 'baton.jobs', flat: 'probe.flat', bare: 'probe.bare' };
 const claimSql = (
   t: string,
 ) => `UPDATE ${t} j SET state = 'claimed', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
@@ -40,8 +33,21 @@ const claimSql = (
   WHERE j.id = p.id AND j.slot = p.slot RETURNING j.id, j.slot, j.lease_token, j.payload::text`;
 const deleteSql = (t: string) =>
   `DELETE FROM ${t} j WHERE j.id = ANY($1::bigint[]) AND j.slot = ANY($2::smallint[]) RETURNING j.id`;
-const names = Object.keys(tables);
-const stats = Object.fromEntries(names.map((k) => [k, { claim: 0, del: 0, n: 0 }]));
+const tables = Object.fromEntries(
+  Object.entries(tableNames).map(([name, t]) => [
+    name,
+    {
+      claim: claimSql(t),
+      values: ['p'],
+      del: deleteSql(t),
+      delValues: (rows: { id: string; slot: number }[]) => [
+        rows.map((r) => r.id),
+        [...new Set(rows.map((r) => r.slot))],
+      ],
+    },
+  ]),
+);
+const stats = emptyStats(Object.keys(tables));
 for (let round = 0; round < ROUNDS; round++) {
   await c.query('TRUNCATE baton.jobs, baton.job_history, probe.flat, probe.bare');
   await c.query(`INSERT INTO baton.queues (name, auto_created) VALUES ('p', false) ON CONFLICT DO NOTHING`);
@@ -54,30 +60,7 @@ for (let round = 0; round < ROUNDS; round++) {
   await c.query('INSERT INTO probe.bare SELECT * FROM baton.jobs');
   await c.query('VACUUM ANALYZE baton.jobs, probe.flat, probe.bare');
   await c.query('CHECKPOINT');
-  const left = new Set(names);
-  for (let i = 0; left.size > 0; i++) {
-    const name = names[(i + round) % names.length]!;
-    if (!left.has(name)) continue;
-    const t = tables[name]!;
-    let c0 = cpuMs(pid);
-    const { rows } = await c.query({ name: `claim-${name}`, text: claimSql(t), values: ['p'] });
-    stats[name]!.claim += cpuMs(pid) - c0;
-    stats[name]!.n += rows.length;
-    if (rows.length === 0) {
-      left.delete(name);
-      continue;
-    }
-    c0 = cpuMs(pid);
-    await c.query({
-      name: `del-${name}`,
-      text: deleteSql(t),
-      values: [rows.map((r) => r.id), [...new Set(rows.map((r) => r.slot))]],
-    });
-    stats[name]!.del += cpuMs(pid) - c0;
-  }
+  await drainInterleaved(probe, tables, round, stats);
 }
-for (const [k, s] of Object.entries(stats))
-  console.log(
-    `${k}: jobs ${s.n}, backend CPU per 1,000 jobs: claim ${((s.claim / s.n) * 1000).toFixed(1)} ms, delete ${((s.del / s.n) * 1000).toFixed(1)} ms`,
-  );
+printStats(stats);
 await c.end();
