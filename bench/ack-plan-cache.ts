@@ -46,6 +46,7 @@ const { rows: session } = await sql<{ pid: number }>`
 const pid = session[0]!.pid;
 /** The backend's CPU time so far (bench/process-usage.ts). */
 const cpuMs = () => processCpuMs(pid) ?? 0;
+const config = loadConfig({});
 let ackCpu = 0;
 let acked = 0;
 for (;;) {
@@ -54,7 +55,7 @@ for (;;) {
   const before = cpuMs();
   if (nack) {
     for (const j of jobs) {
-      await nackJob(db, { id: j.id, leaseToken: j.lease_token, dead: true }, loadConfig({}));
+      await nackJob(db, { id: j.id, leaseToken: j.lease_token, dead: true }, config);
     }
   } else {
     await ackBriefEach(
