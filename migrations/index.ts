@@ -10,6 +10,7 @@ import * as m0008 from './0008_job_meta.js';
 import * as m0009 from './0009_time_limits.js';
 import * as m0010 from './0010_schedule_job_fields.js';
 import * as m0011 from './0011_flow_budget.js';
+import * as m0012 from './0012_server_secrets.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '0009_time_limits': m0009,
   '0010_schedule_job_fields': m0010,
   '0011_flow_budget': m0011,
+  '0012_server_secrets': m0012,
 };

@@ -19,6 +19,7 @@ export interface Database {
   'baton.queue_groups': QueueGroupsTable;
   'baton.flow_state': FlowStateTable;
   'baton.group_stats': GroupStatsTable;
+  'baton.server_secrets': ServerSecretsTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -234,4 +235,11 @@ export interface GroupStatsTable {
   ready: BigIntString;
   claimed: BigIntString;
   scheduled: BigIntString;
+}
+
+/** Secrets the replicas share (db/server-secrets.ts), made by migration 0012. */
+export interface ServerSecretsTable {
+  name: string;
+  secret: Buffer;
+  created_at: Generated<Date>;
 }

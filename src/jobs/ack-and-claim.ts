@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { type AckItem, completed } from './ack.js';
 import { type Claimant, type ClaimedRow, claimedFromAssigned, dealt, queueClaimSettings } from './claim.js';
-import { claimOrder, finishedJobColumns, type JobRow, notExpired } from './job-row.js';
+import { claimOrder, finishedJobColumns, inScope, type JobRow, notExpired } from './job-row.js';
 import { inSlotOf, retryWhenMoved } from './ring.js';
 
 /**
@@ -44,6 +44,7 @@ type Values = [
   maxJobs: number[],
   leaseMs: (number | null)[],
   workerIds: (string | null)[],
+  queues: (string | null)[],
   defaultLeaseMs: number,
 ];
 
@@ -59,6 +60,7 @@ export async function ackAndClaimEach(
     items.map((i) => i.next.maxJobs),
     items.map((i) => i.next.leaseMs ?? null),
     items.map((i) => i.next.workerId ?? null),
+    items.map((i) => i.queue ?? null),
     defaultLeaseMs,
   ];
   const { rows } = await retryWhenMoved(() => statement.execute(db, 'own slot', values));
@@ -78,18 +80,20 @@ type Row = JobRow &
 /** One shape: acks look in their id's slot only (a carried job is left to the ack path). */
 const statement = new StatementShapes((_shape: 'own slot', ...values: Values) => ackAndClaimSql(values));
 
-function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, defaultLeaseMs]: Values) {
+function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, queues, defaultLeaseMs]: Values) {
   return sql<Row>`
     WITH input AS (
-      SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result, i.n, i.lease_ms, i.worker_id, i.ord
+      SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result, i.n, i.lease_ms, i.worker_id, i.queue,
+             i.ord
       FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[], ${maxJobs}::integer[],
-                  ${leaseMs}::integer[], ${workerIds}::text[]) WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, ord)
+                  ${leaseMs}::integer[], ${workerIds}::text[], ${queues}::text[])
+           WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, queue, ord)
     ), done AS (
       -- The ack's DELETE, joined to its few items on id and token in each id's own partition (ack.ts
       -- matches a batch by position instead; here that measured slower: docs/benchmarks.md, fourth pass).
       DELETE FROM baton.jobs j USING input i
       WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
-        AND j.lease_token = i.token
+        AND j.lease_token = i.token AND ${inScope('j', sql`i.queue`)}
       RETURNING j.*, i.result, i.ord AS next_claimant, i.n AS next_n, i.lease_ms AS next_lease_ms,
                 i.worker_id AS next_worker_id
     ), finished AS (

@@ -1,8 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
-import { finishedJobColumns, finishedRow, type JobRow, leaseHeld } from './job-row.js';
-import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import { finishedJobColumns, finishedRow, inScope, type JobRow, leaseHeld } from './job-row.js';
+import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 import type { AckGroups } from './statement-groups.js';
 
@@ -18,8 +18,7 @@ import type { AckGroups } from './statement-groups.js';
  * answer) is recognised by alreadyAcked() and answered as a success, so acks are safe to retry.
  */
 
-export interface AckItem {
-  id: string;
+export interface AckItem extends ScopedId {
   leaseToken: string;
   /** The result as JSON text, or undefined for none. */
   resultJson?: string;
@@ -33,7 +32,7 @@ export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at
  */
 export async function ackJob(db: Db, groups: AckGroups, item: AckItem): Promise<LeaseOutcome<JobRow>> {
   const job = (await groups.ack(item)) ?? (await alreadyAcked(db, [item])).get(item.id);
-  return (await outcomesOf(db, [item.id], new Map(job ? [[item.id, job]] : [])))[0]!;
+  return (await outcomesOf(db, [item], new Map(job ? [[item.id, job]] : [])))[0]!;
 }
 
 /** Ack a batch through the shared statement; each item's outcome, repeated acks counted as done. */
@@ -50,11 +49,7 @@ export async function ackJobs(
   )) {
     done.set(id, job);
   }
-  return outcomesOf(
-    db,
-    items.map((i) => i.id),
-    done,
-  );
+  return outcomesOf(db, items, done);
 }
 
 /**
@@ -91,6 +86,7 @@ async function ackByLease<R extends { id: string }>(
       items.map((a) => a.id),
       items.map((a) => a.leaseToken),
       items.map((a) => a.resultJson ?? null),
+      items.map((a) => a.queue ?? null),
     ];
     const { rows } = (await retryWhenMoved(() =>
       ackStatements.execute(db, `${answer}:${slots}`, values),
@@ -137,8 +133,8 @@ const ANSWER_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
   brief: sql`h.id, h.queue, h.claimed_at, h.finished_at`,
 };
 
-/** The ack statement's values: ids, lease tokens, result texts (null for none), by item. */
-type AckValues = [ids: string[], tokens: string[], results: (string | null)[]];
+/** The ack statement's values by item: ids, lease tokens, result texts (null for none), scopes. */
+type AckValues = [ids: string[], tokens: string[], results: (string | null)[], queues: (string | null)[]];
 
 /** Compiled once per answer and slot (db/statement-shapes.ts, ring.ts's SlotShape). */
 const ackStatements = new StatementShapes((shape: `${AckAnswer}:${SlotShape}`, ...values: AckValues) => {
@@ -146,7 +142,11 @@ const ackStatements = new StatementShapes((shape: `${AckAnswer}:${SlotShape}`, .
   return ackStatement(values, slots, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`);
 });
 
-function ackStatement([ids, tokens, results]: AckValues, slots: SlotShape, returning: RawBuilder<unknown>) {
+function ackStatement(
+  [ids, tokens, results, queues]: AckValues,
+  slots: SlotShape,
+  returning: RawBuilder<unknown>,
+) {
   // The DELETE probes the primary key of the batch's slot (every slot's, for 'any') for its ids
   // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a
   // join with the items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
@@ -161,6 +161,7 @@ function ackStatement([ids, tokens, results]: AckValues, slots: SlotShape, retur
     WITH done AS (
       DELETE FROM baton.jobs j
       WHERE j.id = ANY(${idList}) AND ${inSlotShape('j', slots)} AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
+        AND ${inScope('j', sql`(${queues}::text[])[${at}]`)}
       RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result
     )
     INSERT INTO baton.job_history AS h (${completed.columns})
@@ -175,13 +176,14 @@ function ackStatement([ids, tokens, results]: AckValues, slots: SlotShape, retur
  */
 export async function alreadyAcked(
   db: Db,
-  acks: Pick<AckItem, 'id' | 'leaseToken'>[],
+  acks: Pick<AckItem, 'id' | 'leaseToken' | 'queue'>[],
 ): Promise<Map<string, JobRow>> {
   if (acks.length === 0) return new Map();
   const { rows } = await sql<JobRow>`
     SELECT ${finishedJobColumns} FROM baton.job_history h
-    JOIN unnest(${acks.map((a) => a.id)}::bigint[], ${acks.map((a) => a.leaseToken)}::uuid[]) AS a(id, token)
-      ON h.id = a.id AND h.ack_token = a.token
+    JOIN unnest(${acks.map((a) => a.id)}::bigint[], ${acks.map((a) => a.leaseToken)}::uuid[],
+                ${acks.map((a) => a.queue ?? null)}::text[]) AS a(id, token, queue)
+      ON h.id = a.id AND h.ack_token = a.token AND ${inScope('h', sql`a.queue`)}
     WHERE h.state = 'completed'`.execute(db);
   return new Map(rows.map((r) => [r.id, r]));
 }

@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { DomainError, jobNotFound, queueNotFound } from '../errors.js';
 import { getQueue } from '../queues/queue-store.js';
-import { finishedJobColumns, finishedRow, type JobRow, liveCommonColumns } from './job-row.js';
+import { finishedJobColumns, finishedRow, inScope, type JobRow, liveCommonColumns } from './job-row.js';
 import { getJob } from './read.js';
 import { retryWhenMoved } from './ring.js';
 import type { LiveState } from './states.js';
@@ -17,19 +17,26 @@ const cancelled = finishedRow('cancelled');
  * is then read from history: cancelling a cancelled job answers it again (a retry is harmless),
  * a completed or dead one is 409 invalid_state.
  */
-export async function cancelJob(db: Db, id: string): Promise<{ job: JobRow; already: boolean }> {
-  // A live job is in the ring (any slot: it may have been carried) or among the scheduled jobs.
+export async function cancelJob(
+  db: Db,
+  id: string,
+  queue?: string,
+): Promise<{ job: JobRow; already: boolean }> {
+  // A live job is in the ring (any slot: it may have been carried) or among the scheduled jobs; with
+  // `queue` (a queue-limited key's scope, lease-outcome.ts's ScopedId), only a job of that queue.
+  const scope = sql`${queue ?? null}::text`;
   const { rows } = await retryWhenMoved(() =>
     sql<JobRow>`
-      WITH ring AS (DELETE FROM baton.jobs j WHERE id = ${id} RETURNING ${liveCommonColumns('j')}),
-      later AS (DELETE FROM baton.scheduled_jobs s WHERE id = ${id} RETURNING ${liveCommonColumns('s')}),
+      WITH ring AS (DELETE FROM baton.jobs j WHERE id = ${id} AND ${inScope('j', scope)} RETURNING ${liveCommonColumns('j')}),
+      later AS (DELETE FROM baton.scheduled_jobs s WHERE id = ${id} AND ${inScope('s', scope)}
+                RETURNING ${liveCommonColumns('s')}),
       gone AS (SELECT * FROM ring UNION ALL SELECT * FROM later)
       INSERT INTO baton.job_history AS h (${cancelled.columns})
       SELECT ${cancelled.values} FROM gone
       RETURNING ${finishedJobColumns}`.execute(db),
   );
   if (rows[0]) return { job: rows[0], already: false };
-  const row = await getJob(db, id);
+  const row = await getJob(db, id, queue);
   if (!row) throw jobNotFound(id);
   if (row.state === 'cancelled') return { job: row, already: true };
   throw new DomainError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);

@@ -175,6 +175,19 @@ export function leaseHeld(alias: string, token: RawBuilder<unknown>) {
   return sql`${sql.ref(alias)}.lease_token = ${token}`;
 }
 
+/**
+ * `<alias>` is a job of `queue`, or of any queue when `queue` is NULL: the tenant boundary of every
+ * statement that names jobs by id (renew, ack, nack, cancel, read). A caller whose key is limited to
+ * queue patterns passes the queue it was allowed (the job's, checked by plugins/auth.ts, or the SQS
+ * request's QueueUrl), so the statement itself cannot touch a job of another queue, whatever id,
+ * token or receipt handle it was given. A filter on the rows the statement found by id: no index, no
+ * other plan.
+ */
+export function inScope(alias: string, queue: RawBuilder<unknown>) {
+  const a = sql.ref(alias);
+  return sql`${a}.queue = coalesce(${queue}, ${a}.queue)`;
+}
+
 /** SET list that ends a lease (nack, re-arm, a claim given back): no token, no length, no expiry. */
 export const clearedLease = sql`lease_token = NULL, lease_ms = NULL, lease_expires_at = NULL, deadline_at = NULL`;
 

@@ -13,16 +13,34 @@ export type LeaseOutcome<T> =
   | { outcome: 'lease_lost'; queue: string }
   | { outcome: 'not_found' };
 
-/** Each id's outcome, given what the guarded write did (by id); one read explains all the misses. */
-export async function outcomesOf<T>(db: Db, ids: string[], done: Map<string, T>): Promise<LeaseOutcome<T>[]> {
+/**
+ * A job named by id, and the queue the caller may act on: undefined for any (a key without queue
+ * limits), else the statement matches the job only in that queue (job-row.ts's inScope).
+ */
+export interface ScopedId {
+  id: string;
+  queue?: string;
+}
+
+/**
+ * Each item's outcome, given what the guarded write did (by id); one read explains all the misses. A
+ * job outside the item's queue is `not_found`, exactly like one that never existed.
+ */
+export async function outcomesOf<T>(
+  db: Db,
+  items: readonly ScopedId[],
+  done: Map<string, T>,
+): Promise<LeaseOutcome<T>[]> {
   const queues = await queuesOfJobs(
     db,
-    ids.filter((id) => !done.has(id)),
+    items.filter((item) => !done.has(item.id)).map((item) => item.id),
   );
-  return ids.map((id): LeaseOutcome<T> => {
+  return items.map(({ id, queue: scope }): LeaseOutcome<T> => {
     if (done.has(id)) return { outcome: 'done', value: done.get(id)! };
     const queue = queues.get(id);
-    return queue === undefined ? { outcome: 'not_found' } : { outcome: 'lease_lost', queue };
+    return queue === undefined || (scope !== undefined && queue !== scope)
+      ? { outcome: 'not_found' }
+      : { outcome: 'lease_lost', queue };
   });
 }
 
@@ -43,18 +61,19 @@ export function checkDistinctIds(field: string, items: { id: string }[]): void {
  * The one queue of a batch ack that asks for the next jobs (ack-and-claim): its items' queue, or
  * undefined when none of them exists. Checked before anything is acked, so a batch spanning queues is
  * a 400 naming the first item of another queue and nothing half-happens. `field` is the list's name;
- * ids in `unseen` (jobs the caller may not see) count as not existing.
+ * `scope`, for a queue-limited key, holds the queues of the jobs it may see (the others count as not
+ * existing).
  */
 export async function queueOfBatch(
   db: Db,
   field: string,
   ids: string[],
-  unseen?: ReadonlySet<string>,
+  scope?: ReadonlyMap<string, string>,
 ): Promise<string | undefined> {
-  const queues = await queuesOfJobs(db, unseen?.size ? ids.filter((id) => !unseen.has(id)) : ids);
+  const queues = scope ?? (await queuesOfJobs(db, ids));
   let first: { queue: string; at: number } | undefined;
   for (const [i, id] of ids.entries()) {
-    const queue = unseen?.has(id) ? undefined : queues.get(id);
+    const queue = queues.get(id);
     if (queue === undefined) continue;
     if (!first) first = { queue, at: i };
     else if (queue !== first.queue) {

@@ -9,12 +9,13 @@ import {
   clearedLease,
   finishedJobColumns,
   finishedRow,
+  inScope,
   type JobErrorEntry,
   type JobRow,
   liveJobColumns,
   scheduledJobColumns,
 } from './job-row.js';
-import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
 import type { DeadReason } from './states.js';
 
@@ -30,8 +31,7 @@ import type { DeadReason } from './states.js';
  * ERRORS_KEPT entries).
  */
 
-export interface NackInput {
-  id: string;
+export interface NackInput extends ScopedId {
   leaseToken: string;
   error?: { message: string; details?: unknown };
   retryInMs?: number;
@@ -73,7 +73,7 @@ export async function nackJob(
   const result = await retryWhenMoved(() =>
     db.transaction().execute((trx) => nackInTransaction(trx, input, defaults)),
   );
-  return (await outcomesOf(db, [input.id], new Map(result ? [[input.id, result]] : [])))[0]!;
+  return (await outcomesOf(db, [input], new Map(result ? [[input.id, result]] : [])))[0]!;
 }
 
 async function nackInTransaction(
@@ -88,6 +88,7 @@ async function nackInTransaction(
            q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
     FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
     WHERE ${where} AND j.id = ${input.id} AND j.state = 'claimed' AND j.lease_token = ${input.leaseToken}::uuid
+      AND ${inScope('j', sql`${input.queue ?? null}::text`)}
     FOR UPDATE OF j`.execute(trx);
   const locked =
     (await lock(inSlotOf('j', sql`${input.id}::bigint`))).rows[0] ?? (await lock(anySlot)).rows[0];

@@ -1,22 +1,28 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { finishedJobColumns, type JobRow, liveJobColumns, scheduledJobColumns } from './job-row.js';
+import { finishedJobColumns, inScope, type JobRow, liveJobColumns, scheduledJobColumns } from './job-row.js';
 
-/** Read one job, live or finished. */
-export async function getJob(db: Db, id: string): Promise<JobRow | undefined> {
-  return (await getJobs(db, [id])).get(id);
+/**
+ * Read one job, live or finished; with `queue`, only a job of that queue (a queue-limited key's
+ * scope: lease-outcome.ts's ScopedId).
+ */
+export async function getJob(db: Db, id: string, queue?: string): Promise<JobRow | undefined> {
+  return (await getJobs(db, [id], queue)).get(id);
 }
 
-/** Read jobs by id, live or finished; those that do not exist are absent from the map. */
-export async function getJobs(db: Db, ids: string[]): Promise<Map<string, JobRow>> {
+/** Read jobs by id, live or finished (of `queue` only, when given); those not found are absent. */
+export async function getJobs(db: Db, ids: string[], queue?: string): Promise<Map<string, JobRow>> {
   if (ids.length === 0) return new Map();
+  const scope = sql`${queue ?? null}::text`;
   // Wherever each job is now: the ring (any slot), the scheduled jobs, or history (ring.ts).
   const { rows } = await sql<JobRow>`
-    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[])
+    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[]) AND ${inScope('j', scope)}
     UNION ALL
-    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[])
+    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[]) AND ${inScope('s', scope)}
     UNION ALL
-    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[])`.execute(db);
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[]) AND ${inScope('h', scope)}`.execute(
+    db,
+  );
   return new Map(rows.map((r) => [r.id, r]));
 }
 

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
-import { leaseHeld } from './job-row.js';
-import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
+import { inScope, leaseHeld } from './job-row.js';
+import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 
 /**
@@ -18,8 +18,7 @@ import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring
  * is written, however often workers renew.
  */
 
-export interface RenewItem {
-  id: string;
+export interface RenewItem extends ScopedId {
   leaseToken: string;
   leaseMs?: number;
 }
@@ -62,6 +61,7 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
       batch.map((i) => i.id),
       batch.map((i) => i.leaseToken),
       batch.map((i) => i.leaseMs ?? null),
+      batch.map((i) => i.queue ?? null),
     ];
     const { rows } = await retryWhenMoved(() => renewStatements.execute(db, slots, values));
     for (const row of rows) done.set(row.id, row);
@@ -70,11 +70,7 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
   await run(items, slots);
   const missed = items.filter((i) => !done.has(i.id));
   if (missed.length > 0 && slots !== 'any') await run(missed, 'any');
-  const outcomes: RenewOutcome[] = await outcomesOf(
-    db,
-    items.map((i) => i.id),
-    done,
-  );
+  const outcomes: RenewOutcome[] = await outcomesOf(db, items, done);
   const lost = items.filter((_, k) => outcomes[k]!.outcome === 'lease_lost');
   if (lost.length === 0) return outcomes;
   // Which of the misses are still claimed under their token, but past their deadline.
@@ -83,6 +79,7 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
     SELECT j.id::text AS id FROM baton.jobs j
     WHERE j.id = ANY(${lostIds})
       AND ${leaseHeld('j', sql`(${lost.map((i) => i.leaseToken)}::uuid[])[array_position(${lostIds}, j.id)]`)}
+      AND ${inScope('j', sql`(${lost.map((i) => i.queue ?? null)}::text[])[array_position(${lostIds}, j.id)]`)}
       AND j.deadline_at <= clock_timestamp()`.execute(db);
   const past = new Set(rows.map((r) => r.id));
   return outcomes.map((out, k) =>
@@ -92,15 +89,15 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
   );
 }
 
-/** The statement's values: ids, lease tokens, lease lengths (null: keep the lease's own), by item. */
-type RenewValues = [ids: string[], tokens: string[], leaseMs: (number | null)[]];
+/** The statement's values by item: ids, lease tokens, lease lengths (null: keep the lease's own), scopes. */
+type RenewValues = [ids: string[], tokens: string[], leaseMs: (number | null)[], queues: (string | null)[]];
 
 /** Compiled once per slot (db/statement-shapes.ts, ring.ts's SlotShape). */
 const renewStatements = new StatementShapes((slots: SlotShape, ...values: RenewValues) =>
   renewStatement(values, slots),
 );
 
-function renewStatement([ids, tokens, leaseMs]: RenewValues, slots: SlotShape) {
+function renewStatement([ids, tokens, leaseMs, queues]: RenewValues, slots: SlotShape) {
   // As in the batch ack (ack.ts): the primary key of the batch's slot (every slot's, for 'any') is
   // probed for the batch's ids (`j.id = ANY`), and each row found is matched to its item by position
   // (array_position), not joined to the items. Joined, with the state in the WHERE, the planner read
@@ -114,7 +111,7 @@ function renewStatement([ids, tokens, leaseMs]: RenewValues, slots: SlotShape) {
     WITH locked AS (
       SELECT j.slot, j.id FROM baton.jobs j
       WHERE j.id = ANY(${idList}) AND ${inSlotShape('j', slots)}
-        AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
+        AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)} AND ${inScope('j', sql`(${queues}::text[])[${at}]`)}
         AND (j.deadline_at IS NULL OR j.deadline_at > clock_timestamp())
       ORDER BY j.id
       FOR UPDATE OF j

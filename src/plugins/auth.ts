@@ -55,10 +55,13 @@ declare module 'fastify' {
     /** The API key the request authenticated with (undefined when authentication is off). */
     apiKey?: ApiKey;
     /**
-     * Batch items (by job id) that a queue-limited key may not see: their jobs belong to other
-     * queues or cannot be found. The route answers them `not_found` and leaves them out of the write.
+     * For a key limited to queue patterns, on a route that names jobs: the queue of each named job
+     * that the key may use. A batch item absent from it (a job of another queue, or none at all) is
+     * answered `not_found` and left out of the write; the write itself is scoped to the queue found
+     * here (jobs/lease-outcome.ts's ScopedId), so the statement cannot touch a job of another queue
+     * whatever this check saw. Undefined when the key may use every queue.
      */
-    hiddenJobIds?: ReadonlySet<string>;
+    jobQueues?: ReadonlyMap<string, string>;
   }
 }
 
@@ -193,6 +196,7 @@ export default fp(
         const id = (request.params as { id: string }).id;
         const queue = (await queuesOfJobs(app.db, [id])).get(id);
         if (queue === undefined || !keyAllowsQueue(key, queue)) throw jobNotFound(id);
+        request.jobQueues = new Map([[id, queue]]);
       } else if (access.queue === 'schedule') {
         const name = (request.params as { name: string }).name;
         const queue = await queueOfSchedule(app.db, name);
@@ -209,13 +213,9 @@ export default fp(
           throw scheduleNotFound(name);
         }
       } else if (access.queue === 'batch') {
-        const ids = batchIds(request);
-        const queues = await queuesOfJobs(app.db, ids);
-        const hidden = ids.filter((id) => {
-          const queue = queues.get(id);
-          return queue === undefined || !keyAllowsQueue(key, queue);
-        });
-        request.hiddenJobIds = new Set(hidden);
+        const queues = await queuesOfJobs(app.db, batchIds(request));
+        for (const [id, queue] of queues) if (!keyAllowsQueue(key, queue)) queues.delete(id);
+        request.jobQueues = queues;
       }
     };
   },

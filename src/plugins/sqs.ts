@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { serverSecret } from '../db/server-secrets.js';
 import { ProblemError } from '../http/problem.js';
 import { AckGroups, ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import sqsRoutes from '../routes/sqs.js';
@@ -9,6 +10,7 @@ import { errorResponse, JSON_CONTENT_TYPE, protocolOf } from '../sqs/endpoint.js
 import { SqsError } from '../sqs/errors.js';
 import { DEDUPLICATION_INTERVAL_MS } from '../sqs/queue-attributes.js';
 import { QueueCache } from '../sqs/queue-cache.js';
+import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../sqs/receipt-handle.js';
 
 /**
  * The SQS-compatible endpoint (docs/sqs.md), in a context of its own: its bodies are read raw (the
@@ -32,6 +34,18 @@ export default async function sqs(app: FastifyInstance) {
   });
 
   const jobsReady = (queue: string, count: number) => app.wake.notifier.jobsReady(queue, count);
+  // The handles' key, read on first use (and read again if that failed: the database was away).
+  let handles: Promise<ReceiptHandles> | undefined;
+  const receiptHandles = () => {
+    handles ??= serverSecret(app.db, RECEIPT_HANDLE_SECRET).then(
+      (key) => new ReceiptHandles(key),
+      (err) => {
+        handles = undefined;
+        throw err;
+      },
+    );
+    return handles;
+  };
   const enqueueOptions = {
     // SQS never creates a queue on send: an unknown queue is QueueDoesNotExist.
     autoCreate: { enabled: false, maxQueues: config.maxAutoQueues },
@@ -53,6 +67,7 @@ export default async function sqs(app: FastifyInstance) {
     }),
     claims: new ClaimGroups(app.db, config.defaultLeaseMs),
     acks: new AckGroups(app.db),
+    receiptHandles,
     waitList: app.wake.waitList,
     jobsReady,
     slotsFreed: (queue, count) => app.wake.notifier.slotsFreed(queue, count),

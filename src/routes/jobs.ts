@@ -56,16 +56,17 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   };
 
   /**
-   * A batch's outcomes by item, in request order. Items a queue-limited key may not see (see
-   * plugins/auth.ts) were left out of the write and are answered not_found; lost leases are counted.
+   * A batch's outcomes by item, in request order. Items a queue-limited key may not see (absent from
+   * its `scope`, see plugins/auth.ts) are left out of the write and answered not_found; lost leases
+   * are counted.
    */
   const settleBatch = async <I extends { id: string }, O extends LeaseOutcome<unknown> | RenewOutcome>(
     items: I[],
-    hidden: ReadonlySet<string> | undefined,
+    scope: ReadonlyMap<string, string> | undefined,
     operation: LeaseOperation,
     write: (visible: I[]) => Promise<O[]>,
   ): Promise<(O | { outcome: 'not_found' })[]> => {
-    const visible = hidden?.size ? items.filter((item) => !hidden.has(item.id)) : items;
+    const visible = scope ? items.filter((item) => scope.has(item.id)) : items;
     const outcomes = await write(visible);
     const byId = new Map<string, O>(visible.map((item, i) => [item.id, outcomes[i]!]));
     for (const out of byId.values() as Iterable<LeaseOutcome<unknown> | RenewOutcome>)
@@ -131,8 +132,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const row = await getJob(app.db, request.params.id);
-      if (!row) throw jobNotFound(request.params.id);
+      const { id } = request.params;
+      const row = await getJob(app.db, id, request.jobQueues?.get(id));
+      if (!row) throw jobNotFound(id);
       return toJob(row);
     },
   );
@@ -157,7 +159,12 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      const item = { id, leaseToken: request.body.lease_token, leaseMs: request.body.lease_ms };
+      const item = {
+        id,
+        queue: request.jobQueues?.get(id),
+        leaseToken: request.body.lease_token,
+        leaseMs: request.body.lease_ms,
+      };
       const out = await renewLease(app.db, item);
       if (out.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
       const renewed = settle(out, id, 'renew');
@@ -188,10 +195,14 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { renewals } = request.body;
       checkDistinctIds('renewals', renewals);
-      const items = renewals.map((r) => ({ id: r.id, leaseToken: r.lease_token, leaseMs: r.lease_ms }));
-      const outcomes = await settleBatch(items, request.hiddenJobIds, 'renew', (visible) =>
-        renewLeases(app.db, visible),
-      );
+      const scope = request.jobQueues;
+      const items = renewals.map((r) => ({
+        id: r.id,
+        queue: scope?.get(r.id),
+        leaseToken: r.lease_token,
+        leaseMs: r.lease_ms,
+      }));
+      const outcomes = await settleBatch(items, scope, 'renew', (visible) => renewLeases(app.db, visible));
       const results = outcomes.map((out, i) => {
         const id = items[i]!.id;
         if (out.outcome !== 'done') return { id, outcome: out.outcome };
@@ -234,7 +245,12 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { result, next } = request.body;
       const resultJson =
         result === undefined ? undefined : jsonText(result, 'result', config.payloadLimitBytes);
-      const item = { id, leaseToken: request.body.lease_token, resultJson };
+      const item = {
+        id,
+        queue: request.jobQueues?.get(id),
+        leaseToken: request.body.lease_token,
+        resultJson,
+      };
       const both = next ? await ackAndClaimOnce(request, item, next) : undefined;
       const job = both?.job ?? settle(await ackJob(app.db, acks, item), id, 'ack');
       app.metrics.acked([job]);
@@ -272,8 +288,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { next } = request.body;
       checkDistinctIds('acks', request.body.acks);
+      const scope = request.jobQueues;
       const items = request.body.acks.map((ack, i) => ({
         id: ack.id,
+        queue: scope?.get(ack.id),
         leaseToken: ack.lease_token,
         resultJson:
           ack.result === undefined
@@ -286,12 +304,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             app.db,
             'acks',
             items.map((item) => item.id),
-            request.hiddenJobIds,
+            scope,
           )
         : undefined;
-      const outcomes = await settleBatch(items, request.hiddenJobIds, 'ack', (visible) =>
-        ackJobs(app.db, acks, visible),
-      );
+      const outcomes = await settleBatch(items, scope, 'ack', (visible) => ackJobs(app.db, acks, visible));
       const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
       app.metrics.acked(done);
       for (const job of done) app.wake.notifier.slotsFreed(job.queue, 1);
@@ -342,7 +358,14 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { lease_token, error, retry_in_ms, dead, next } = request.body;
       if (error?.details !== undefined) jsonText(error.details, 'error.details', config.payloadLimitBytes);
       if (error) jsonText(error.message, 'error.message');
-      const input = { id, leaseToken: lease_token, error, retryInMs: retry_in_ms, dead };
+      const input = {
+        id,
+        queue: request.jobQueues?.get(id),
+        leaseToken: lease_token,
+        error,
+        retryInMs: retry_in_ms,
+        dead,
+      };
       const { job, readyNow } = settle(await nackJob(app.db, input, config), id, 'nack');
       app.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
       if (readyNow) app.wake.notifier.jobsReady(job.queue, 1);
@@ -373,7 +396,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { job, already } = await cancelJob(app.db, request.params.id);
+      const { id } = request.params;
+      const { job, already } = await cancelJob(app.db, id, request.jobQueues?.get(id));
       if (!already) {
         app.metrics.cancelled(job.queue, 1);
         app.wake.notifier.slotsFreed(job.queue, 1);

@@ -10,6 +10,7 @@ import { invalidValue, missingParameter } from './errors.js';
 import type { Input } from './input.js';
 import type { QueueCache } from './queue-cache.js';
 import { queueOfUrl, type SqsPlace } from './queue-url.js';
+import type { ReceiptHandles } from './receipt-handle.js';
 
 /** What every action works with: built once by the plugin (src/plugins/sqs.ts). */
 export interface SqsDeps {
@@ -22,6 +23,8 @@ export interface SqsDeps {
   fifoEnqueues: EnqueueGroups;
   claims: ClaimGroups;
   acks: AckGroups;
+  /** The receipt handles' codec, its key read from the database once (see receipt-handle.ts). */
+  receiptHandles: () => Promise<ReceiptHandles>;
   waitList: WaitList;
   /** After a write made jobs ready: wake claimers here and on other replicas. */
   jobsReady: (queue: string, count: number) => void;

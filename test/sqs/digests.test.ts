@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { md5OfAttributes } from '../../src/sqs/md5.js';
-import { decodeReceiptHandle, encodeReceiptHandle } from '../../src/sqs/receipt-handle.js';
+import { ReceiptHandles } from '../../src/sqs/receipt-handle.js';
 
 /**
  * MD5OfMessageAttributes against digests published by others, computed by real SQS or by the AWS
@@ -49,23 +50,42 @@ describe('receipt handles', () => {
     id: '123456789',
     leaseToken: '0b6b2c1e-5f3a-4b7e-9d2c-1a2b3c4d5e6f',
   };
+  const handles = new ReceiptHandles(randomBytes(32));
 
   it('carry the queue, job id and lease token, and read back exactly', () => {
-    const handle = encodeReceiptHandle(lease);
+    const handle = handles.encode(lease);
     expect(handle).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(decodeReceiptHandle(handle)).toEqual(lease);
+    expect(handles.decode(handle)).toEqual(lease);
   });
 
   it('refuse any change: every single flipped bit, a cut, an extra character', () => {
-    const handle = encodeReceiptHandle(lease);
+    const handle = handles.encode(lease);
     const bytes = Buffer.from(handle, 'base64url');
     for (let i = 0; i < bytes.length * 8; i++) {
       const changed = Buffer.from(bytes);
       changed[i >> 3]! ^= 1 << (i & 7);
-      expect(decodeReceiptHandle(changed.toString('base64url')), `bit ${i}`).toBeUndefined();
+      expect(handles.decode(changed.toString('base64url')), `bit ${i}`).toBeUndefined();
     }
-    expect(decodeReceiptHandle(handle.slice(0, -1))).toBeUndefined();
-    expect(decodeReceiptHandle(`${handle}A`)).toBeUndefined();
-    expect(decodeReceiptHandle('')).toBeUndefined();
+    expect(handles.decode(handle.slice(0, -1))).toBeUndefined();
+    expect(handles.decode(`${handle}A`)).toBeUndefined();
+    expect(handles.decode('')).toBeUndefined();
+  });
+
+  it('cannot be rewritten without the key: another queue, id or token under any other key is refused', () => {
+    const other = new ReceiptHandles(randomBytes(32));
+    for (const forged of [
+      { ...lease, queue: 'tenant-b' },
+      { ...lease, id: '123456790' },
+      { ...lease, leaseToken: '0b6b2c1e-5f3a-4b7e-9d2c-1a2b3c4d5e70' },
+      lease,
+    ]) {
+      expect(handles.decode(other.encode(forged))).toBeUndefined();
+    }
+    // The bytes of a valid handle with the queue rewritten and the old tag kept.
+    const bytes = Buffer.from(handles.encode(lease), 'base64url');
+    const tag = bytes.subarray(bytes.length - 16);
+    const body = bytes.subarray(0, 1 + 16 + 8);
+    const rewritten = Buffer.concat([body, Buffer.from('billing.invoicez'), tag]).toString('base64url');
+    expect(handles.decode(rewritten)).toBeUndefined();
   });
 });

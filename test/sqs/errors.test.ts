@@ -10,7 +10,8 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeReceiptHandle } from '../../src/sqs/receipt-handle.js';
+import { serverSecret } from '../../src/db/server-secrets.js';
+import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../../src/sqs/receipt-handle.js';
 import { useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
@@ -168,10 +169,14 @@ describe('SQS errors', () => {
   });
 
   it('receipt handles: made up or of another queue is ReceiptHandleIsInvalid; a stale one deletes nothing', async () => {
+    // This server's own key, to write handles it could have issued; and a key of another server.
+    const ours = new ReceiptHandles(await serverSecret(database.db, RECEIPT_HANDLE_SECRET));
+    const theirs = new ReceiptHandles(crypto.getRandomValues(Buffer.alloc(32)));
     for (const handle of [
       'not-a-handle',
       'AQ',
-      encodeReceiptHandle({ queue: 'errors-small', id: '1', leaseToken: crypto.randomUUID() }),
+      ours.encode({ queue: 'errors-small', id: '1', leaseToken: crypto.randomUUID() }),
+      theirs.encode({ queue: 'errors', id: '1', leaseToken: crypto.randomUUID() }),
     ]) {
       const err = await failure(sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: handle })));
       expect(err, handle).toMatchObject({ name: 'ReceiptHandleIsInvalid' });
@@ -181,14 +186,14 @@ describe('SQS errors', () => {
     await sqs.send(
       new DeleteMessageCommand({
         QueueUrl: url,
-        ReceiptHandle: encodeReceiptHandle({
+        ReceiptHandle: ours.encode({
           queue: 'errors',
           id: '999999',
           leaseToken: crypto.randomUUID(),
         }),
       }),
     );
-    // A tampered handle (one bit flipped) fails its checksum.
+    // A tampered handle (one bit flipped) fails its tag.
     await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'tamper' }));
     const [m] = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 1 })))
       .Messages!;

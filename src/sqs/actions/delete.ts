@@ -4,7 +4,7 @@ import { batchEntries, distinctRounds, failedEntry } from '../batch.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidReceiptHandle, SqsError } from '../errors.js';
 import { requiredString } from '../input.js';
-import { decodeReceiptHandle, type Lease } from '../receipt-handle.js';
+import type { Lease } from '../receipt-handle.js';
 
 /**
  * DeleteMessage(Batch): an ack of the lease the receipt handle carries. As SQS documents, deleting
@@ -13,11 +13,17 @@ import { decodeReceiptHandle, type Lease } from '../receipt-handle.js';
  * A handle this server did not issue, or one of another queue, is ReceiptHandleIsInvalid.
  */
 
-/** The lease a request's handle carries, on the queue the request names. */
-export function leaseOfHandle(handle: string, queue: string): Lease {
-  const lease = decodeReceiptHandle(handle);
-  if (!lease || lease.queue !== queue) throw invalidReceiptHandle();
-  return lease;
+/**
+ * The lease a request's handle carries, on the queue the request names (which the caller's key was
+ * allowed): as an item of the ack, renew or nack, scoped to that queue in their SQL.
+ */
+export async function leasesOfHandles(call: SqsCall, queue: string): Promise<(handle: string) => Lease> {
+  const handles = await call.deps.receiptHandles();
+  return (handle) => {
+    const lease = handles.decode(handle);
+    if (!lease || lease.queue !== queue) throw invalidReceiptHandle();
+    return lease;
+  };
 }
 
 /** Metrics of an ack's outcome: acked jobs, or a lost lease (a stale handle). */
@@ -34,9 +40,10 @@ function count(
 
 export const deleteMessage: Action = async (call, input) => {
   const queue = queueOf(call, input);
-  const lease = leaseOfHandle(requiredString(input, 'ReceiptHandle'), queue);
+  const leaseOf = await leasesOfHandles(call, queue);
+  const lease = leaseOf(requiredString(input, 'ReceiptHandle'));
   await call.deps.queues.get(queue);
-  const outcome = await ackJob(call.deps.db, call.deps.acks, { id: lease.id, leaseToken: lease.leaseToken });
+  const outcome = await ackJob(call.deps.db, call.deps.acks, lease);
   count(call, queue, outcome);
   return {};
 };
@@ -45,12 +52,12 @@ export const deleteMessageBatch: Action = async (call, input) => {
   const queue = queueOf(call, input);
   const entries = batchEntries(input, 'DeleteMessageBatch');
   await call.deps.queues.get(queue);
+  const leaseOf = await leasesOfHandles(call, queue);
   const failed: ReturnType<typeof failedEntry>[] = [];
-  const items: { entry: string; id: string; leaseToken: string }[] = [];
+  const items: (Lease & { entry: string })[] = [];
   for (const entry of entries) {
     try {
-      const lease = leaseOfHandle(requiredString(entry.input, 'ReceiptHandle'), queue);
-      items.push({ entry: entry.id, id: lease.id, leaseToken: lease.leaseToken });
+      items.push({ entry: entry.id, ...leaseOf(requiredString(entry.input, 'ReceiptHandle')) });
     } catch (err) {
       if (!(err instanceof SqsError)) throw err;
       failed.push(failedEntry(entry.id, err));

@@ -6,7 +6,7 @@ import { optionalInt, stringList } from '../input.js';
 import { md5Hex, md5OfAttributes } from '../md5.js';
 import { selectAttributes } from '../message.js';
 import { leaseOf } from '../queue-attributes.js';
-import { encodeReceiptHandle } from '../receipt-handle.js';
+import type { ReceiptHandles } from '../receipt-handle.js';
 import type { MessageMeta } from './send.js';
 
 /**
@@ -46,6 +46,8 @@ export const receiveMessage: Action = async (call, input) => {
   ];
   const attributeNames = stringList(input, 'MessageAttributeNames');
   const queue = await deps.queues.get(name);
+  // Before the claim: a key that cannot be read fails the receive with nothing claimed.
+  const handles = await deps.receiptHandles();
 
   const { jobs: rows } = await claimWithWait(deps.claims, deps.waitList, {
     queue: name,
@@ -67,10 +69,16 @@ export const receiveMessage: Action = async (call, input) => {
   deps.metrics.claimed(name, rows);
   if (rows.length === 0) return {};
   const wanted = systemNames.some((n) => n === 'All') ? SYSTEM_ATTRIBUTES : systemNames;
-  return { Messages: rows.map((row) => toMessage(row, queue.fifo, wanted, attributeNames)) };
+  return { Messages: rows.map((row) => toMessage(row, handles, queue.fifo, wanted, attributeNames)) };
 };
 
-function toMessage(row: ClaimedRow, fifo: boolean, systemNames: string[], attributeNames: string[]) {
+function toMessage(
+  row: ClaimedRow,
+  handles: ReceiptHandles,
+  fifo: boolean,
+  systemNames: string[],
+  attributeNames: string[],
+) {
   // A job enqueued through the native API may hold any JSON; its body is then the JSON text.
   const payload = parseDatabaseJson(row.payload_json);
   const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
@@ -96,7 +104,7 @@ function toMessage(row: ClaimedRow, fifo: boolean, systemNames: string[], attrib
   const md5Attributes = md5OfAttributes(messageAttributes);
   return {
     MessageId: row.id,
-    ReceiptHandle: encodeReceiptHandle({ queue: row.queue, id: row.id, leaseToken: row.lease_token }),
+    ReceiptHandle: handles.encode({ queue: row.queue, id: row.id, leaseToken: row.lease_token }),
     MD5OfBody: md5Hex(body),
     Body: body,
     ...(Object.keys(attributes).length > 0 ? { Attributes: attributes } : {}),

@@ -7,7 +7,7 @@ import { SqsError } from '../errors.js';
 import { type Input, requiredInt, requiredString } from '../input.js';
 import type { SqsQueue } from '../queue-attributes.js';
 import type { Lease } from '../receipt-handle.js';
-import { leaseOfHandle } from './delete.js';
+import { leasesOfHandles } from './delete.js';
 
 /**
  * ChangeMessageVisibility(Batch). A timeout above 0 renews the lease to end that many seconds from
@@ -37,8 +37,7 @@ async function release(call: SqsCall, queue: SqsQueue, change: Change): Promise<
   const outcome = await nackJob(
     deps.db,
     {
-      id: change.lease.id,
-      leaseToken: change.lease.leaseToken,
+      ...change.lease,
       error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
       retryInMs: 0,
       // A FIFO message given back comes before its group's later ones, as after a timeout.
@@ -62,7 +61,7 @@ async function apply(call: SqsCall, queue: SqsQueue, changes: Change[]): Promise
   }
   const renewals = changes
     .filter((c) => c.seconds > 0)
-    .map((c) => ({ id: c.lease.id, leaseToken: c.lease.leaseToken, leaseMs: c.seconds * 1000, change: c }));
+    .map((c) => ({ ...c.lease, leaseMs: c.seconds * 1000, change: c }));
   for (const round of distinctRounds(renewals)) {
     const outcomes = await renewLeases(call.deps.db, round);
     outcomes.forEach((outcome, i) => {
@@ -75,14 +74,14 @@ async function apply(call: SqsCall, queue: SqsQueue, changes: Change[]): Promise
   return applied;
 }
 
-function changeOf(entry: string, input: Input, queue: string): Change {
-  const lease = leaseOfHandle(requiredString(input, 'ReceiptHandle'), queue);
+function changeOf(entry: string, input: Input, leaseOf: (handle: string) => Lease): Change {
+  const lease = leaseOf(requiredString(input, 'ReceiptHandle'));
   return { entry, lease, seconds: requiredInt(input, 'VisibilityTimeout', 0, 43_200) };
 }
 
 export const changeMessageVisibility: Action = async (call, input) => {
   const queue = queueOf(call, input);
-  const change = changeOf('', input, queue);
+  const change = changeOf('', input, await leasesOfHandles(call, queue));
   const found = await call.deps.queues.get(queue);
   if (!(await apply(call, found, [change])).get(change)) throw notAvailable();
   return {};
@@ -92,11 +91,12 @@ export const changeMessageVisibilityBatch: Action = async (call, input) => {
   const queue = queueOf(call, input);
   const entries = batchEntries(input, 'ChangeMessageVisibilityBatch');
   const found = await call.deps.queues.get(queue);
+  const leaseOf = await leasesOfHandles(call, queue);
   const failed: ReturnType<typeof failedEntry>[] = [];
   const changes: Change[] = [];
   for (const entry of entries) {
     try {
-      changes.push(changeOf(entry.id, entry.input, queue));
+      changes.push(changeOf(entry.id, entry.input, leaseOf));
     } catch (err) {
       if (!(err instanceof SqsError)) throw err;
       failed.push(failedEntry(entry.id, err));
