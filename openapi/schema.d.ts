@@ -703,7 +703,7 @@ export interface components {
             /** @description Any JSON value; handed to the worker as is. */
             payload: unknown;
             /**
-             * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
+             * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits. Not "." or "..".
              * @example customer:42
              */
             group?: string;
@@ -1442,7 +1442,7 @@ export interface components {
          */
         ScheduleRequest: {
             /**
-             * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+             * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters. Not "." or "..".
              * @example emails
              */
             queue: string;
@@ -1754,7 +1754,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters. Not "." or "..".
                  * @example emails
                  */
                 queue: string;
@@ -1874,7 +1874,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters. Not "." or "..".
                  * @example emails
                  */
                 queue: string;
@@ -2929,7 +2929,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters. Not "." or "..".
                  * @example emails
                  */
                 queue: string;
@@ -3739,7 +3739,7 @@ export interface operations {
                  */
                 queue: string;
                 /**
-                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits. Not "." or "..".
                  * @example customer:42
                  */
                 group: string;
@@ -4062,7 +4062,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Schedule name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @description Schedule name: letters, digits, ".", "_" and "-", at most 128 characters. Not "." or "..".
                  * @example nightly-report
                  */
                 name: string;

@@ -9,6 +9,7 @@ import { createLogger, requestLogController } from './logger.js';
 import auth from './plugins/auth.js';
 import claims from './plugins/claims.js';
 import database from './plugins/database.js';
+import exactPaths from './plugins/exact-paths.js';
 import idleMemory from './plugins/idle-memory.js';
 import jsonBody from './plugins/json-body.js';
 import loadShedding from './plugins/load-shedding.js';
@@ -93,6 +94,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   app.server.maxConnections = config.maxConnections;
 
   await app.register(problemHandler);
+  await app.register(exactPaths);
   await app.register(jsonBody);
   await app.register(database, { url: opts.databaseUrl, config });
   // Before any route, so that it sees every route's access declaration (see plugins/auth.ts).

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import {
+  DOT_SEGMENT_MESSAGE,
   isPrintable,
   JOB_ID_PATTERN,
   LEASE_TOKEN_PATTERN,
@@ -87,6 +88,8 @@ function messageOf(e: ErrorObject): string {
     return 'must be a lease token (a UUID as claims issue them)';
   if (e.keyword === 'format' && params.format === PRINTABLE_FORMAT) return PRINTABLE_MESSAGE;
   if (e.keyword === 'pattern') return PATTERN_MESSAGES[String(params.pattern)] ?? e.message ?? 'is invalid';
+  // The one `not` of the schemas: a name being created is not "." or ".." (schemas/common.ts).
+  if (e.keyword === 'not') return DOT_SEGMENT_MESSAGE;
   return e.message ?? 'is invalid';
 }
 

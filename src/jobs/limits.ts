@@ -24,6 +24,20 @@ export const GROUP_NAME_MAX = 128;
 const GROUP_NAME = new RegExp(GROUP_NAME_PATTERN);
 export const isGroupName = (name: string): boolean => GROUP_NAME.test(name);
 
+/**
+ * "." and "..": names a URL cannot carry. Browsers, fetch, curl and most HTTP clients remove such a
+ * path segment (also written %2e%2e) before sending, so a request about group ".." of queue "q"
+ * would reach /v1/queues/q/ and act on the queue. Queue, group and schedule names are refused these
+ * two values wherever a name is created (the API's bodies and paths, SQS CreateQueue and
+ * MessageGroupId, the schedules file); rows made before the rule stay readable and removable by a
+ * client that sends its path as is (`curl --path-as-is`). Every other name of the patterns above
+ * travels unchanged once percent-encoded.
+ */
+export const DOT_SEGMENTS: readonly string[] = ['.', '..'];
+export const isDotSegment = (name: string): boolean => name === '.' || name === '..';
+export const DOT_SEGMENT_MESSAGE =
+  'must not be "." or "..": HTTP clients remove such a segment from a URL, so nothing could name it';
+
 /** Flow-control limits (queue settings and group overrides). */
 export const CONCURRENCY_LIMIT_MAX = 100_000;
 export const RATE_LIMIT_MAX = 1_000_000;

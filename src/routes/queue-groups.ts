@@ -8,6 +8,7 @@ import {
   GroupList,
   GroupListQuery,
   GroupParams,
+  NewGroupParams,
 } from '../http/schemas/groups.js';
 import { QueueParams } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
@@ -108,7 +109,7 @@ const queueGroups: FastifyPluginAsyncTypebox = async (app) => {
           "Fields you give are set; fields you leave out keep their value; null resets a field to the queue's " +
           'group default. Applies from the next claim, on every replica. The queue must exist; it becomes ' +
           'explicitly managed (never collected by the leader).',
-        params: GroupParams,
+        params: NewGroupParams,
         body: ref(GroupConfigRequest),
         response: { 200: ok(ref(Group), 'The group.'), ...errorResponses(400, 404, 413, 415) },
       },

@@ -12,6 +12,7 @@ import {
   EnqueueRequest,
   JobList,
   JobListQuery,
+  NewQueueParams,
   QueueParams,
 } from '../http/schemas/jobs.js';
 import { ref } from '../http/schemas/ref.js';
@@ -101,7 +102,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'With an `idempotency_key` already used on this queue (within its retention), nothing is created and ' +
           'the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that ' +
           'job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).',
-        params: QueueParams,
+        params: NewQueueParams,
         body: ref(EnqueueRequest),
         response: {
           201: ok(ref(EnqueuedJob), 'Created: the new job.'),
@@ -136,7 +137,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
           'All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. ' +
           'The answer lists the jobs in request order; `created` is false for an item whose idempotency key ' +
           'matched an existing job.',
-        params: QueueParams,
+        params: NewQueueParams,
         body: ref(BatchEnqueueRequest),
         response: {
           201: ok(ref(BatchEnqueueResponse), 'The jobs, in request order.'),

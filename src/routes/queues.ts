@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queuePatternsOf } from '../auth/api-keys.js';
 import { invalidField, queueNotFound } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
-import { QueueParams } from '../http/schemas/jobs.js';
+import { NewQueueParams, QueueParams } from '../http/schemas/jobs.js';
 import {
   DeletedQueue,
   DeleteQueueQuery,
@@ -95,7 +95,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Creates the queue (201) or updates it (200). A queue configured here is explicitly managed: the ' +
           'leader never collects it. Changes apply at once on every replica (settings are read per request).',
-        params: QueueParams,
+        params: NewQueueParams,
         body: ref(QueueConfigRequest),
         response: {
           200: ok(ref(Queue), 'Updated.'),

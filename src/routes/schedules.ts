@@ -8,6 +8,7 @@ import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import {
   DeletedSchedule,
+  NewScheduleParams,
   Schedule,
   ScheduleList,
   ScheduleListQuery,
@@ -44,7 +45,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
           'every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority`, `max_attempts`, ' +
           '`group`, `timeout_ms`, `expires_in_ms` and `unique_key` (the enqueue fields of the same names). ' +
           'A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.',
-        params: ScheduleParams,
+        params: NewScheduleParams,
         body: ref(ScheduleRequest),
         response: {
           200: ok(ref(Schedule), 'Replaced.'),

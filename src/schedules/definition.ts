@@ -1,6 +1,8 @@
 import { invalidField } from '../errors.js';
 import type { OnConflict } from '../jobs/enqueue.js';
 import {
+  DOT_SEGMENT_MESSAGE,
+  isDotSegment,
   isGroupName,
   isPrintable,
   isQueueName,
@@ -130,6 +132,7 @@ export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
   const { queue, cron, timezone, payload, priority, max_attempts, overlap, catch_up, paused } = input;
   if (typeof queue !== 'string' || !isQueueName(queue))
     fail('queue', 'must be a queue name: 1-128 letters, digits, ".", "_" or "-"');
+  if (isDotSegment(queue as string)) fail('queue', DOT_SEGMENT_MESSAGE);
   if (typeof cron !== 'string' || cron.trim() === '') fail('cron', 'must be a cron expression');
   if (timezone !== undefined && typeof timezone !== 'string') fail('timezone', 'must be a time zone name');
   const int = (v: unknown, min: number, max: number) =>
@@ -142,6 +145,7 @@ export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
   const absent = (v: unknown) => v === undefined || v === null;
   if (!absent(group) && !(typeof group === 'string' && isGroupName(group)))
     fail('group', 'must be a group name: 1-128 printable ASCII characters without spaces, or null');
+  if (typeof group === 'string' && isDotSegment(group)) fail('group', DOT_SEGMENT_MESSAGE);
   if (!absent(timeout_ms) && !int(timeout_ms, TIMEOUT_MS_MIN, TIMEOUT_MS_MAX))
     fail('timeout_ms', `must be an integer from ${TIMEOUT_MS_MIN} to ${TIMEOUT_MS_MAX}, or null`);
   if (!absent(expires_in_ms) && !int(expires_in_ms, 0, MAX_DELAY_MS))

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { Db } from '../db/database.js';
+import { DOT_SEGMENT_MESSAGE, isDotSegment } from '../jobs/limits.js';
 import { parseExact } from '../json/exact.js';
 import type { Log } from '../logger.js';
 import { checkCron } from './cron.js';
@@ -76,6 +77,7 @@ export function parseSchedules(doc: unknown): FileSchedule[] {
     const at = `schedules.${name}`;
     if (!isScheduleName(name))
       throw new Error(`${at}: a name must be 1-128 letters, digits, ".", "_" or "-"`);
+    if (isDotSegment(name)) throw new Error(`${at}: a name ${DOT_SEGMENT_MESSAGE}`);
     const def = parseDefinition(raw, at);
     // Checked against this machine's clock here only to fail early; the database's clock decides.
     const problem = checkCron(def.cron, def.timezone, new Date());

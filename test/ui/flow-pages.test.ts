@@ -361,6 +361,37 @@ describe('groups and schedules, with an admin key', WALK, () => {
     }
   });
 
+  it('never acts on another path than the one it shows: a group named ".." (made before the rule) is not sent', async () => {
+    // As an older version could have made it; a browser would send /v1/queues/renders/groups/.. to
+    // /v1/queues/renders, so the page must refuse to send it at all.
+    await sql`INSERT INTO baton.queue_groups (queue, group_key, weight) VALUES ('renders', '..', 2)`.execute(
+      database.db,
+    );
+    await page.goto(`${server.url}/ui/#/queues/renders`);
+    await page.getByRole('button', { name: 'Pause group .. of renders' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Pause group .. of renders?' });
+    await dialog.getByRole('button', { name: 'Pause ..' }).click();
+    await page
+      .getByRole('status')
+      .getByText(/cannot be named in a URL/)
+      .waitFor();
+    const queue = await asOps('GET', '/v1/queues/renders');
+    expect(queue.body.paused).toBe(false);
+
+    await page.goto(`${server.url}/ui/#/queues/renders/groups/..`);
+    await page
+      .getByRole('alert')
+      .getByText(/cannot be named in a URL/)
+      .waitFor();
+    expect(await page.getByRole('button', { name: /^Reset group/ }).count()).toBe(0);
+    const { rows } = await sql<{ paused: boolean; weight: number }>`
+      SELECT paused, weight FROM baton.queue_groups WHERE queue = 'renders' AND group_key = '..'`.execute(
+      database.db,
+    );
+    expect(rows).toEqual([{ paused: false, weight: 2 }]);
+    expect((await asOps('GET', '/v1/queues/renders')).status).toBe(200);
+  });
+
   it('logged no console error or warning, and threw nothing, on any page', () => {
     expect(problems).toEqual([]);
   });

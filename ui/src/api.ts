@@ -28,13 +28,43 @@ export class ApiError extends Error {
   }
 }
 
-/** A client that sends `key` with every call and reports a 401 (the key stopped working). */
+/**
+ * A call the page would not send: the browser would change its path, so it would reach another
+ * target than the one the page shows (see createApi).
+ */
+export class UnreachablePath extends Error {}
+
+/**
+ * A client that sends `key` with every call and reports a 401 (the key stopped working).
+ *
+ * Every call's path is checked against the one the page means before it is sent: the browser removes
+ * a "." or ".." path segment (also written %2e%2e) from any URL, so a call about group ".." of queue
+ * q would go to /v1/queues/q, read the queue as if it were the group, and "Reset group" would delete
+ * the queue. The server no longer lets such names be made, but rows made before may have them; the
+ * page then shows an error and never sends the call.
+ */
 export function createApi(key: string | undefined, onUnauthorized: () => void): BatonClient {
   const client = createBatonClient({
     baseUrl: location.origin,
     headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
   });
   client.use({
+    onRequest({ request, schemaPath, params }) {
+      const path = params.path as Record<string, unknown> | undefined;
+      // As openapi-fetch writes the path: each parameter percent-encoded in place of its {name}.
+      const meant = schemaPath.replace(/\{(\w+)\}/g, (_, name: string) =>
+        encodeURIComponent(String(path?.[name])),
+      );
+      if (new URL(request.url).pathname !== meant) {
+        const names = Object.values(path ?? {}).map((v) => `"${String(v)}"`);
+        throw new UnreachablePath(
+          `${names.join(', ')} cannot be named in a URL (browsers remove "." and ".." path segments), so the ` +
+            'dashboard will not send this request: it would reach another target. Use the API with the path ' +
+            'sent as it is (curl --path-as-is).',
+        );
+      }
+      return undefined;
+    },
     onResponse({ response }) {
       if (response.status === 401) onUnauthorized();
     },

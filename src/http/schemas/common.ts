@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import {
+  DOT_SEGMENTS,
   GROUP_NAME_PATTERN,
   JOB_ID_PATTERN,
   LEASE_TOKEN_PATTERN,
@@ -64,18 +65,46 @@ export const Json = (description: string) => Type.Unknown({ description });
 export const PrintableText = (maxLength: number, description: string) =>
   Type.String({ minLength: 1, maxLength, pattern: PRINTABLE_PATTERN, format: PRINTABLE_FORMAT, description });
 
+/**
+ * A name being created (a queue, a group, a schedule) is not "." or "..", which no URL can carry
+ * (jobs/limits.ts, DOT_SEGMENTS). Written as `not` rather than folded into the pattern: a lookahead is
+ * not every regex dialect's, and generated clients check patterns. Names that only look a row up
+ * keep the plain pattern, so rows made before the rule stay readable and removable.
+ */
+export const notDotSegment = { not: { enum: [...DOT_SEGMENTS] } };
+
+const QUEUE_NAME_DESCRIPTION = 'Queue name: letters, digits, ".", "_" and "-", at most 128 characters.';
+
 export const QueueName = Type.String({
   pattern: QUEUE_NAME_PATTERN,
-  description: 'Queue name: letters, digits, ".", "_" and "-", at most 128 characters.',
+  description: QUEUE_NAME_DESCRIPTION,
   examples: ['emails'],
 });
 
+/** The name of a queue a request may create (enqueue, PUT). */
+export const NewQueueName = Type.String({
+  pattern: QUEUE_NAME_PATTERN,
+  ...notDotSegment,
+  description: `${QUEUE_NAME_DESCRIPTION} Not "." or "..".`,
+  examples: ['emails'],
+});
+
+const GROUP_NAME_DESCRIPTION =
+  'A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII ' +
+  'characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their ' +
+  'own limits.';
+
 export const GroupName = Type.String({
   pattern: GROUP_NAME_PATTERN,
-  description:
-    'A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII ' +
-    'characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their ' +
-    'own limits.',
+  description: GROUP_NAME_DESCRIPTION,
+  examples: ['customer:42'],
+});
+
+/** The group of a job being enqueued, or of a group override being made. */
+export const NewGroupName = Type.String({
+  pattern: GROUP_NAME_PATTERN,
+  ...notDotSegment,
+  description: `${GROUP_NAME_DESCRIPTION} Not "." or "..".`,
   examples: ['customer:42'],
 });
 

@@ -4,6 +4,7 @@ import {
   GroupName,
   Int32,
   Int64,
+  NewGroupName,
   Nullable,
   PageOf,
   PageQuery,
@@ -17,6 +18,8 @@ import { ref } from './ref.js';
 /** Schemas of a queue's groups (flow control): their overrides, counts and limits. */
 
 export const GroupParams = Type.Object({ queue: QueueName, group: GroupName }, strict);
+/** PUT of a group's override: it may make the group's first row, so its name must be one a URL carries. */
+export const NewGroupParams = Type.Object({ queue: QueueName, group: NewGroupName }, strict);
 
 export const GroupConfigRequest = Type.Object(
   {

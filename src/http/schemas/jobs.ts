@@ -24,6 +24,8 @@ import {
   Int64,
   JobId,
   Json,
+  NewGroupName,
+  NewQueueName,
   Nullable,
   PrintableText,
   QueueName,
@@ -39,6 +41,8 @@ import { ref } from './ref.js';
  */
 
 export const QueueParams = Type.Object({ queue: QueueName }, strict);
+/** The queue of a request that may create it (PUT, enqueue with auto-create). */
+export const NewQueueParams = Type.Object({ queue: NewQueueName }, strict);
 
 export const JobParams = Type.Object({ id: JobId }, strict);
 
@@ -57,7 +61,7 @@ export const DeadReason = Type.Unsafe<(typeof DEAD_REASONS)[number]>(
 export const EnqueueRequest = Type.Object(
   {
     payload: Json('Any JSON value; handed to the worker as is.'),
-    group: Type.Optional(GroupName),
+    group: Type.Optional(NewGroupName),
     priority: Type.Optional(
       Int32({ minimum: PRIORITY_MIN, maximum: PRIORITY_MAX, default: 0, description: 'Higher runs first.' }),
     ),

@@ -15,26 +15,28 @@ import {
   Int32,
   Int64,
   Json,
+  NewQueueName,
   Nullable,
+  notDotSegment,
   PageOf,
   PageQuery,
   PrintableText,
-  QueueName,
   strict,
   Timestamp,
 } from './common.js';
 import { ref } from './ref.js';
 
-export const ScheduleParams = Type.Object(
-  {
-    name: Type.String({
-      pattern: SCHEDULE_NAME_PATTERN,
-      description: 'Schedule name: letters, digits, ".", "_" and "-", at most 128 characters.',
-      examples: ['nightly-report'],
-    }),
-  },
-  strict,
-);
+const scheduleName = (create: boolean) =>
+  Type.String({
+    pattern: SCHEDULE_NAME_PATTERN,
+    ...(create ? notDotSegment : {}),
+    description: `Schedule name: letters, digits, ".", "_" and "-", at most 128 characters.${create ? ' Not "." or "..".' : ''}`,
+    examples: ['nightly-report'],
+  });
+
+export const ScheduleParams = Type.Object({ name: scheduleName(false) }, strict);
+/** PUT: the name of a schedule it may create. */
+export const NewScheduleParams = Type.Object({ name: scheduleName(true) }, strict);
 
 const OVERLAP = Type.Union([Type.Literal('allow'), Type.Literal('skip')], {
   description:
@@ -63,7 +65,8 @@ const jobFields = {
   group: Nullable(
     Type.String({
       pattern: GROUP_NAME_PATTERN,
-      description: 'Of each job (flow control; as in enqueue). null: none.',
+      ...notDotSegment,
+      description: 'Of each job (flow control; as in enqueue). null: none. Not "." or "..".',
       examples: ['customer:42'],
     }),
   ),
@@ -94,7 +97,7 @@ const jobFields = {
 
 export const ScheduleRequest = Type.Object(
   {
-    queue: QueueName,
+    queue: NewQueueName,
     cron: Type.String({
       minLength: 1,
       maxLength: 256,

@@ -2,7 +2,7 @@ import { queuePatternsOf } from '../../auth/api-keys.js';
 import { cancelQueueJobs } from '../../jobs/cancel.js';
 import { deleteQueue } from '../../jobs/delete-queue.js';
 import { forgetIdempotencyKeys } from '../../jobs/enqueue.js';
-import { MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
+import { DOT_SEGMENT_MESSAGE, isDotSegment, MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
 import { LIVE_STATES } from '../../jobs/states.js';
 import { isFifoQueue } from '../../queues/queue-settings.js';
 import {
@@ -76,6 +76,7 @@ export const createQueue: Action = async (call, input) => {
           : 'Can only include alphanumeric characters, hyphens, periods, or underscores. 1 to 80 in length.',
     );
   }
+  if (isDotSegment(name)) throw invalidValue('QueueName', name, `The queue name ${DOT_SEGMENT_MESSAGE}.`);
   checkQueue(call.caller, name);
   const requested = checkAttributes(attributes, place, { creating: true, fifo });
   const tags = checkTags(stringMap(input, input.tags !== undefined ? 'tags' : 'Tags'), {});

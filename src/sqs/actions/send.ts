@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EnqueueItem } from '../../jobs/enqueue.js';
-import { isGroupName } from '../../jobs/limits.js';
+import { DOT_SEGMENT_MESSAGE, isDotSegment, isGroupName } from '../../jobs/limits.js';
 import { batchEntries, failedEntry } from '../batch.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidValue, SqsError } from '../errors.js';
@@ -110,6 +110,10 @@ function prepare(call: SqsCall, queue: SqsQueue, entry: Input): Prepared {
     : optionalString(entry, 'MessageGroupId');
   if (groupId !== undefined && !isFifoId(groupId)) {
     throw invalidValue('MessageGroupId', groupId, fifoIdRule('MessageGroupId'));
+  }
+  // A group is a Baton group too, reached at /v1/queues/{queue}/groups/{group}.
+  if (groupId !== undefined && isDotSegment(groupId)) {
+    throw invalidValue('MessageGroupId', groupId, `MessageGroupId ${DOT_SEGMENT_MESSAGE}.`);
   }
   const deduplication = queue.fifo ? deduplicationOf(queue, entry, body, groupId!) : undefined;
   const bytes = Buffer.byteLength(body) + attributeBytes;
