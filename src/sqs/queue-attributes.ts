@@ -1,4 +1,5 @@
 import { MAX_ATTEMPTS_LIMIT } from '../jobs/limits.js';
+import { preview } from '../json/preview.js';
 import { effectiveSettings, isFifoQueue, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
 import { invalidValue, SqsError } from './errors.js';
@@ -263,13 +264,13 @@ function parseRedrivePolicy(text: string, place: SqsPlace): RedrivePolicy | null
   }
   const { deadLetterTargetArn, maxReceiveCount, ...rest } = policy as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw invalidValue('RedrivePolicy', text, `Unknown key ${unknown}.`);
+  if (unknown !== undefined) throw invalidValue('RedrivePolicy', text, `Unknown key ${preview(unknown)}.`);
   const count = typeof maxReceiveCount === 'string' ? Number(maxReceiveCount) : maxReceiveCount;
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_ATTEMPTS_LIMIT) {
     throw invalidValue(
       'RedrivePolicy',
       text,
-      `Invalid value for maxReceiveCount: ${String(maxReceiveCount)}, valid values are from 1 to ${MAX_ATTEMPTS_LIMIT} both inclusive.`,
+      `Invalid value for maxReceiveCount: ${preview(maxReceiveCount)}, valid values are from 1 to ${MAX_ATTEMPTS_LIMIT} both inclusive.`,
     );
   }
   const target = typeof deadLetterTargetArn === 'string' ? queueOfArn(deadLetterTargetArn, place) : undefined;
