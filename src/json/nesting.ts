@@ -75,3 +75,51 @@ export function scanJson(text: string): { tooDeepAt?: number; longNumbers: boole
   }
   return { longNumbers };
 }
+
+/**
+ * Where a value already built nests deeper than `limit`: the path to the first container beyond it
+ * (`["schedules", "a", 0, ...]`), or undefined when it does not. For documents whose nesting is not
+ * all in their text: YAML aliases nest one anchored value inside another, and may form a cycle (an
+ * endless nesting). Iterative, and each array or object is measured once however often it is shared.
+ */
+export function pathDeeperThan(value: unknown, limit: number): (string | number)[] | undefined {
+  /** Height of each container measured so far (1 for one holding only scalars). */
+  const heights = new Map<object, number>();
+  const path: (string | number)[] = [];
+  const stack: { node: object; entries: [string | number, unknown][]; next: number; height: number }[] = [];
+  const enter = (node: object) => {
+    const entries: [string | number, unknown][] = Array.isArray(node)
+      ? node.map((v, i) => [i, v])
+      : Object.entries(node);
+    stack.push({ node, entries, next: 0, height: 1 });
+  };
+  if (!isContainer(value)) return undefined;
+  enter(value);
+  while (stack.length > 0) {
+    if (stack.length > limit) return path;
+    const top = stack.at(-1)!;
+    if (top.next === top.entries.length) {
+      heights.set(top.node, top.height);
+      stack.pop();
+      path.pop();
+      const parent = stack.at(-1);
+      if (parent) parent.height = Math.max(parent.height, top.height + 1);
+      continue;
+    }
+    const [key, child] = top.entries[top.next++]!;
+    if (!isContainer(child)) continue;
+    const known = heights.get(child);
+    if (known !== undefined) {
+      if (stack.length + known > limit) return [...path, key];
+      top.height = Math.max(top.height, known + 1);
+      continue;
+    }
+    // On the path already: a cycle, nesting without end.
+    if (stack.some((open) => open.node === child)) return [...path, key];
+    path.push(key);
+    enter(child);
+  }
+  return undefined;
+}
+
+const isContainer = (value: unknown): value is object => typeof value === 'object' && value !== null;

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
@@ -5,18 +8,20 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { sqsClient } from '../sqs/support.js';
-import { useListeningApp } from '../support/app.js';
+import { createTestApp, useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 /**
  * One nesting limit (128 levels of arrays and objects) and one size limit (BATON_BODY_LIMIT_BYTES)
  * for every document any protocol reads, checked while it is read: the native API's JSON body, the
- * SQS endpoint's JSON 1.0 body and query-protocol parameters, and JSON inside SQS attributes. Each
- * protocol refuses a document over the limit in its own shape, naming what was too deep, and never
- * with a 5xx (a QueueUrl nested 10,000 levels deep was once a 500: formatting its error overflowed
- * the stack). Nesting the limit allows still reaches each field's own check.
+ * SQS endpoint's JSON 1.0 body and query-protocol parameters, JSON inside SQS attributes, and the
+ * schedules file. Each refuses a document over the limit in its own shape, naming what was too deep:
+ * a request with a 4xx, never a 5xx (a QueueUrl nested 10,000 levels deep was once a 500: formatting
+ * its error overflowed the stack), the file with a start-up error naming the file and where. Nesting
+ * the limit allows still reaches each field's own check.
  */
 const BODY_LIMIT = 1024 * 1024;
 const database = useTestDatabase();
@@ -227,5 +232,91 @@ describe('honest traffic beside deep documents', () => {
     const [hostileStatuses, , nativeStatuses] = await Promise.all([hostile(), honestSqs(), honestNative()]);
     expect(new Set(hostileStatuses)).toEqual(new Set([400]));
     expect(nativeStatuses.every((s) => s < 300)).toBe(true);
+  });
+});
+
+describe('the schedules file', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-nesting-'));
+  const write = (name: string, text: string) => {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+  const schedule = (payload: string) =>
+    `schedules:\n  x:\n    queue: nest-file\n    cron: "@daily"\n    payload: ${payload}\n`;
+  /** The start-up error for this file, or undefined when it loads. */
+  const startUpError = (file: string, env: Record<string, string> = {}) => {
+    try {
+      loadConfig({ BATON_SCHEDULES_FILE: file, ...env });
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  const TOO_DEEP = 'must not nest arrays and objects deeper than 128 levels';
+
+  it.each(LEVELS)('nested %i levels deep stops start-up naming the file, line and column', (levels) => {
+    const cases: [string, string, string][] = [
+      // The payload's value starts at level 4 (the file, schedules, x, payload's list), so the 129th
+      // level is its 126th bracket or dash.
+      ['flow.yaml', schedule(nested(levels)), 'line 5, column 139'],
+      ['block.yaml', schedule(`\n      ${'- '.repeat(levels)}x`), 'line 6, column 257'],
+      [
+        'file.json',
+        `{"schedules": {"x": {"queue": "q", "cron": "@daily", "payload": ${nested(levels)}}}}`,
+        'line 1, column 190',
+      ],
+    ];
+    for (const [name, text, where] of cases) {
+      const file = write(`${levels}-${name}`, text);
+      expect(startUpError(file)).toContain(`BATON_SCHEDULES_FILE ${file}, ${where}: ${TOO_DEEP}`);
+    }
+  });
+
+  it('nesting by indentation counts the same', () => {
+    const lines = Array.from({ length: 130 }, (_, i) => `${' '.repeat(6 + i)}k:`).join('\n');
+    const file = write('indented.yaml', schedule(`\n${lines} 1`));
+    expect(startUpError(file)).toContain(`${file}, line 131, column 133: ${TOO_DEEP}`);
+  });
+
+  it('YAML aliases cannot nest deeper than the text shows, form a cycle, or expand without bound', () => {
+    let chain = `a0: &a0 ${nested(100)}\n`;
+    for (let i = 1; i < 4; i++) chain += `a${i}: &a${i} ${nested(100, `*a${i - 1}`)}\n`;
+    const aliases = write('aliases.yaml', `${chain}${schedule('*a3')}`);
+    expect(startUpError(aliases)).toContain(`${aliases}, at a1.0.0.0.0.0.0.0...: ${TOO_DEEP}`);
+    const cycle = write(
+      'cycle.yaml',
+      'schedules:\n  x: &x\n    queue: q\n    cron: "@daily"\n    payload: [*x]\n',
+    );
+    expect(startUpError(cycle)).toContain(`${cycle}, at schedules.x.payload.0: ${TOO_DEEP}`);
+    let laughs = 'l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n';
+    for (let i = 1; i < 10; i++)
+      laughs += `l${i}: &l${i} [${Array(9)
+        .fill(`*l${i - 1}`)
+        .join(', ')}]\n`;
+    expect(startUpError(write('laughs.yaml', `${laughs}schedules: {}\n`))).toMatch(
+      /BATON_SCHEDULES_FILE is not valid YAML: Excessive alias count/,
+    );
+  });
+
+  it('a file over BATON_BODY_LIMIT_BYTES stops start-up before it is read', () => {
+    const file = write('big.yaml', `${schedule('1')}${'#'.repeat(2048)}\n`);
+    expect(startUpError(file, { BATON_BODY_LIMIT_BYTES: '1024' })).toContain(
+      `BATON_SCHEDULES_FILE ${file} is ${fs.statSync(file).size} bytes; the limit is BATON_BODY_LIMIT_BYTES (1024)`,
+    );
+    expect(startUpError(file)).toBeUndefined();
+  });
+
+  it('a payload 100 levels deep is within the limit: the file is applied and the payload kept', async () => {
+    const replica = await createTestApp(database, {
+      BATON_SCHEDULES_FILE: write('deep-ok.yaml', schedule(nested(100))),
+    });
+    try {
+      const res = await api(replica).call('GET', '/v1/schedules/x');
+      expect(res.status).toBe(200);
+      expect(JSON.stringify(res.body.payload)).toBe(nested(100));
+    } finally {
+      await replica.close();
+    }
   });
 });
