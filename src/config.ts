@@ -27,7 +27,8 @@ export class ConfigError extends Error {
   }
 }
 
-type Parser<T> = (raw: string) => T;
+/** `earlier`: the settings declared (and parsed) before this one, for a setting that depends on one. */
+type Parser<T> = (raw: string, earlier: Readonly<Record<string, unknown>>) => T;
 
 interface Setting<T> {
   env: string;
@@ -140,6 +141,8 @@ const endpointList: Parser<OpenEndpoint[]> = (raw) => {
     throw new Error(`must be a comma-separated list of ${OPEN_ENDPOINTS.join(', ')} (or none), got "${bad}"`);
   return items.filter((i) => i !== 'none') as OpenEndpoint[];
 };
+
+const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -306,7 +309,7 @@ export const settings = {
   }),
   bodyLimitBytes: setting({
     env: 'BATON_BODY_LIMIT_BYTES',
-    default: 16 * 1024 * 1024,
+    default: DEFAULT_BODY_LIMIT_BYTES,
     unit: 'bytes',
     doc: 'Largest request body accepted (413 above it).',
     parse: integer(1024, 1024 * 1024 * 1024),
@@ -455,7 +458,12 @@ export const settings = {
     env: 'BATON_SCHEDULES_FILE',
     unit: 'path',
     doc: 'A JSON or YAML file of cron schedules ({"schedules": {name: {queue, cron, ...}}}), applied at every start; schedules changed through the API since are reported as drifted, not overwritten. See README, "Cron schedules".',
-    parse: (raw) => loadSchedulesFile(raw.trim()),
+    // The file is held to the request body's size limit, declared above.
+    parse: (raw, earlier) =>
+      loadSchedulesFile(
+        raw.trim(),
+        (earlier.bodyLimitBytes as number | undefined) ?? DEFAULT_BODY_LIMIT_BYTES,
+      ),
   }),
   pruneLockTimeoutMs: setting({
     env: 'BATON_PRUNE_LOCK_TIMEOUT_MS',
@@ -572,7 +580,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       continue;
     }
     try {
-      out[key] = s.parse(raw);
+      out[key] = s.parse(raw, out);
     } catch (err) {
       problems.push(`${s.env} ${(err as Error).message}`);
     }

@@ -1,7 +1,5 @@
+import { MAX_JSON_DEPTH } from '../json/nesting.js';
 import { ProblemError } from './problem.js';
-
-/** Deepest nesting of arrays and objects accepted in a payload, result or error detail. */
-export const MAX_JSON_DEPTH = 64;
 
 /**
  * Serialise a client's JSON value for storage as jsonb, rejecting what PostgreSQL would refuse (so

@@ -1,11 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import type { Db } from '../db/database.js';
 import { DOT_SEGMENT_MESSAGE, isDotSegment } from '../jobs/limits.js';
-import { parseExact } from '../json/exact.js';
 import type { Log } from '../logger.js';
 import { checkCron } from './cron.js';
 import { isScheduleName, parseDefinition, type ScheduleDefinition } from './definition.js';
+import { readSchedulesDocument } from './file-document.js';
 import { lockForFile, writeDefinition } from './manage.js';
 import {
   compareWithFile,
@@ -45,21 +43,12 @@ export interface FileSchedule {
   def: ScheduleDefinition;
 }
 
-/** Read and check the file (for config.ts: a bad file stops start-up naming the entry and field). */
-export function loadSchedulesFile(path: string): FileSchedule[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new Error(`cannot be read: ${(err as Error).message}`);
-  }
-  let doc: unknown;
-  try {
-    doc = /\.json$/i.test(path) ? parseExact(text) : parseYaml(text, { uniqueKeys: true });
-  } catch (err) {
-    throw new Error(`is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(err as Error).message}`);
-  }
-  return parseSchedules(doc);
+/**
+ * Read and check the file (for config.ts: a file over BATON_BODY_LIMIT_BYTES or the nesting limit, or
+ * a bad entry, stops start-up naming the file and where, or the entry and field).
+ */
+export function loadSchedulesFile(path: string, maxBytes: number): FileSchedule[] {
+  return parseSchedules(readSchedulesDocument(path, maxBytes));
 }
 
 export function parseSchedules(doc: unknown): FileSchedule[] {

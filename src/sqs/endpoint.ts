@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isDataException, isUnavailableError } from '../db/errors.js';
 import { DomainError } from '../errors.js';
+import { NestingError, parseJsonDocument } from '../json/nesting.js';
 import type { Log } from '../logger.js';
 import type { Caller } from './access.js';
 import { checkScope } from './access.js';
@@ -94,11 +95,14 @@ function parse(protocol: Protocol, request: SqsRequest): { action: string | unde
     if (action === undefined) actionNamed(undefined);
     let body: unknown;
     try {
-      body = text.trim() === '' ? {} : JSON.parse(text);
+      body = text.trim() === '' ? {} : parseJsonDocument(text);
     } catch (err) {
+      // Too deep or not JSON: either way the body cannot be read, which SQS calls a serialization error.
       throw new SqsError(
         'SerializationException',
-        `The request body is not valid JSON: ${(err as Error).message}`,
+        err instanceof NestingError
+          ? `The request body ${err.message}.`
+          : `The request body is not valid JSON: ${(err as Error).message}`,
       );
     }
     return { action, input: asInput(body, 'the request body') };

@@ -1,3 +1,5 @@
+import { preview } from '../json/preview.js';
+
 /**
  * SQS errors, as the SDKs recognise them. Each has the name of its shape in the SQS model (what
  * the JSON protocol's `__type` names and the JS SDK's error class is called), the code of the query
@@ -40,6 +42,12 @@ const ERRORS = {
 
 export type SqsErrorName = keyof typeof ERRORS;
 
+/**
+ * Longest message an error carries. Messages quote names and keys a client sent, which may be
+ * megabytes long; the answer stays short whatever was sent (values are quoted through preview()).
+ */
+const MAX_MESSAGE_LENGTH = 1024;
+
 export class SqsError extends Error {
   readonly code: string;
   readonly status: number;
@@ -47,7 +55,7 @@ export class SqsError extends Error {
     readonly shape: SqsErrorName,
     message: string,
   ) {
-    super(message);
+    super(message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH - 3)}...` : message);
     this.name = 'SqsError';
     this.code = ERRORS[shape].code;
     this.status = ERRORS[shape].status;
@@ -63,7 +71,7 @@ export class SqsError extends Error {
 export const invalidValue = (parameter: string, value: unknown, reason: string) =>
   new SqsError(
     'InvalidParameterValue',
-    `Value ${shown(value)} for parameter ${parameter} is invalid. Reason: ${reason}`,
+    `Value ${preview(value)} for parameter ${parameter} is invalid. Reason: ${reason}`,
   );
 
 export const missingParameter = (parameter: string) =>
@@ -74,10 +82,3 @@ export const queueDoesNotExist = () =>
 
 export const invalidReceiptHandle = () =>
   new SqsError('ReceiptHandleIsInvalid', 'The input receipt handle is not a valid receipt handle.');
-
-/** A value as an error message shows it: short, and on one line. */
-function shown(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  const line = String(text).replace(/[\r\n]+/g, ' ');
-  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
-}

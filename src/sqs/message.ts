@@ -1,3 +1,4 @@
+import { preview } from '../json/preview.js';
 import { invalidValue, SqsError } from './errors.js';
 import type { StoredAttribute } from './md5.js';
 
@@ -80,7 +81,7 @@ export function checkSystemAttributes(value: unknown): Record<string, StoredAttr
     if (name !== 'AWSTraceHeader') {
       throw new SqsError(
         'InvalidParameterValue',
-        `Message system attribute name '${name}' is invalid; the only one a message may be sent with is AWSTraceHeader.`,
+        `Message system attribute name '${preview(name)}' is invalid; the only one a message may be sent with is AWSTraceHeader.`,
       );
     }
     const attribute = checkValue(name, raw, 'Message system attribute');
@@ -107,7 +108,7 @@ function checkName(name: string): void {
   ) {
     throw new SqsError(
       'InvalidParameterValue',
-      `Message (user) attribute name '${name}' is invalid. It may hold up to 256 letters, digits, "_", "-" and ".", ` +
+      `Message (user) attribute name '${preview(name)}' is invalid. It may hold up to 256 letters, digits, "_", "-" and ".", ` +
         'must not start or end with "." nor hold "..", and must not start with "AWS." or "Amazon.".',
     );
   }
@@ -126,7 +127,10 @@ function checkValue(name: string, raw: unknown, what: string): StoredAttribute {
   >;
   const unknown = Object.keys(rest)[0];
   if (unknown !== undefined) {
-    throw new SqsError('InvalidParameterValue', `${what} '${name}' has an unknown field ${unknown}.`);
+    throw new SqsError(
+      'InvalidParameterValue',
+      `${what} '${name}' has an unknown field ${preview(unknown)}.`,
+    );
   }
   if (typeof DataType !== 'string' || DataType === '') {
     throw new SqsError('InvalidParameterValue', `${what} '${name}' must contain a non-empty attribute type.`);
@@ -135,7 +139,7 @@ function checkValue(name: string, raw: unknown, what: string): StoredAttribute {
   if (!base || DataType.length > 256 || /[^\x21-\x7e]/.test(DataType)) {
     throw new SqsError(
       'InvalidParameterValue',
-      `${what} '${name}' has an invalid type '${DataType}': it must be String, Number or Binary, optionally ` +
+      `${what} '${name}' has an invalid type '${preview(DataType)}': it must be String, Number or Binary, optionally ` +
         'followed by "." and a custom label (256 characters in all).',
     );
   }

@@ -1,3 +1,5 @@
+import { MAX_DOCUMENT_DEPTH } from '../json/nesting.js';
+import { preview } from '../json/preview.js';
 import { SqsError } from './errors.js';
 import type { Input } from './input.js';
 
@@ -51,10 +53,27 @@ export function parseQueryBody(body: string): QueryRequest {
       throw new SqsError('InvalidParameterValue', `a request may carry at most ${MAX_PARAMETERS} parameters`);
     }
     if (key === 'Action') action = value;
-    else if (key !== 'Version') tree.set(key.split('.'), value, key);
+    else if (key !== 'Version') tree.set(pathOf(key), value, key);
   }
   // A request with no parameters but its action is an empty input, not a missing one.
   return { action, input: (tree.children.size === 0 ? {} : reshape(tree.toValue(), true)) as Input };
+}
+
+/**
+ * A parameter name's parts (`Attribute.1.Name`: three). Each part is one level of the input built
+ * from it, and the tree below is built and reshaped recursively, so a name may have no more parts
+ * than the one document nesting limit allows (SQS's deepest has six). Split no further than that: a
+ * name of a million dots costs no more than a short one.
+ */
+function pathOf(key: string): string[] {
+  const parts = key.split('.', MAX_DOCUMENT_DEPTH + 1);
+  if (parts.length > MAX_DOCUMENT_DEPTH) {
+    throw new SqsError(
+      'InvalidParameterValue',
+      `parameter ${preview(key)} must not nest deeper than ${MAX_DOCUMENT_DEPTH} levels (parts between dots)`,
+    );
+  }
+  return parts;
 }
 
 /** A node of the flattened parameter tree: a leaf value, or children by name or 1-based index. */
@@ -73,7 +92,7 @@ class Node {
         part === 'prototype' ||
         (/^\d+$/.test(part) && (Number(part) < 1 || Number(part) > MAX_INDEX))
       ) {
-        throw new SqsError('InvalidParameterValue', `parameter ${key} is not well formed`);
+        throw new SqsError('InvalidParameterValue', `parameter ${preview(key)} is not well formed`);
       }
       let child = node.children.get(part);
       if (!child) {
@@ -100,7 +119,7 @@ class Node {
 }
 
 const conflict = (key: string) =>
-  new SqsError('InvalidParameterValue', `parameter ${key} is given both as a value and as a list`);
+  new SqsError('InvalidParameterValue', `parameter ${preview(key)} is given both as a value and as a list`);
 
 /** Rename flattened members to their JSON names, fold Name/Value lists into maps, type integers. */
 function reshape(value: unknown, top: boolean): unknown {
@@ -125,7 +144,10 @@ function reshape(value: unknown, top: boolean): unknown {
 
 function asList(value: unknown, key: string): unknown[] {
   if (!Array.isArray(value))
-    throw new SqsError('InvalidParameterValue', `parameter ${key} must be numbered (${key}.1)`);
+    throw new SqsError(
+      'InvalidParameterValue',
+      `parameter ${preview(key)} must be numbered (${preview(key)}.1)`,
+    );
   return value;
 }
 

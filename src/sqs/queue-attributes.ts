@@ -1,4 +1,6 @@
 import { MAX_ATTEMPTS_LIMIT } from '../jobs/limits.js';
+import { NestingError, parseJsonDocument } from '../json/nesting.js';
+import { preview } from '../json/preview.js';
 import { effectiveSettings, isFifoQueue, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
 import { invalidValue, SqsError } from './errors.js';
@@ -123,12 +125,10 @@ const trueOrFalse: Check = (value, name) => {
 const jsonText: Check = (value, name) => {
   if (value === '') return value;
   try {
-    JSON.parse(value);
-  } catch {
-    throw new SqsError(
-      'InvalidAttributeValue',
-      `Invalid value for the parameter ${name}: not a JSON document.`,
-    );
+    parseJsonDocument(value);
+  } catch (err) {
+    const why = err instanceof NestingError ? `the document ${err.message}` : 'not a JSON document';
+    throw new SqsError('InvalidAttributeValue', `Invalid value for the parameter ${name}: ${why}.`);
   }
   return value;
 };
@@ -254,22 +254,26 @@ function parseRedrivePolicy(text: string, place: SqsPlace): RedrivePolicy | null
   if (text === '') return null;
   let policy: unknown;
   try {
-    policy = JSON.parse(text);
-  } catch {
-    throw invalidValue('RedrivePolicy', text, 'Redrive policy is not a valid JSON map.');
+    policy = parseJsonDocument(text);
+  } catch (err) {
+    const why =
+      err instanceof NestingError
+        ? `Redrive policy ${err.message}.`
+        : 'Redrive policy is not a valid JSON map.';
+    throw invalidValue('RedrivePolicy', text, why);
   }
   if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
     throw invalidValue('RedrivePolicy', text, 'Redrive policy is not a valid JSON map.');
   }
   const { deadLetterTargetArn, maxReceiveCount, ...rest } = policy as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw invalidValue('RedrivePolicy', text, `Unknown key ${unknown}.`);
+  if (unknown !== undefined) throw invalidValue('RedrivePolicy', text, `Unknown key ${preview(unknown)}.`);
   const count = typeof maxReceiveCount === 'string' ? Number(maxReceiveCount) : maxReceiveCount;
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_ATTEMPTS_LIMIT) {
     throw invalidValue(
       'RedrivePolicy',
       text,
-      `Invalid value for maxReceiveCount: ${String(maxReceiveCount)}, valid values are from 1 to ${MAX_ATTEMPTS_LIMIT} both inclusive.`,
+      `Invalid value for maxReceiveCount: ${preview(maxReceiveCount)}, valid values are from 1 to ${MAX_ATTEMPTS_LIMIT} both inclusive.`,
     );
   }
   const target = typeof deadLetterTargetArn === 'string' ? queueOfArn(deadLetterTargetArn, place) : undefined;
