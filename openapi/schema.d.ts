@@ -747,12 +747,12 @@ export interface components {
             timeout_ms?: number;
             /**
              * Format: date-time
-             * @description A job not claimed by this time is never handed out; it goes to dead (reason expired).
+             * @description A job not claimed by this time is never handed out; it goes to dead (reason expired). Must be after run_at, and after now (+ delay_ms) by the database clock: a job that could never run is a 400.
              */
             expires_at?: string;
             /**
              * Format: int64
-             * @description expires_at as a length from now. Not with expires_at.
+             * @description expires_at as a length from now. Not with expires_at. More than delay_ms, and ending after run_at.
              */
             expires_in_ms?: number;
             /**

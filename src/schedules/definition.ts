@@ -144,8 +144,9 @@ export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
     fail('group', 'must be a group name: 1-128 printable ASCII characters without spaces, or null');
   if (!absent(timeout_ms) && !int(timeout_ms, TIMEOUT_MS_MIN, TIMEOUT_MS_MAX))
     fail('timeout_ms', `must be an integer from ${TIMEOUT_MS_MIN} to ${TIMEOUT_MS_MAX}, or null`);
-  if (!absent(expires_in_ms) && !int(expires_in_ms, 0, MAX_DELAY_MS))
-    fail('expires_in_ms', `must be an integer from 0 to ${MAX_DELAY_MS}, or null`);
+  // At least 1, as in the PUT body: 0 would expire every job as it is enqueued.
+  if (!absent(expires_in_ms) && !int(expires_in_ms, 1, MAX_DELAY_MS))
+    fail('expires_in_ms', `must be an integer from 1 to ${MAX_DELAY_MS}, or null`);
   if (
     !absent(unique_key) &&
     !(

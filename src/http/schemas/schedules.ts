@@ -76,10 +76,11 @@ const jobFields = {
   ),
   expires_in_ms: Nullable(
     Int64({
-      minimum: 0,
+      minimum: 1,
       maximum: MAX_DELAY_MS,
       description:
-        'Each job expires (dead, reason expired) this long after it is enqueued, unclaimed. null: never.',
+        'Each job expires (dead, reason expired) this long after it is enqueued, unclaimed (at least 1: 0 ' +
+        'would expire each job as it is enqueued). null: never.',
     }),
   ),
   unique_key: Nullable(
