@@ -1452,7 +1452,7 @@ export interface components {
              */
             cron: string;
             /**
-             * @description IANA time zone the cron is read in (Europe/Berlin). Daylight saving: see the README.
+             * @description IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a 400. Daylight saving: see the README.
              * @default UTC
              */
             timezone?: string;

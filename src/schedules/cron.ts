@@ -33,19 +33,53 @@ export interface CronPlan {
 /** Why an expression or a time zone is refused, naming the field; undefined when both are fine. */
 export type CronProblem = { field: 'cron' | 'timezone'; message: string };
 
+/**
+ * A time zone named as the IANA zone database spells it. Intl alone is too lenient: Node 24 takes
+ * UTC offsets (`+02:00`, which have no daylight-saving rule, so a schedule written with one silently
+ * keeps summer time all year) and any capitalisation (`europe/paris`). Accepted:
+ * - a name Intl lists (Intl.supportedValuesOf('timeZone'): Europe/Paris, America/New_York), or one
+ *   Intl answers with exactly the spelling given (UTC, Etc/GMT+2, Asia/Calcutta);
+ * - a link to such a zone (US/Eastern, Asia/Kolkata, Europe/Kyiv, Etc/UTC, GMT). Intl resolves links
+ *   without regard to case and never says how the database spells them, so for a link only the shape
+ *   can be checked: not just a re-capitalised zone name, every part starting with a capital, and every
+ *   part of a multi-part name holding a small letter, unless it is an abbreviation of up to three
+ *   capitals (US/Eastern, Australia/ACT) or one of Etc's GMT/UTC/UCT forms. `US/EASTERN` is refused;
+ *   `Us/Eastern` gets through (the zone is still the right one).
+ */
 export function isTimeZone(timezone: string): boolean {
+  // Offsets: Intl takes them, the zone database has no such names.
+  if (/^[+-]/.test(timezone)) return false;
+  let resolved: string;
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-    return true;
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: timezone }).resolvedOptions().timeZone;
   } catch {
     return false;
   }
+  if (resolved === timezone || zoneNames().has(timezone)) return true;
+  if (resolved.toLowerCase() === timezone.toLowerCase()) return false;
+  const parts = timezone.split('/');
+  return parts.every(
+    (part) =>
+      /^[A-Z]/.test(part) &&
+      (parts.length === 1 || /[a-z]/.test(part) || /^[A-Z]{1,3}$/.test(part) || /^(GMT|UTC|UCT)/.test(part)),
+  );
 }
+
+let zones: Set<string> | undefined;
+const zoneNames = () => {
+  zones ??= new Set(Intl.supportedValuesOf('timeZone'));
+  return zones;
+};
 
 /** Parse and check; a cron that has no occurrence after `from` (30 February) is refused too. */
 export function checkCron(cron: string, timezone: string, from: Date): CronProblem | undefined {
   if (!isTimeZone(timezone)) {
-    return { field: 'timezone', message: `is not an IANA time zone name (such as UTC or Europe/Berlin)` };
+    return {
+      field: 'timezone',
+      message:
+        'is not an IANA time zone name as the zone database spells it (such as UTC, Europe/Berlin or ' +
+        'Etc/GMT-2; not an offset such as +02:00, not europe/berlin)',
+    };
   }
   let plan: CronPlan;
   try {

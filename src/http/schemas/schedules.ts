@@ -109,7 +109,10 @@ export const ScheduleRequest = Type.Object(
         minLength: 1,
         maxLength: 64,
         default: 'UTC',
-        description: 'IANA time zone the cron is read in (Europe/Berlin). Daylight saving: see the README.',
+        description:
+          'IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, ' +
+          'Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a ' +
+          '400. Daylight saving: see the README.',
       }),
     ),
     payload: Type.Optional(Json('Given to every job (default null).')),
