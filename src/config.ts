@@ -17,7 +17,7 @@ import {
   RETENTION_MS_MAX,
 } from './jobs/limits.js';
 import { backoffProblem } from './queues/queue-settings.js';
-import { type FileSchedule, loadSchedulesFile } from './schedules/file.js';
+import { type FileSchedule, fileScheduleProblems, loadSchedulesFile } from './schedules/file.js';
 import { parseSqsCredentials, type SqsCredential } from './sqs/credentials.js';
 
 export class ConfigError extends Error {
@@ -451,6 +451,27 @@ export const settings = {
     doc: 'A schedule occurrence the leader reaches later than this (after downtime) counts as missed for catch_up none; catch_up latest and all still enqueue it.',
     parse: integer(0, DAY),
   }),
+  scheduleMinIntervalMs: setting({
+    env: 'BATON_SCHEDULE_MIN_INTERVAL_MS',
+    default: SECOND,
+    unit: 'ms',
+    doc: 'A cron whose occurrences come closer together than this is refused (400 naming cron; in BATON_SCHEDULES_FILE, a start-up error). A cron cannot say less than a second, so the default refuses none: 60000 refuses every six-field cron that fires more than once a minute.',
+    parse: integer(0, DAY),
+  }),
+  maxSchedules: setting({
+    env: 'BATON_MAX_SCHEDULES',
+    default: 10_000,
+    unit: 'schedules',
+    doc: 'Cron schedules at most, those of BATON_SCHEDULES_FILE included; a PUT that would create one more is 409 schedule_limit_reached (replacing one is never refused).',
+    parse: integer(1, 1_000_000),
+  }),
+  maxSchedulesPerKey: setting({
+    env: 'BATON_MAX_SCHEDULES_PER_KEY',
+    default: 1000,
+    unit: 'schedules',
+    doc: 'For an API key limited to queue patterns (a tenant): schedules on the queues it may use at most; its PUT that would create one more is 409 schedule_limit_reached. Keys without queue limits are held by BATON_MAX_SCHEDULES alone.',
+    parse: integer(1, 1_000_000),
+  }),
   schedulesFile: optional<FileSchedule[]>({
     env: 'BATON_SCHEDULES_FILE',
     unit: 'path',
@@ -602,6 +623,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       }
       ids.add(pair.accessKeyId);
     }
+  }
+  const fileSchedules = out.schedulesFile as FileSchedule[] | undefined;
+  if (problems.length === 0 && fileSchedules) {
+    problems.push(
+      ...fileScheduleProblems(fileSchedules, {
+        minIntervalMs: out.scheduleMinIntervalMs as number,
+        maxSchedules: out.maxSchedules as number,
+      }),
+    );
   }
   // Safe default: with no keys, only this machine may talk to Baton.
   if (

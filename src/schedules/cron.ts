@@ -71,8 +71,25 @@ const zoneNames = () => {
   return zones;
 };
 
-/** Parse and check; a cron that has no occurrence after `from` (30 February) is refused too. */
-export function checkCron(cron: string, timezone: string, from: Date): CronProblem | undefined {
+/**
+ * How many occurrences after `from` are looked at for the closest two. A cron's occurrences are a
+ * product of its fields' value sets, so its closest pair recurs in every run through its finest
+ * field (at most 60 values), and usually shows within the first few; 100 also covers a list whose
+ * close pair comes once an hour or once a day, at a cost of well under a millisecond.
+ */
+const OCCURRENCES_CHECKED = 100;
+
+/**
+ * Parse and check; a cron that has no occurrence after `from` (30 February) is refused too, and so
+ * is one whose occurrences come closer together than `minIntervalMs` (BATON_SCHEDULE_MIN_INTERVAL_MS):
+ * `* * * * * *` enqueues 86,400 jobs a day.
+ */
+export function checkCron(
+  cron: string,
+  timezone: string,
+  from: Date,
+  minIntervalMs = 0,
+): CronProblem | undefined {
   if (!isTimeZone(timezone)) {
     return {
       field: 'timezone',
@@ -87,7 +104,22 @@ export function checkCron(cron: string, timezone: string, from: Date): CronProbl
   } catch (err) {
     return { field: 'cron', message: `is not a cron expression: ${cleanMessage(err)}` };
   }
-  if (!plan.nextAfter(from)) return { field: 'cron', message: 'never fires (no such date in any year)' };
+  let previous = plan.nextAfter(from);
+  if (!previous) return { field: 'cron', message: 'never fires (no such date in any year)' };
+  for (let i = 1; i < OCCURRENCES_CHECKED && minIntervalMs > 0; i++) {
+    const next = plan.nextAfter(previous);
+    if (!next) break;
+    const gap = next.getTime() - previous.getTime();
+    if (gap < minIntervalMs) {
+      return {
+        field: 'cron',
+        message:
+          `fires ${gap} ms apart (${previous.toISOString()} and ${next.toISOString()}), more often than this ` +
+          `server allows: at least ${minIntervalMs} ms between occurrences (BATON_SCHEDULE_MIN_INTERVAL_MS)`,
+      };
+    }
+    previous = next;
+  }
   return undefined;
 }
 

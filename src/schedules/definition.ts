@@ -57,9 +57,16 @@ export const DEFAULTS = {
   paused: false,
 } as const;
 
-/** Refuse a cron or time zone that cannot be scheduled (400 naming the field), given the database's now. */
-export function checkTiming(def: Pick<ScheduleDefinition, 'cron' | 'timezone'>, now: Date): void {
-  const problem = checkCron(def.cron, def.timezone, now);
+/**
+ * Refuse a cron or time zone that cannot be scheduled, or a cron that fires more often than
+ * `minIntervalMs` allows (400 naming the field), given the database's now.
+ */
+export function checkTiming(
+  def: Pick<ScheduleDefinition, 'cron' | 'timezone'>,
+  now: Date,
+  minIntervalMs: number,
+): void {
+  const problem = checkCron(def.cron, def.timezone, now, minIntervalMs);
   if (problem) throw invalidField(problem.field, problem.message);
 }
 
