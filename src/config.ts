@@ -198,7 +198,7 @@ export const settings = {
     env: 'BATON_OPEN_ENDPOINTS',
     default: ['readyz', 'metrics', 'docs'],
     unit: 'list',
-    doc: 'Which of readyz, metrics and docs answer without a key when keys are configured (none: all need one). /healthz is always open.',
+    doc: 'Which of readyz, metrics and docs answer without a key when keys are configured (none: all need one). /healthz is always open. Open metrics shows every queue name: with keys limited to queue patterns, start-up warns about it.',
     parse: endpointList,
   }),
   ui: setting({
@@ -647,6 +647,30 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;
+}
+
+/**
+ * Settings that start, but leave something open the operator may not mean to: server.ts logs each
+ * once at start-up as a warning, one line saying what to set.
+ */
+export function configWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  const keys = apiKeysOf(config);
+  if (keys.length === 0 && !isLoopback(config.host)) {
+    warnings.push('BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys');
+  }
+  // Keys limited to queue patterns are tenants (SQS pairs map onto such keys, so they are covered),
+  // and open /metrics labels every queue: each tenant could read the others' queue names there.
+  const scoped = keys.filter((k) => k.queues).map((k) => k.name);
+  if (scoped.length > 0 && config.openEndpoints.includes('metrics')) {
+    const rest = config.openEndpoints.filter((e) => e !== 'metrics');
+    warnings.push(
+      `/metrics answers without a key and shows every queue's name, while API keys limited to queue ` +
+        `patterns (${scoped.join(', ')}) keep tenants apart: set BATON_OPEN_ENDPOINTS=${rest.join(',') || 'none'} ` +
+        'so that /metrics needs a key without queue limits (or keep /metrics on a network only you reach)',
+    );
+  }
+  return warnings;
 }
 
 export function isLoopback(host: string): boolean {
