@@ -546,7 +546,7 @@ export interface paths {
         get: operations["getSchedule"];
         /**
          * Create or replace a cron schedule
-         * @description Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority`, `max_attempts`, `group`, `timeout_ms`, `expires_in_ms` and `unique_key` (the enqueue fields of the same names). A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.
+         * @description Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority`, `max_attempts`, `group`, `timeout_ms`, `expires_in_ms` and `unique_key` (the enqueue fields of the same names). A bad cron, a time zone not spelled as the IANA zone database spells it, a cron that never fires (30 February) or one that fires more often than the server allows (BATON_SCHEDULE_MIN_INTERVAL_MS) is a 400 naming the field. Creating one beyond the server’s cap (BATON_MAX_SCHEDULES), or beyond a queue-limited key’s own (BATON_MAX_SCHEDULES_PER_KEY), is a 409 schedule_limit_reached; replacing one never is.
          *
          *     API key scopes: admin. A key limited to queue patterns must allow the queue.
          */
@@ -675,7 +675,7 @@ export interface components {
          * @description Stable machine-readable code; branch on this.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
+        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
         /** @description One invalid field, e.g. jobs[3].priority, and what is wrong with it. */
         FieldError: {
             field: string;
@@ -747,12 +747,12 @@ export interface components {
             timeout_ms?: number;
             /**
              * Format: date-time
-             * @description A job not claimed by this time is never handed out; it goes to dead (reason expired).
+             * @description A job not claimed by this time is never handed out; it goes to dead (reason expired). Must be after run_at, and after now (+ delay_ms) by the database clock: a job that could never run is a 400.
              */
             expires_at?: string;
             /**
              * Format: int64
-             * @description expires_at as a length from now. Not with expires_at.
+             * @description expires_at as a length from now. Not with expires_at. More than delay_ms, and ending after run_at.
              */
             expires_in_ms?: number;
             /**
@@ -1452,7 +1452,7 @@ export interface components {
              */
             cron: string;
             /**
-             * @description IANA time zone the cron is read in (Europe/Berlin). Daylight saving: see the README.
+             * @description IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a 400. Daylight saving: see the README.
              * @default UTC
              */
             timezone?: string;
@@ -2234,7 +2234,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2441,7 +2441,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2648,7 +2648,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2755,7 +2755,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3097,7 +3097,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4138,6 +4138,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A payload or the body is over its size limit (payload_too_large). */
             413: {
                 headers: {
@@ -4544,7 +4553,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues (queue_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -17,7 +17,7 @@ import {
   RETENTION_MS_MAX,
 } from './jobs/limits.js';
 import { backoffProblem } from './queues/queue-settings.js';
-import { type FileSchedule, loadSchedulesFile } from './schedules/file.js';
+import { type FileSchedule, fileScheduleProblems, loadSchedulesFile } from './schedules/file.js';
 import { parseSqsCredentials, type SqsCredential } from './sqs/credentials.js';
 
 export class ConfigError extends Error {
@@ -201,7 +201,7 @@ export const settings = {
     env: 'BATON_OPEN_ENDPOINTS',
     default: ['readyz', 'metrics', 'docs'],
     unit: 'list',
-    doc: 'Which of readyz, metrics and docs answer without a key when keys are configured (none: all need one). /healthz is always open.',
+    doc: 'Which of readyz, metrics and docs answer without a key when keys are configured (none: all need one). /healthz is always open. Open metrics shows every queue name: with keys limited to queue patterns, start-up warns about it.',
     parse: endpointList,
   }),
   ui: setting({
@@ -454,6 +454,27 @@ export const settings = {
     doc: 'A schedule occurrence the leader reaches later than this (after downtime) counts as missed for catch_up none; catch_up latest and all still enqueue it.',
     parse: integer(0, DAY),
   }),
+  scheduleMinIntervalMs: setting({
+    env: 'BATON_SCHEDULE_MIN_INTERVAL_MS',
+    default: SECOND,
+    unit: 'ms',
+    doc: 'A cron whose occurrences come closer together than this is refused (400 naming cron; in BATON_SCHEDULES_FILE, a start-up error). A cron cannot say less than a second, so the default refuses none: 60000 refuses every six-field cron that fires more than once a minute.',
+    parse: integer(0, DAY),
+  }),
+  maxSchedules: setting({
+    env: 'BATON_MAX_SCHEDULES',
+    default: 10_000,
+    unit: 'schedules',
+    doc: 'Cron schedules at most, those of BATON_SCHEDULES_FILE included; a PUT that would create one more is 409 schedule_limit_reached (replacing one is never refused).',
+    parse: integer(1, 1_000_000),
+  }),
+  maxSchedulesPerKey: setting({
+    env: 'BATON_MAX_SCHEDULES_PER_KEY',
+    default: 1000,
+    unit: 'schedules',
+    doc: 'For an API key limited to queue patterns (a tenant): schedules on the queues it may use at most; its PUT that would create one more is 409 schedule_limit_reached. Keys without queue limits are held by BATON_MAX_SCHEDULES alone.',
+    parse: integer(1, 1_000_000),
+  }),
   schedulesFile: optional<FileSchedule[]>({
     env: 'BATON_SCHEDULES_FILE',
     unit: 'path',
@@ -611,6 +632,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ids.add(pair.accessKeyId);
     }
   }
+  const fileSchedules = out.schedulesFile as FileSchedule[] | undefined;
+  if (problems.length === 0 && fileSchedules) {
+    problems.push(
+      ...fileScheduleProblems(fileSchedules, {
+        minIntervalMs: out.scheduleMinIntervalMs as number,
+        maxSchedules: out.maxSchedules as number,
+      }),
+    );
+  }
   // Safe default: with no keys, only this machine may talk to Baton.
   if (
     problems.length === 0 &&
@@ -625,6 +655,30 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;
+}
+
+/**
+ * Settings that start, but leave something open the operator may not mean to: server.ts logs each
+ * once at start-up as a warning, one line saying what to set.
+ */
+export function configWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  const keys = apiKeysOf(config);
+  if (keys.length === 0 && !isLoopback(config.host)) {
+    warnings.push('BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys');
+  }
+  // Keys limited to queue patterns are tenants (SQS pairs map onto such keys, so they are covered),
+  // and open /metrics labels every queue: each tenant could read the others' queue names there.
+  const scoped = keys.filter((k) => k.queues).map((k) => k.name);
+  if (scoped.length > 0 && config.openEndpoints.includes('metrics')) {
+    const rest = config.openEndpoints.filter((e) => e !== 'metrics');
+    warnings.push(
+      `/metrics answers without a key and shows every queue's name, while API keys limited to queue ` +
+        `patterns (${scoped.join(', ')}) keep tenants apart: set BATON_OPEN_ENDPOINTS=${rest.join(',') || 'none'} ` +
+        'so that /metrics needs a key without queue limits (or keep /metrics on a network only you reach)',
+    );
+  }
+  return warnings;
 }
 
 export function isLoopback(host: string): boolean {

@@ -7,6 +7,7 @@ export type DomainErrorCode =
   | 'not_found'
   | 'queue_not_found'
   | 'queue_limit_reached'
+  | 'schedule_limit_reached'
   | 'queue_not_empty'
   | 'lease_lost'
   | 'deadline_exceeded'

@@ -1,5 +1,5 @@
 import { buildApp } from './app.js';
-import { apiKeysOf, ConfigError, isLoopback, loadConfig } from './config.js';
+import { ConfigError, configWarnings, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -23,12 +23,7 @@ async function main() {
     throw err;
   }
   const log = createLogger(config);
-  if (apiKeysOf(config).length === 0 && !isLoopback(config.host)) {
-    log.warn(
-      { host: config.host },
-      'BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys',
-    );
-  }
+  for (const warning of configWarnings(config)) log.warn({ host: config.host }, warning);
 
   let embedded: EmbeddedPostgres | undefined;
   // A failure the environment causes (port taken, database away) ends start-up with one line.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, configWarnings, loadConfig } from '../src/config.js';
 
 describe('config', () => {
   it('has documented defaults when nothing is set', () => {
@@ -93,5 +93,35 @@ describe('config', () => {
     expect(() => loadConfig({ BATON_MIGRATE_ON_START: 'maybe' })).toThrow(
       /BATON_MIGRATE_ON_START must be true or false/,
     );
+  });
+
+  it('warns when queue-limited keys are configured and /metrics, which names every queue, is open', () => {
+    const key = (name: string, queues?: string[]) => ({
+      name,
+      sha256: 'a'.repeat(64),
+      scopes: ['admin'],
+      queues,
+    });
+    const keys = JSON.stringify([key('root'), key('team-a', ['a.*']), key('team-b', ['b.*'])]);
+    const warnings = configWarnings(loadConfig({ BATON_API_KEYS: keys }));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^\/metrics answers without a key and shows every queue's name/);
+    expect(warnings[0]).toContain('(team-a, team-b)');
+    expect(warnings[0]).toContain('set BATON_OPEN_ENDPOINTS=readyz,docs');
+    expect(
+      configWarnings(loadConfig({ BATON_API_KEYS: keys, BATON_OPEN_ENDPOINTS: 'metrics' }))[0],
+    ).toContain('set BATON_OPEN_ENDPOINTS=none');
+    // Protected /metrics, or no tenants: nothing to say.
+    expect(configWarnings(loadConfig({ BATON_API_KEYS: keys, BATON_OPEN_ENDPOINTS: 'readyz,docs' }))).toEqual(
+      [],
+    );
+    expect(configWarnings(loadConfig({ BATON_API_KEYS: JSON.stringify([key('root')]) }))).toEqual([]);
+    expect(configWarnings(loadConfig({}))).toEqual([]);
+  });
+
+  it('warns when a non-loopback address is served without keys (BATON_ALLOW_UNAUTHENTICATED)', () => {
+    expect(configWarnings(loadConfig({ HOST: '0.0.0.0', BATON_ALLOW_UNAUTHENTICATED: 'true' }))).toEqual([
+      'BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys',
+    ]);
   });
 });

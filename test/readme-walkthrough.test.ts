@@ -80,7 +80,7 @@ describe('README walk-through', () => {
 
   it('runs every command of "Deadlines, expiry and unique jobs"; each prints what the README shows', async () => {
     const { printed, shown } = await runBlock('time');
-    expect(shown).toHaveLength(6);
+    expect(shown).toHaveLength(7);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
 });

@@ -20,6 +20,7 @@ export const PROBLEM_CODES = {
   invalid_state: { status: 409, title: 'Job is not in a state that allows this' },
   queue_not_empty: { status: 409, title: 'Queue has live jobs' },
   queue_limit_reached: { status: 409, title: 'Too many queues' },
+  schedule_limit_reached: { status: 409, title: 'Too many schedules' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },

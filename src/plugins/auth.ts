@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { type ApiKey, findKey, keyAllowsQueue, type Scope } from '../auth/api-keys.js';
 import { apiKeysOf, type OpenEndpoint } from '../config.js';
 import { jobNotFound } from '../errors.js';
+import { crossSiteWrite } from '../http/cross-site.js';
 import { ProblemError } from '../http/problem.js';
 import { queuesOfJobs } from '../jobs/read.js';
 import { scheduleNotFound } from '../schedules/manage.js';
@@ -30,7 +31,8 @@ import { queueOfSchedule } from '../schedules/store.js';
  * page asks for a key and sends it with every API call.
  *
  * Whatever the keys, a request that changes something is refused when the browser says it comes
- * from a page of another site (Sec-Fetch-Site): see crossSiteWrite() below.
+ * from a page of another site (Sec-Fetch-Site, or an Origin other than this server): see
+ * http/cross-site.ts.
  *
  * Keys are presented as `Authorization: Bearer <key>`. With no keys configured, authentication is
  * off (and config.ts only lets the server bind a loopback address, unless
@@ -79,21 +81,6 @@ function forbidden(key: ApiKey, what: string): ProblemError {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * Cross-site request forgery: a page of another site can make a visitor's browser send a bare
- * POST here (a form, or a fetch in no-cors mode). With keys configured it cannot attach the key,
- * but with none (a developer's loopback server) nothing else would stop it. Browsers label every
- * request with Sec-Fetch-Site; the dashboard's own calls are `same-origin`, tools such as curl send
- * none. Answers the label of a write that came from another site, else undefined.
- */
-function crossSiteWrite(request: FastifyRequest): string | undefined {
-  if (SAFE_METHODS.has(request.method)) return undefined;
-  const site = request.headers['sec-fetch-site'];
-  return site === 'cross-site' || site === 'same-site' ? site : undefined;
-}
-
 /** The jobs a batch route names, for the queue check. */
 function batchIds(request: FastifyRequest): string[] {
   const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[] };
@@ -118,13 +105,9 @@ export default fp(
     // Callback-style hooks (a throw is the hook's error, as with async ones): an async hook costs a
     // promise and a microtask turn on every request.
     app.addHook('onRequest', (request, _reply, done) => {
-      const site = crossSiteWrite(request);
-      if (site) {
-        throw new ProblemError(
-          'forbidden',
-          `a page of another site may not change anything here (the browser sent Sec-Fetch-Site: ${site})`,
-        );
-      }
+      const why = crossSiteWrite(request);
+      if (why)
+        throw new ProblemError('forbidden', `a page of another site may not change anything here (${why})`);
       done();
     });
 

@@ -12,7 +12,7 @@ export default fp(
     const schedules = app.config.schedulesFile;
     if (!schedules) return;
     app.addHook('onReady', async () => {
-      await applySchedulesFile(app.db, schedules, app.log);
+      await applySchedulesFile(app.db, schedules, app.log, app.config.scheduleMinIntervalMs);
     });
   },
   { name: 'schedules-file', fastify: '5.x', dependencies: ['database'] },

@@ -20,6 +20,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
+import { refuseBornExpired } from '../jobs/expiry-rule.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
 import { EnqueueGroups } from '../jobs/statement-groups.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
@@ -117,6 +118,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { queue } = request.params;
       const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
+      await refuseBornExpired(app.db, [item], () => '');
       const [result] = await enqueues.enqueue(queue, [item]);
       const { job, created } = result!;
       if (created) app.metrics.enqueued(queue, 1);
@@ -151,6 +153,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const items = request.body.jobs.map((job, i) =>
         toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace),
       );
+      await refuseBornExpired(app.db, items, (i) => `jobs[${i}].`);
       const results = await enqueues.enqueue(queue, items);
       app.metrics.enqueued(queue, results.filter((r) => r.created).length);
       const ready = results.filter((r) => r.created && r.job.state === 'ready').length;

@@ -26,6 +26,11 @@ const badCursor = () => invalidField('cursor', 'is not a cursor this server issu
 
 const schedules: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
+  const limits = {
+    minIntervalMs: config.scheduleMinIntervalMs,
+    maxSchedules: config.maxSchedules,
+    maxSchedulesPerKey: config.maxSchedulesPerKey,
+  };
   const view = async (name: string) => {
     const row = await getSchedule(app.db, name);
     if (!row) throw scheduleNotFound(name);
@@ -44,13 +49,16 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
           'Creates the schedule (201) or replaces its definition (200). The leader enqueues a job into `queue` at ' +
           'every occurrence of `cron` in `timezone`, exactly once, with `payload`, `priority`, `max_attempts`, ' +
           '`group`, `timeout_ms`, `expires_in_ms` and `unique_key` (the enqueue fields of the same names). ' +
-          'A bad cron, an unknown time zone or a cron that never fires (30 February) is a 400 naming the field.',
+          'A bad cron, a time zone not spelled as the IANA zone database spells it, a cron that never fires ' +
+          '(30 February) or one that fires more often than the server allows (BATON_SCHEDULE_MIN_INTERVAL_MS) is a ' +
+          '400 naming the field. Creating one beyond the server’s cap (BATON_MAX_SCHEDULES), or beyond a queue-limited ' +
+          'key’s own (BATON_MAX_SCHEDULES_PER_KEY), is a 409 schedule_limit_reached; replacing one never is.',
         params: NewScheduleParams,
         body: ref(ScheduleRequest),
         response: {
           200: ok(ref(Schedule), 'Replaced.'),
           201: ok(ref(Schedule), 'Created.'),
-          ...errorResponses(400, 404, 413, 415),
+          ...errorResponses(400, 404, 409, 413, 415),
         },
       },
     },
@@ -71,7 +79,11 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         catchUp: b.catch_up ?? DEFAULTS.catchUp,
         paused: b.paused ?? DEFAULTS.paused,
       };
-      const { created } = await putSchedule(app.db, name, def, { autoCreateQueues: config.autoCreateQueues });
+      const { created } = await putSchedule(app.db, name, def, {
+        autoCreateQueues: config.autoCreateQueues,
+        limits,
+        keyPatterns: queuePatternsOf(request.apiKey),
+      });
       return reply.code(created ? 201 : 200).send(await view(name));
     },
   );

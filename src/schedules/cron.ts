@@ -33,19 +33,70 @@ export interface CronPlan {
 /** Why an expression or a time zone is refused, naming the field; undefined when both are fine. */
 export type CronProblem = { field: 'cron' | 'timezone'; message: string };
 
+/**
+ * A time zone named as the IANA zone database spells it. Intl alone is too lenient: Node 24 takes
+ * UTC offsets (`+02:00`, which have no daylight-saving rule, so a schedule written with one silently
+ * keeps summer time all year) and any capitalisation (`europe/paris`). Accepted:
+ * - a name Intl lists (Intl.supportedValuesOf('timeZone'): Europe/Paris, America/New_York), or one
+ *   Intl answers with exactly the spelling given (UTC, Etc/GMT+2, Asia/Calcutta);
+ * - a link to such a zone (US/Eastern, Asia/Kolkata, Europe/Kyiv, Etc/UTC, GMT). Intl resolves links
+ *   without regard to case and never says how the database spells them, so for a link only the shape
+ *   can be checked: not just a re-capitalised zone name, every part starting with a capital, and every
+ *   part of a multi-part name holding a small letter, unless it is an abbreviation of up to three
+ *   capitals (US/Eastern, Australia/ACT) or one of Etc's GMT/UTC/UCT forms. `US/EASTERN` is refused;
+ *   `Us/Eastern` gets through (the zone is still the right one).
+ */
 export function isTimeZone(timezone: string): boolean {
+  // Offsets: Intl takes them, the zone database has no such names.
+  if (/^[+-]/.test(timezone)) return false;
+  let resolved: string;
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-    return true;
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: timezone }).resolvedOptions().timeZone;
   } catch {
     return false;
   }
+  if (resolved === timezone || zoneNames().has(timezone)) return true;
+  if (resolved.toLowerCase() === timezone.toLowerCase()) return false;
+  const parts = timezone.split('/');
+  return parts.every(
+    (part) =>
+      /^[A-Z]/.test(part) &&
+      (parts.length === 1 || /[a-z]/.test(part) || /^[A-Z]{1,3}$/.test(part) || /^(GMT|UTC|UCT)/.test(part)),
+  );
 }
 
-/** Parse and check; a cron that has no occurrence after `from` (30 February) is refused too. */
-export function checkCron(cron: string, timezone: string, from: Date): CronProblem | undefined {
+let zones: Set<string> | undefined;
+const zoneNames = () => {
+  zones ??= new Set(Intl.supportedValuesOf('timeZone'));
+  return zones;
+};
+
+/**
+ * How many occurrences after `from` are looked at for the closest two. A cron's occurrences are a
+ * product of its fields' value sets, so its closest pair recurs in every run through its finest
+ * field (at most 60 values), and usually shows within the first few; 100 also covers a list whose
+ * close pair comes once an hour or once a day, at a cost of well under a millisecond.
+ */
+const OCCURRENCES_CHECKED = 100;
+
+/**
+ * Parse and check; a cron that has no occurrence after `from` (30 February) is refused too, and so
+ * is one whose occurrences come closer together than `minIntervalMs` (BATON_SCHEDULE_MIN_INTERVAL_MS):
+ * `* * * * * *` enqueues 86,400 jobs a day.
+ */
+export function checkCron(
+  cron: string,
+  timezone: string,
+  from: Date,
+  minIntervalMs = 0,
+): CronProblem | undefined {
   if (!isTimeZone(timezone)) {
-    return { field: 'timezone', message: `is not an IANA time zone name (such as UTC or Europe/Berlin)` };
+    return {
+      field: 'timezone',
+      message:
+        'is not an IANA time zone name as the zone database spells it (such as UTC, Europe/Berlin or ' +
+        'Etc/GMT-2; not an offset such as +02:00, not europe/berlin)',
+    };
   }
   let plan: CronPlan;
   try {
@@ -53,7 +104,22 @@ export function checkCron(cron: string, timezone: string, from: Date): CronProbl
   } catch (err) {
     return { field: 'cron', message: `is not a cron expression: ${cleanMessage(err)}` };
   }
-  if (!plan.nextAfter(from)) return { field: 'cron', message: 'never fires (no such date in any year)' };
+  let previous = plan.nextAfter(from);
+  if (!previous) return { field: 'cron', message: 'never fires (no such date in any year)' };
+  for (let i = 1; i < OCCURRENCES_CHECKED && minIntervalMs > 0; i++) {
+    const next = plan.nextAfter(previous);
+    if (!next) break;
+    const gap = next.getTime() - previous.getTime();
+    if (gap < minIntervalMs) {
+      return {
+        field: 'cron',
+        message:
+          `fires ${gap} ms apart (${previous.toISOString()} and ${next.toISOString()}), more often than this ` +
+          `server allows: at least ${minIntervalMs} ms between occurrences (BATON_SCHEDULE_MIN_INTERVAL_MS)`,
+      };
+    }
+    previous = next;
+  }
   return undefined;
 }
 

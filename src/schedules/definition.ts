@@ -59,9 +59,16 @@ export const DEFAULTS = {
   paused: false,
 } as const;
 
-/** Refuse a cron or time zone that cannot be scheduled (400 naming the field), given the database's now. */
-export function checkTiming(def: Pick<ScheduleDefinition, 'cron' | 'timezone'>, now: Date): void {
-  const problem = checkCron(def.cron, def.timezone, now);
+/**
+ * Refuse a cron or time zone that cannot be scheduled, or a cron that fires more often than
+ * `minIntervalMs` allows (400 naming the field), given the database's now.
+ */
+export function checkTiming(
+  def: Pick<ScheduleDefinition, 'cron' | 'timezone'>,
+  now: Date,
+  minIntervalMs: number,
+): void {
+  const problem = checkCron(def.cron, def.timezone, now, minIntervalMs);
   if (problem) throw invalidField(problem.field, problem.message);
 }
 
@@ -148,8 +155,9 @@ export function parseDefinition(raw: unknown, at: string): ScheduleDefinition {
   if (typeof group === 'string' && isDotSegment(group)) fail('group', DOT_SEGMENT_MESSAGE);
   if (!absent(timeout_ms) && !int(timeout_ms, TIMEOUT_MS_MIN, TIMEOUT_MS_MAX))
     fail('timeout_ms', `must be an integer from ${TIMEOUT_MS_MIN} to ${TIMEOUT_MS_MAX}, or null`);
-  if (!absent(expires_in_ms) && !int(expires_in_ms, 0, MAX_DELAY_MS))
-    fail('expires_in_ms', `must be an integer from 0 to ${MAX_DELAY_MS}, or null`);
+  // At least 1, as in the PUT body: 0 would expire every job as it is enqueued.
+  if (!absent(expires_in_ms) && !int(expires_in_ms, 1, MAX_DELAY_MS))
+    fail('expires_in_ms', `must be an integer from 1 to ${MAX_DELAY_MS}, or null`);
   if (
     !absent(unique_key) &&
     !(

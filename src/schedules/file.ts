@@ -75,10 +75,36 @@ export function parseSchedules(doc: unknown): FileSchedule[] {
   });
 }
 
+/**
+ * The rules that depend on other settings, for config.ts once every setting is read: each entry's
+ * cron against BATON_SCHEDULE_MIN_INTERVAL_MS, and the number of entries against BATON_MAX_SCHEDULES.
+ * (The file's schedules count towards that cap for PUTs, but applying the file is never refused for
+ * it: the operator wrote them.) One message per problem, each naming the entry.
+ */
+export function fileScheduleProblems(
+  schedules: FileSchedule[],
+  limits: { minIntervalMs: number; maxSchedules: number },
+): string[] {
+  const problems: string[] = [];
+  if (schedules.length > limits.maxSchedules) {
+    problems.push(
+      `BATON_SCHEDULES_FILE declares ${schedules.length} schedules, more than BATON_MAX_SCHEDULES (${limits.maxSchedules})`,
+    );
+  }
+  for (const { name, def } of schedules) {
+    const problem = checkCron(def.cron, def.timezone, new Date(), limits.minIntervalMs);
+    if (problem) problems.push(`BATON_SCHEDULES_FILE schedules.${name}.${problem.field} ${problem.message}`);
+  }
+  return problems;
+}
+
 export type FileOutcome = 'created' | 'updated' | 'unchanged' | 'drifted' | 'removed' | 'released';
 
-/** Apply the file; what happened to each schedule, by name. */
-export async function applySchedulesFile(db: Db, schedules: FileSchedule[], log: Log) {
+/**
+ * Apply the file; what happened to each schedule, by name. `minIntervalMs` is checked again here, on
+ * the database's clock (config.ts checked it on this machine's).
+ */
+export async function applySchedulesFile(db: Db, schedules: FileSchedule[], log: Log, minIntervalMs: number) {
   const report = await db.transaction().execute(async (trx) => {
     await lockForFile(trx);
     const now = await databaseNow(trx);
@@ -88,7 +114,7 @@ export async function applySchedulesFile(db: Db, schedules: FileSchedule[], log:
       const existing = await lockSchedule(trx, name);
       const cmp = existing ? await compareWithFile(trx, name, spec) : undefined;
       if (!existing || (existing.from_file && cmp?.unchanged && !cmp.same_as_spec)) {
-        await writeDefinition(trx, name, def, existing, now).catch((err: Error) => {
+        await writeDefinition(trx, name, def, existing, now, minIntervalMs).catch((err: Error) => {
           throw new Error(`BATON_SCHEDULES_FILE schedules.${name}: ${err.message}`);
         });
         out[name] = existing ? 'updated' : 'created';

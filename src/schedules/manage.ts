@@ -8,8 +8,10 @@ import { cronPlan } from './cron.js';
 import { checkTiming, type ScheduleDefinition } from './definition.js';
 import { jobOfSchedule } from './fire.js';
 import {
+  countSchedules,
   databaseNow,
   lockSchedule,
+  lockScheduleCreation,
   recordTrigger,
   type ScheduleRow,
   setSchedulePaused,
@@ -47,35 +49,83 @@ export function nextRunFor(
   return cronPlan(def.cron, def.timezone).nextAfter(from) ?? null;
 }
 
-/** Write a definition inside the caller's transaction (with the row locked by it, if it exists). */
+/**
+ * Write a definition inside the caller's transaction (with the row locked by it, if it exists). A cron
+ * whose occurrences come closer than `minIntervalMs` is refused like a bad one.
+ */
 export async function writeDefinition(
   trx: Transaction<Database>,
   name: string,
   def: ScheduleDefinition,
   existing: ScheduleRow | undefined,
   now: Date,
+  minIntervalMs: number,
 ): Promise<{ created: boolean }> {
-  checkTiming(def, now);
+  checkTiming(def, now, minIntervalMs);
   return writeSchedule(trx, name, def, nextRunFor(existing, def, now));
 }
 
 /**
+ * What the server allows of schedules made through the API (config.ts): the closest two occurrences
+ * may come, how many schedules there may be, and how many a key limited to queue patterns (a tenant)
+ * may have among the queues it may use.
+ */
+export interface ScheduleLimits {
+  minIntervalMs: number;
+  maxSchedules: number;
+  maxSchedulesPerKey: number;
+}
+
+const scheduleLimitReached = (detail: string) =>
+  new DomainError(
+    'schedule_limit_reached',
+    `${detail}: delete one (DELETE /v1/schedules/{name}) or replace one (PUT over its name)`,
+  );
+
+/**
+ * Refuse a new schedule beyond the caps (409 schedule_limit_reached). `keyPatterns`: the queue
+ * patterns of the key making it, when it is limited to some. Replacing a schedule is never refused.
+ */
+async function checkRoom(trx: Transaction<Database>, limits: ScheduleLimits, keyPatterns?: string[]) {
+  if ((await countSchedules(trx)) >= limits.maxSchedules) {
+    throw scheduleLimitReached(
+      `this server already has ${limits.maxSchedules} schedules (BATON_MAX_SCHEDULES)`,
+    );
+  }
+  if (keyPatterns && (await countSchedules(trx, keyPatterns)) >= limits.maxSchedulesPerKey) {
+    throw scheduleLimitReached(
+      `the queues this API key may use already have ${limits.maxSchedulesPerKey} schedules ` +
+        '(BATON_MAX_SCHEDULES_PER_KEY)',
+    );
+  }
+}
+
+/**
  * PUT: create (created: true) or replace a schedule. With auto-create off its queue must exist
- * (404 queue_not_found now, rather than a failed occurrence later).
+ * (404 queue_not_found now, rather than a failed occurrence later). A new schedule must fit under
+ * the caps; creations wait for each other on one lock so that concurrent ones cannot overshoot.
  */
 export async function putSchedule(
   db: Db,
   name: string,
   def: ScheduleDefinition,
-  opts: { autoCreateQueues: boolean },
+  opts: { autoCreateQueues: boolean; limits: ScheduleLimits; keyPatterns?: string[] },
 ): Promise<{ created: boolean }> {
   return db.transaction().execute(async (trx) => {
     const now = await databaseNow(trx);
+    // A bad definition is a 400 before any cap is looked at.
+    checkTiming(def, now, opts.limits.minIntervalMs);
     if (!opts.autoCreateQueues && !(await holdQueue(trx, def.queue))) {
       throw queueNotFound(def.queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
     }
-    const existing = await lockSchedule(trx, name);
-    return writeDefinition(trx, name, def, existing, now);
+    let existing = await lockSchedule(trx, name);
+    if (!existing) {
+      await lockScheduleCreation(trx);
+      // A PUT of the same name may have created it while this one waited: then this one replaces it.
+      existing = await lockSchedule(trx, name);
+      if (!existing) await checkRoom(trx, opts.limits, opts.keyPatterns);
+    }
+    return writeSchedule(trx, name, def, nextRunFor(existing, def, now));
   });
 }
 

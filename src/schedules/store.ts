@@ -148,6 +148,22 @@ export async function writeSchedule(
   return rows[0]!;
 }
 
+/** Advisory lock key serialising schedule creation, so a cap holds under concurrent PUTs ("btnSL"). */
+const SCHEDULE_COUNT_LOCK = 0x62746e534c;
+
+/** Hold the creation lock until the transaction ends (taken only by a PUT that creates a schedule). */
+export async function lockScheduleCreation(trx: Trx): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${SCHEDULE_COUNT_LOCK}::bigint)`.execute(trx);
+}
+
+/** How many schedules there are; with `patterns`, only those whose queue matches one. */
+export async function countSchedules(trx: Trx, patterns?: string[]): Promise<number> {
+  const queues = patterns === undefined ? sql`` : sql`WHERE queue ~ ANY(${patterns}::text[])`;
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM baton.schedules ${queues}`.execute(trx);
+  return rows[0]!.n;
+}
+
 /** Pause or resume (a resumed schedule starts from its next occurrence after now). */
 export async function setSchedulePaused(trx: Trx, name: string, paused: boolean, nextRunAt: Date | null) {
   await sql`

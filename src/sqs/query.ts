@@ -1,6 +1,6 @@
 import { MAX_DOCUMENT_DEPTH } from '../json/nesting.js';
 import { preview } from '../json/preview.js';
-import { SqsError } from './errors.js';
+import { invalidValue, SqsError } from './errors.js';
 import type { Input } from './input.js';
 
 /**
@@ -42,16 +42,18 @@ export interface QueryRequest {
   input: Input;
 }
 
-/** Parse a form-encoded query-protocol body into its action and a JSON-shaped input. */
+/**
+ * Parse a form-encoded query-protocol body into its action and a JSON-shaped input. Every parameter
+ * of the protocol holds one value (lists are numbered), so one given twice (`QueueUrl=a&QueueUrl=b`,
+ * or once in the URL and once in the body) is refused rather than the last one silently winning.
+ */
 export function parseQueryBody(body: string): QueryRequest {
-  const params = new URLSearchParams(body);
   const tree = new Node();
-  let count = 0;
+  const seen = new Set<string>();
   let action: string | undefined;
-  for (const [key, value] of params) {
-    if (++count > MAX_PARAMETERS) {
-      throw new SqsError('InvalidParameterValue', `a request may carry at most ${MAX_PARAMETERS} parameters`);
-    }
+  for (const [key, value] of formPairs(body)) {
+    if (seen.has(key)) throw invalidValue(key, value, `${key} is given more than once`);
+    seen.add(key);
     if (key === 'Action') action = value;
     else if (key !== 'Version') tree.set(pathOf(key), value, key);
   }
@@ -74,6 +76,43 @@ function pathOf(key: string): string[] {
     );
   }
   return parts;
+}
+
+/**
+ * The name-value pairs of an application/x-www-form-urlencoded text, strictly. URLSearchParams
+ * passes a malformed escape through as text (`%zz` stays `%zz`, `%4` stays `%4`) and turns an escape
+ * of bytes that are not UTF-8 into U+FFFD, so a value would silently differ from what the client
+ * meant; decodeURIComponent refuses both, and so does this.
+ */
+function formPairs(body: string): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const part of body.split('&')) {
+    if (part === '') continue;
+    if (pairs.length === MAX_PARAMETERS) {
+      throw new SqsError('InvalidParameterValue', `a request may carry at most ${MAX_PARAMETERS} parameters`);
+    }
+    const eq = part.indexOf('=');
+    const rawKey = eq < 0 ? part : part.slice(0, eq);
+    const key = formDecoded(rawKey, rawKey);
+    pairs.push([key, formDecoded(eq < 0 ? '' : part.slice(eq + 1), key)]);
+  }
+  return pairs;
+}
+
+/** One name or value decoded (`+` is a space); a bad escape is refused naming the parameter. */
+function formDecoded(text: string, parameter: string): string {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '));
+  } catch {
+    const bad = /%(?![0-9A-Fa-f]{2})[^%]{0,2}/.exec(text)?.[0];
+    throw invalidValue(
+      parameter,
+      text,
+      bad === undefined
+        ? 'its percent-escapes decode to bytes that are not UTF-8'
+        : `${bad} is a malformed percent-escape (% must be followed by two hexadecimal digits)`,
+    );
+  }
 }
 
 /** A node of the flattened parameter tree: a leaf value, or children by name or 1-based index. */

@@ -21,8 +21,17 @@ describe('expiry sweep', () => {
   it('moves expired ready and scheduled jobs to dead with reason expired, and counts them', async () => {
     const client = api(app);
     const past = new Date(Date.now() - 1000).toISOString();
-    const ready = await client.enqueue('exs-basic', { payload: 'r', expires_at: past });
-    const scheduled = await client.enqueue('exs-basic', { payload: 's', delay_ms: 60_000, expires_at: past });
+    // An enqueue that could never run is refused, so the expiry is moved into the past afterwards.
+    const ready = await client.enqueue('exs-basic', { payload: 'r', expires_in_ms: 60_000 });
+    const scheduled = await client.enqueue('exs-basic', {
+      payload: 's',
+      delay_ms: 60_000,
+      expires_in_ms: 120_000,
+    });
+    for (const table of ['baton.jobs', 'baton.scheduled_jobs']) {
+      await sql`UPDATE ${sql.table(table)} SET expires_at = ${past}::timestamptz
+                WHERE id IN (${ready.body.id}::bigint, ${scheduled.body.id}::bigint)`.execute(database.db);
+    }
     const alive = await client.enqueue('exs-basic', { payload: 'a', expires_in_ms: 60_000 });
     expect(scheduled.body.state).toBe('scheduled');
 

@@ -57,7 +57,7 @@ describe('upgrading schedules to job fields', () => {
           old: { queue: 'reports', cron: '30 2 * * *', payload: { v: 1 }, priority: 2, max_attempts: 3 },
         },
       });
-      expect(await applySchedulesFile(handle.db, file, noLog)).toEqual({ old: 'unchanged' });
+      expect(await applySchedulesFile(handle.db, file, noLog, 1000)).toEqual({ old: 'unchanged' });
     } finally {
       await handle.close();
       await database.drop();

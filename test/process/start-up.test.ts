@@ -40,6 +40,27 @@ describe('start-up', () => {
     }
   });
 
+  it('with queue-limited keys and /metrics open, start-up warns once, saying what to set', async () => {
+    const port = await freePort();
+    const keys = [
+      { name: 'root', sha256: 'a'.repeat(64), scopes: ['admin'] },
+      { name: 'team-a', sha256: 'b'.repeat(64), scopes: ['producer'], queues: ['a.*'] },
+    ];
+    const server = await ServerProcess.start(
+      { DATABASE_URL: database.url, BATON_API_KEYS: JSON.stringify(keys) },
+      port,
+    );
+    try {
+      const lines = server.output.split('\n').filter((l) => l.includes('/metrics answers without a key'));
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40 });
+      expect(lines[0]).toContain('set BATON_OPEN_ENDPOINTS=readyz,docs');
+    } finally {
+      server.signal('SIGTERM');
+      await server.exited;
+    }
+  });
+
   it('a port in use is one line naming the port and the setting, not a stack trace', async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));

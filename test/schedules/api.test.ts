@@ -55,6 +55,12 @@ describe('/v1/schedules', () => {
     [{ queue: 'q', cron: '61 * * * *' }, 'cron'],
     [{ queue: 'q', cron: '0 0 30 2 *' }, 'cron'],
     [{ queue: 'q', cron: '* * * * *', timezone: 'Mars/Olympus' }, 'timezone'],
+    // Node's Intl takes these, but the zone database has no such names (an offset has no DST rule).
+    [{ queue: 'q', cron: '* * * * *', timezone: '+02:00' }, 'timezone'],
+    [{ queue: 'q', cron: '* * * * *', timezone: '-0500' }, 'timezone'],
+    [{ queue: 'q', cron: '* * * * *', timezone: 'europe/paris' }, 'timezone'],
+    [{ queue: 'q', cron: '* * * * *', timezone: 'utc' }, 'timezone'],
+    [{ queue: 'q', cron: '* * * * *', timezone: 'US/EASTERN' }, 'timezone'],
     [{ queue: 'q', cron: '* * * * *', overlap: 'sometimes' }, 'overlap'],
     [{ queue: 'q', cron: '* * * * *', catch_up: 'everything' }, 'catch_up'],
     [{ queue: 'bad queue', cron: '* * * * *' }, 'queue'],
@@ -68,6 +74,31 @@ describe('/v1/schedules', () => {
     expect(res.body.code).toBe('validation_failed');
     expect(res.body.errors[0].field).toBe(field);
     expect(res.body.detail).toContain(field);
+  });
+
+  it('time zones as the zone database spells them are accepted and kept as given, links too', async () => {
+    for (const timezone of [
+      'UTC',
+      'Europe/Paris',
+      'America/Argentina/Buenos_Aires',
+      'Etc/GMT-2',
+      'Etc/UTC',
+      'US/Eastern',
+      'Asia/Kolkata',
+      'Australia/ACT',
+    ]) {
+      const res = await call('PUT', '/v1/schedules/tz-ok', { queue: 'q', cron: '@daily', timezone });
+      expect(res.status, `${timezone} → ${JSON.stringify(res.body)}`).toBeLessThan(300);
+      expect(res.body.timezone).toBe(timezone);
+    }
+    const refused = await call('PUT', '/v1/schedules/tz-ok', {
+      queue: 'q',
+      cron: '@daily',
+      timezone: '+02:00',
+    });
+    expect(refused.body.detail).toContain('not an offset');
+    // Nothing written: the schedule keeps the last zone it was given.
+    expect((await call('GET', '/v1/schedules/tz-ok')).body.timezone).toBe('Australia/ACT');
   });
 
   it('any cron or time zone text is a 201 or a 400 naming it, never a 5xx', async () => {

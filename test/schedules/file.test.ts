@@ -50,6 +50,16 @@ describe('BATON_SCHEDULES_FILE', () => {
         /schedules\.x\.timezone is not an IANA/,
       ],
       [
+        'offset-tz.yaml',
+        'schedules:\n  x: { queue: q, cron: "@daily", timezone: "+02:00" }\n',
+        /schedules\.x\.timezone is not an IANA/,
+      ],
+      [
+        'lower-tz.yaml',
+        'schedules:\n  x: { queue: q, cron: "@daily", timezone: europe/paris }\n',
+        /schedules\.x\.timezone is not an IANA/,
+      ],
+      [
         'bad-field.yaml',
         'schedules:\n  x: { queue: q, cron: "@daily", every: 5 }\n',
         /schedules\.x\.every is not a known field/,

@@ -94,6 +94,8 @@ describe('schedule job fields', () => {
     [{ timeout_ms: 604_800_001 }, 'timeout_ms'],
     [{ timeout_ms: 1.5 }, 'timeout_ms'],
     [{ expires_in_ms: -1 }, 'expires_in_ms'],
+    // 0 would expire every job as it is enqueued: it could never run.
+    [{ expires_in_ms: 0 }, 'expires_in_ms'],
     [{ expires_in_ms: 315_360_000_001 }, 'expires_in_ms'],
     [{ unique_key: '' }, 'unique_key'],
     [{ unique_key: 'x'.repeat(256) }, 'unique_key'],
@@ -112,7 +114,7 @@ describe('schedule job fields', () => {
 
   it('the values at the edges of each range are stored (PostgreSQL takes what the API takes)', async () => {
     for (const edge of [
-      { timeout_ms: 1000, expires_in_ms: 0, unique_key: 'x'.repeat(255), group: '!'.repeat(128) },
+      { timeout_ms: 1000, expires_in_ms: 1, unique_key: 'x'.repeat(255), group: '!'.repeat(128) },
       { timeout_ms: 604_800_000, expires_in_ms: 315_360_000_000, unique_key: '\u{1F600}'.repeat(255) },
     ]) {
       const res = await call('PUT', '/v1/schedules/jf-edge', { queue: 'q', cron: '* * * * *', ...edge });
@@ -280,7 +282,7 @@ describe('schedule job fields in BATON_SCHEDULES_FILE', () => {
     for (const [field, value, message] of [
       ['group', '"a b"', /schedules\.x\.group must be a group name/],
       ['timeout_ms', '500', /schedules\.x\.timeout_ms must be an integer from 1000/],
-      ['expires_in_ms', '-1', /schedules\.x\.expires_in_ms must be an integer from 0/],
+      ['expires_in_ms', '0', /schedules\.x\.expires_in_ms must be an integer from 1/],
       ['unique_key', '""', /schedules\.x\.unique_key must be 1-255 printable characters/],
       ['on_conflict', 'keep', /schedules\.x\.on_conflict needs unique_key/],
     ] as const) {

@@ -404,6 +404,12 @@ describe('honest traffic beside hostile traffic', () => {
     { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', run_at: '2030-01-01T00:00:00+23:00' } },
     { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', idempotency_key: 'k\ud800' } },
     { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', run_at: '2030-01-01T00:00:00+05' } },
+    // Jobs that could never run (expired before they are due), single and in a batch.
+    { url: `/v1/queues/${Q}/jobs`, body: { payload: 'p', expires_at: '2001-01-01T00:00:00Z' } },
+    {
+      url: `/v1/queues/${Q}/jobs/batch`,
+      body: { jobs: [{ payload: 'p' }, { payload: 'p', delay_ms: 60_000, expires_in_ms: 60_000 }] },
+    },
     { url: '/v1/jobs/0000000000000000001/cancel', body: undefined },
     { url: `/v1/queues/${Q}/redrive`, body: { dead_since: '2030-01-01T00:00:00+23:00' } },
   ];

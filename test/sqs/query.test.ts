@@ -123,6 +123,49 @@ describe('the query protocol', () => {
     expect(res.text).toContain('<Attribute><Name>VisibilityTimeout</Name><Value>40</Value></Attribute>');
   });
 
+  it('a parameter given twice, or a malformed percent-escape, is refused naming it; nothing is sent', async () => {
+    await post({ Action: 'CreateQueue', QueueName: 'query-strict' });
+    const queueUrl = encodeURIComponent(`${server.url}/000000000000/query-strict`);
+    const raw = async (body: string, path = '/') => {
+      const res = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+        body,
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    const send = `Action=SendMessage&Version=2012-11-05&QueueUrl=${queueUrl}`;
+    for (const [body, parameter, path] of [
+      // Last-wins would have sent "b", or sent to whichever queue came last.
+      [`${send}&MessageBody=a&MessageBody=b`, 'MessageBody'],
+      [`${send}&QueueUrl=${queueUrl}&MessageBody=a`, 'QueueUrl'],
+      [`${send}&Action=DeleteQueue&MessageBody=a`, 'Action'],
+      // Once in the URL and once in the body is twice too.
+      [`${send}&MessageBody=a`, 'QueueUrl', `/?QueueUrl=${queueUrl}`],
+      [`${send}&MessageBody=%zz`, 'MessageBody'],
+      [`${send}&MessageBody=ab%4`, 'MessageBody'],
+      [`${send}&MessageBody=%ff%fe`, 'MessageBody'],
+      [`${send}&Message%zBody=a`, 'Message%zBody'],
+    ] as const) {
+      const res = await raw(body, path);
+      expect(res.status, body).toBe(400);
+      expect(texts(res.text, 'Code'), body).toEqual(['InvalidParameterValue']);
+      expect(texts(res.text, 'Type')).toEqual(['Sender']);
+      expect(texts(res.text, 'Message')[0], body).toContain(`for parameter ${parameter} is invalid`);
+    }
+    expect(texts((await raw(`${send}&MessageBody=%zz`)).text, 'Message')[0]).toContain(
+      '%zz is a malformed percent-escape',
+    );
+    const attributes = await post({
+      Action: 'GetQueueAttributes',
+      QueueUrl: decodeURIComponent(queueUrl),
+      'AttributeName.1': 'ApproximateNumberOfMessages',
+    });
+    expect(attributes.text).toContain('<Name>ApproximateNumberOfMessages</Name><Value>0</Value>');
+    // Escapes as clients send them still decode: + is a space, %2B a plus, %C3%A9 an é.
+    expect((await raw(`${send}&MessageBody=a+b%2B%C3%A9`)).status).toBe(200);
+  });
+
   it('paths beside it keep their answers: GET on a queue URL is 405, an unknown two-part path 404', async () => {
     const get = await fetch(`${server.url}/000000000000/query-q`);
     expect(get.status).toBe(405);
@@ -161,12 +204,15 @@ describe('query parameters → the JSON shape', () => {
       ],
     });
     expect(parseQueryBody('Action=ReceiveMessage&AttributeNames=').input).toEqual({ AttributeNames: [] });
+    expect(parseQueryBody('Action=X&A=a+b%2B%C3%A9&&B').input).toEqual({ A: 'a b+é', B: '' });
   });
 
   it('refuses what would reach a prototype, a value that is also a list, and absurd indexes', () => {
     expect(() => parseQueryBody('Action=X&__proto__.polluted=1')).toThrow(/not well formed/);
     expect(() => parseQueryBody('Action=X&A=1&A.1=2')).toThrow(/both as a value and as a list/);
     expect(() => parseQueryBody('Action=X&AttributeName.99999=All')).toThrow(/not well formed/);
+    expect(() => parseQueryBody('Action=X&A=1&A=1')).toThrow(/A is given more than once/);
+    expect(() => parseQueryBody('Action=X&A=%')).toThrow(/% is a malformed percent-escape/);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

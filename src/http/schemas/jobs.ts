@@ -111,13 +111,17 @@ export const EnqueueRequest = Type.Object(
       }),
     ),
     expires_at: Type.Optional(
-      Timestamp('A job not claimed by this time is never handed out; it goes to dead (reason expired).'),
+      Timestamp(
+        'A job not claimed by this time is never handed out; it goes to dead (reason expired). Must be after ' +
+          'run_at, and after now (+ delay_ms) by the database clock: a job that could never run is a 400.',
+      ),
     ),
     expires_in_ms: Type.Optional(
       Int64({
-        minimum: 0,
+        minimum: 1,
         maximum: MAX_DELAY_MS,
-        description: 'expires_at as a length from now. Not with expires_at.',
+        description:
+          'expires_at as a length from now. Not with expires_at. More than delay_ms, and ending after run_at.',
       }),
     ),
     unique_key: Type.Optional(

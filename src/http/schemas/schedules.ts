@@ -79,10 +79,11 @@ const jobFields = {
   ),
   expires_in_ms: Nullable(
     Int64({
-      minimum: 0,
+      minimum: 1,
       maximum: MAX_DELAY_MS,
       description:
-        'Each job expires (dead, reason expired) this long after it is enqueued, unclaimed. null: never.',
+        'Each job expires (dead, reason expired) this long after it is enqueued, unclaimed (at least 1: 0 ' +
+        'would expire each job as it is enqueued). null: never.',
     }),
   ),
   unique_key: Nullable(
@@ -111,7 +112,10 @@ export const ScheduleRequest = Type.Object(
         minLength: 1,
         maxLength: 64,
         default: 'UTC',
-        description: 'IANA time zone the cron is read in (Europe/Berlin). Daylight saving: see the README.',
+        description:
+          'IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, ' +
+          'Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a ' +
+          '400. Daylight saving: see the README.',
       }),
     ),
     payload: Type.Optional(Json('Given to every job (default null).')),
