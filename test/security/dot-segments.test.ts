@@ -176,3 +176,48 @@ describe('rows named before the rule', () => {
     expect((await raw('GET', '/v1/queues/old')).status).toBe(200);
   });
 });
+
+describe('beside honest traffic', () => {
+  it('the refusals cost the honest side nothing: no 5xx, every job done once', async () => {
+    let stop = false;
+    const honestStatuses: number[] = [];
+    const honest = (async () => {
+      let done = 0;
+      while (!stop) {
+        const enq = await raw('POST', '/v1/queues/honest/jobs/batch', {
+          jobs: [{ payload: 1 }, { payload: 2, group: 'g' }],
+        });
+        honestStatuses.push(enq.status);
+        const claim = await raw('POST', '/v1/queues/honest/claim', { max_jobs: 10 });
+        honestStatuses.push(claim.status);
+        for (const job of claim.body?.jobs ?? []) {
+          const ack = await raw('POST', `/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token });
+          honestStatuses.push(ack.status);
+          done++;
+        }
+      }
+      return done;
+    })();
+    const hostile: number[] = [];
+    for (let round = 0; round < 20; round++) {
+      for (const [method, path, body] of [
+        ['PUT', '/v1/queues/..', {}],
+        ['POST', '/v1/queues/honest/jobs', { payload: 1, group: '..' }],
+        ['PUT', '/v1/queues/honest/groups/%2e', { weight: 2 }],
+        ['DELETE', '/v1/queues/honest/', undefined],
+        ['POST', '/v1/queues/honest/pause/', undefined],
+      ] as const) {
+        hostile.push((await raw(method, path, body)).status);
+      }
+      const sqsRefusal = await failure(client.send(new CreateQueueCommand({ QueueName: '..' })));
+      hostile.push(sqsRefusal.$metadata.httpStatusCode);
+    }
+    stop = true;
+    const done = await honest;
+    expect(new Set(hostile)).toEqual(new Set([400]));
+    expect(honestStatuses.filter((s) => s >= 400)).toEqual([]);
+    expect(done).toBeGreaterThan(0);
+    // The queue the hostile side aimed at is there, not paused, and holds only the honest side's jobs.
+    expect((await raw('GET', '/v1/queues/honest')).body).toMatchObject({ name: 'honest', paused: false });
+  });
+});
