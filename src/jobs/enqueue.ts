@@ -163,9 +163,9 @@ export async function enqueueInTransaction(
 }
 
 /**
- * The insert itself: one statement for the whole batch. Items arrive as two JSON arrays zipped by
- * position (metadata, and the payload texts joined unparsed), so a batch of 1,000 is one round trip
- * with no per-row parameters. Ids are drawn from the sequence up front so the rows come back in
+ * The insert itself: one statement for the whole batch. Items arrive as one JSON array (each item's
+ * payload spliced in as the text it is, itemJson()), so a batch of 1,000 is one round trip with no
+ * per-row parameters. Ids are drawn from the sequence up front so the rows come back in
  * request order. `ids[i]`, when given, is the id reserved for item i by its idempotency key.
  * Jobs due now go into the ring (baton.jobs, in their id's slot), the others into
  * baton.scheduled_jobs (see ring.ts): two inserts of one statement, one per table.
@@ -232,14 +232,8 @@ const waitingIn = (alias: string) => {
   return sql`${a}.claimed_at IS NULL AND (${a}.expires_at IS NULL OR ${a}.expires_at > now())`;
 };
 
-/** The insert's values: queue, whether any item has a group, item metadata, payloads, default. */
-type InsertValues = [
-  queue: string,
-  grouped: boolean,
-  meta: string,
-  payloads: string,
-  defaultMaxAttempts: number,
-];
+/** The insert's values: queue, whether any item has a group, the items as JSON text, default. */
+type InsertValues = [queue: string, grouped: boolean, items: string, defaultMaxAttempts: number];
 
 /** Compiled once per variant (db/statement-shapes.ts). */
 const insertStatements = new StatementShapes(insertStatement);
@@ -252,38 +246,46 @@ function runInsert(
   defaultMaxAttempts: number,
   variant: 'plain' | 'gated',
 ) {
-  const meta = JSON.stringify(
-    items.map((item, i) => ({
-      id: ids[i] ?? null,
-      priority: item.priority,
-      delay_ms: item.delayMs ?? null,
-      run_at: item.runAt ?? null,
-      max_attempts: item.maxAttempts ?? null,
-      idempotency_key: item.idempotencyKey ?? null,
-      group: item.group ?? '',
-      // Left out (not null) when absent: ->'meta' then reads SQL NULL, not a JSON null.
-      meta: item.meta,
-      timeout_ms: item.timeoutMs ?? null,
-      expires_at: item.expiresAt ?? null,
-      expires_in_ms: item.expiresInMs ?? null,
-      unique_key: item.uniqueKey ?? null,
-    })),
-  );
   const grouped = items.some((i) => i.group !== undefined);
-  const payloads = `[${items.map((i) => i.payloadJson).join(',')}]`;
-  return insertStatements.execute(db, variant, [queue, grouped, meta, payloads, defaultMaxAttempts]);
+  const text = `[${items.map((item, i) => itemJson(item, ids[i] ?? null)).join(',')}]`;
+  return insertStatements.execute(db, variant, [queue, grouped, text, defaultMaxAttempts]);
+}
+
+/**
+ * One item as the insert reads it: its payload spliced in as the text it already is, then only the
+ * fields it sets (jsonb_to_recordset reads an absent key as NULL), so a plain job is
+ * `{"payload":...}` and pays nothing for the fields it does not use.
+ */
+function itemJson(item: EnqueueItem, id: string | null): string {
+  let text = `{"payload":${item.payloadJson}`;
+  const field = (name: string, value: unknown) => {
+    if (value !== undefined && value !== null) text += `,"${name}":${JSON.stringify(value)}`;
+  };
+  field('id', id);
+  if (item.priority !== 0) field('priority', item.priority);
+  field('delay_ms', item.delayMs);
+  field('run_at', item.runAt);
+  field('max_attempts', item.maxAttempts);
+  field('idempotency_key', item.idempotencyKey);
+  field('group_key', item.group);
+  field('meta', item.meta);
+  field('timeout_ms', item.timeoutMs);
+  field('expires_at', item.expiresAt);
+  field('expires_in_ms', item.expiresInMs);
+  field('unique_key', item.uniqueKey);
+  return `${text}}`;
 }
 
 function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
-  const [queue, grouped, meta, payloads, defaultMaxAttempts] = values;
+  const [queue, grouped, items, defaultMaxAttempts] = values;
   const gated = variant === 'gated';
   // Gated: the key rows first; jobs only for the items that got theirs (or have none).
   const gate = gated
     ? sql`, held AS (
       INSERT INTO baton.unique_keys AS k (queue, key, job_id)
-      SELECT ${queue}, i.item->>'unique_key', i.id FROM input i
-      WHERE i.item->>'unique_key' IS NOT NULL
-      ORDER BY i.item->>'unique_key'
+      SELECT ${queue}, i.unique_key, i.id FROM input i
+      WHERE i.unique_key IS NOT NULL
+      ORDER BY i.unique_key
       ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id
         -- Take over only a key whose job the snapshot shows no longer waiting; a job it cannot see
         -- (committed after it began) is judged by the locking path.
@@ -292,7 +294,7 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
            OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${waitingIn('s')}))
       RETURNING job_id
     ), go AS MATERIALIZED (
-      SELECT * FROM input i WHERE i.item->>'unique_key' IS NULL OR i.id IN (SELECT job_id FROM held)
+      SELECT * FROM input i WHERE i.unique_key IS NULL OR i.id IN (SELECT job_id FROM held)
     )`
     : sql``;
   const from = gated ? sql`go` : sql`input`;
@@ -303,6 +305,12 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 'queue' FROM q`
     : sql`SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
     ORDER BY input.ord`;
+  // The items arrive as one jsonb array, read by jsonb_to_recordset into typed columns: each item's
+  // text is parsed once, payload included, and every field is a plain column from then on. Read as
+  // json with ->> per field (and the payloads as a second array, cast to jsonb row by row), the batch
+  // was parsed about a dozen times per item: the PostgreSQL CPU of a batch enqueue was more than
+  // twice what it is now (docs/benchmarks.md, "Batch enqueue"). A JSON null payload is read as SQL
+  // NULL, hence the coalesce.
   return sql<EnqueuedRow & { ord: string; how?: 'inserted' | 'queue' }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
@@ -315,32 +323,34 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
                     WHERE name = ${queue} AND NOT grouped AND ${grouped}::boolean FOR NO KEY UPDATE SKIP LOCKED)
     ), input AS MATERIALIZED (
       SELECT m.ord,
-             coalesce((m.item->>'id')::bigint, nextval('baton.jobs_id_seq')) AS id,
-             coalesce((m.item->>'run_at')::timestamptz,
-                      now() + coalesce((m.item->>'delay_ms')::bigint, 0) * interval '1 millisecond') AS run_at,
-             coalesce((m.item->>'expires_at')::timestamptz,
-                      now() + (m.item->>'expires_in_ms')::bigint * interval '1 millisecond') AS expires_at,
-             m.item, p.payload
-      FROM json_array_elements(${meta}::json) WITH ORDINALITY AS m(item, ord)
-      JOIN json_array_elements(${payloads}::json) WITH ORDINALITY AS p(payload, ord) USING (ord)
+             coalesce(m.id, nextval('baton.jobs_id_seq')) AS id,
+             coalesce(m.run_at, now() + coalesce(m.delay_ms, 0) * interval '1 millisecond') AS run_at,
+             coalesce(m.expires_at, now() + m.expires_in_ms * interval '1 millisecond') AS expires_at,
+             coalesce(m.payload, 'null'::jsonb) AS payload, coalesce(m.priority, 0) AS priority,
+             coalesce(m.group_key, '') AS group_key, m.max_attempts, m.idempotency_key, m.meta, m.timeout_ms,
+             m.unique_key
+      FROM ROWS FROM (jsonb_to_recordset(${items}::jsonb) AS (
+             payload jsonb, id bigint, priority integer, delay_ms bigint, run_at timestamptz, max_attempts integer,
+             idempotency_key text, group_key text, meta jsonb, timeout_ms integer, expires_at timestamptz,
+             expires_in_ms bigint, unique_key text)
+           ) WITH ORDINALITY AS m(payload, id, priority, delay_ms, run_at, max_attempts, idempotency_key, group_key,
+                                 meta, timeout_ms, expires_at, expires_in_ms, unique_key, ord)
       -- No queue row: draw no ids (the caller creates the queue and runs this again).
       WHERE EXISTS (SELECT 1 FROM q)
     )${gate}, due AS (
       INSERT INTO baton.jobs (slot, id, queue, group_key, state, priority, run_at, max_attempts, idempotency_key,
                               payload, meta, timeout_ms, expires_at, unique_key)
-      SELECT baton.job_slot(i.id), i.id, q.name, i.item->>'group', 'ready', (i.item->>'priority')::integer, i.run_at,
-             coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
-             i.expires_at, i.item->>'unique_key'
+      SELECT baton.job_slot(i.id), i.id, q.name, i.group_key, 'ready', i.priority, i.run_at,
+             coalesce(i.max_attempts, q.max_attempts, ${defaultMaxAttempts}::integer),
+             i.idempotency_key, i.payload, i.meta, i.timeout_ms, i.expires_at, i.unique_key
       FROM ${from} i CROSS JOIN q WHERE i.run_at <= now()
       RETURNING ${enqueuedColumns}
     ), later AS (
       INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, run_at, max_attempts, idempotency_key, payload,
                                         meta, timeout_ms, expires_at, unique_key)
-      SELECT i.id, q.name, i.item->>'group', (i.item->>'priority')::integer, i.run_at,
-             coalesce((i.item->>'max_attempts')::integer, q.max_attempts, ${defaultMaxAttempts}::integer),
-             i.item->>'idempotency_key', i.payload::jsonb, (i.item->'meta')::jsonb, (i.item->>'timeout_ms')::integer,
-             i.expires_at, i.item->>'unique_key'
+      SELECT i.id, q.name, i.group_key, i.priority, i.run_at,
+             coalesce(i.max_attempts, q.max_attempts, ${defaultMaxAttempts}::integer),
+             i.idempotency_key, i.payload, i.meta, i.timeout_ms, i.expires_at, i.unique_key
       FROM ${from} i CROSS JOIN q WHERE i.run_at > now()
       RETURNING id, queue, group_key, 'scheduled'::text AS state, priority, run_at, attempts, max_attempts,
                 idempotency_key, created_at, timeout_ms, expires_at, unique_key
