@@ -179,7 +179,7 @@ export async function insertJobs(
 ): Promise<EnqueuedRow[] | typeof QUEUE_MISSING> {
   if (items.length === 0) return [];
   const { rows } = await runInsert(db, queue, items, ids, defaultMaxAttempts, 'plain');
-  return rows.length === 0 ? QUEUE_MISSING : rows.map(({ ord: _, how: __, ...row }) => row);
+  return rows.length === 0 ? QUEUE_MISSING : rows;
 }
 
 /**
@@ -199,8 +199,19 @@ async function insertJobsGated(
 ): Promise<Map<number, EnqueuedRow> | typeof QUEUE_MISSING> {
   const { rows } = await runInsert(db, queue, items, [], defaultMaxAttempts, 'gated');
   if (rows.length === 0) return QUEUE_MISSING;
+  // The jobs inserted, in request order (by id): an item without a key always is, and an item with
+  // one is the row carrying its key (the items name each key once), so one pass pairs them.
+  const jobs = rows.filter((row) => row.how === 'inserted');
   const inserted = new Map<number, EnqueuedRow>();
-  for (const { ord, how, ...row } of rows) if (how === 'inserted') inserted.set(Number(ord) - 1, row);
+  let next = 0;
+  items.forEach((item, i) => {
+    const row = jobs[next];
+    if (row && row.unique_key === (item.uniqueKey ?? null)) {
+      const { how: _, ...job } = row;
+      inserted.set(i, job);
+      next++;
+    }
+  });
   return inserted;
 }
 
@@ -298,20 +309,24 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
     )`
     : sql``;
   const from = gated ? sql`go` : sql`input`;
+  // The rows in request order: ids are drawn (or were reserved) in request order, so by id. Not
+  // joined back to `input` for its ordinality: the request pool plans without hash and merge joins
+  // (db/database.ts), and a join of two CTE scans is then a nested loop comparing every row with
+  // every item, which made a batch of 1,000 cost twice per job what a batch of 100 did.
   const answer = gated
-    ? sql`SELECT x.*, input.ord, 'inserted' AS how FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
+    ? sql`SELECT x.*, 'inserted' AS how FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x
     UNION ALL
     -- The queue existed: tells "nothing inserted" from "no queue".
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 'queue' FROM q`
-    : sql`SELECT x.*, input.ord FROM (SELECT * FROM due UNION ALL SELECT * FROM later) x JOIN input USING (id)
-    ORDER BY input.ord`;
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'queue' FROM q
+    ORDER BY 1`
+    : sql`SELECT * FROM due UNION ALL SELECT * FROM later ORDER BY id`;
   // The items arrive as one jsonb array, read by jsonb_to_recordset into typed columns: each item's
   // text is parsed once, payload included, and every field is a plain column from then on. Read as
   // json with ->> per field (and the payloads as a second array, cast to jsonb row by row), the batch
   // was parsed about a dozen times per item: the PostgreSQL CPU of a batch enqueue was more than
   // twice what it is now (docs/benchmarks.md, "Batch enqueue"). A JSON null payload is read as SQL
   // NULL, hence the coalesce.
-  return sql<EnqueuedRow & { ord: string; how?: 'inserted' | 'queue' }>`
+  return sql<EnqueuedRow & { how?: 'inserted' | 'queue' }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
     ), mark_grouped AS (
