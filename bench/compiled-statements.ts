@@ -49,14 +49,18 @@ export function claimSql(opts: ClaimOptions): CompiledQuery {
 }
 
 /** The batch ack statement (src/jobs/ack.ts, ackBriefEach: what POST /v1/jobs/ack runs) for these items. */
-export async function ackSql(items: { id: string; leaseToken: string }[]): Promise<CompiledQuery> {
+export async function ackSql(
+  items: { id: string; leaseToken: string }[],
+  slots: 'own slot' | 'every slot' = 'own slot',
+): Promise<CompiledQuery> {
   const { db, seen } = recorder();
   await ackBriefEach(db, items);
-  // The first statement probes each job's own slot (what runs on the hot path). A second one looks in
-  // every slot for the items the first missed (jobs the leader carried, ring.ts); the dummy driver
-  // answers no rows, so it always follows here.
-  if (seen.length === 0) throw new Error('expected the batch ack to run a statement');
-  return seen[0]!;
+  // The first statement probes the items' own slot (what runs on the hot path; the slot is a literal
+  // in its text). A second one looks in every slot for the items the first missed (jobs the leader
+  // carried, ring.ts); the dummy driver answers no rows, so it always follows here.
+  const statement = seen[slots === 'own slot' ? 0 : 1];
+  if (!statement) throw new Error('expected the batch ack to run two statements');
+  return statement;
 }
 
 export async function renewSql(id: string, leaseToken: string): Promise<CompiledQuery> {

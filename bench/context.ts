@@ -38,10 +38,13 @@ export class BenchContext {
    * drift on this shared machine does not always favour the same system.
    */
   order(round: number, systems: string[]): string[] {
-    const wanted = systems.filter(
-      (s) => !this.systems || this.systems.some((p) => s.toLowerCase().startsWith(p.toLowerCase())),
-    );
+    const wanted = systems.filter((s) => this.includes(s));
     return round % 2 === 0 ? wanted : [...wanted].reverse();
+  }
+
+  /** Whether this run measures `system` (see `systems`). */
+  includes(system: string): boolean {
+    return !this.systems || this.systems.some((p) => system.toLowerCase().startsWith(p.toLowerCase()));
   }
 
   async baton(): Promise<{ server: BatonServer; client: HttpClient; admin: pg.Pool }> {

@@ -3,6 +3,7 @@ import { mkdirSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { untilReady } from './baton-server.js';
+import { CpuMeter } from './cpu-split.js';
 import { adminPool, DATABASES, databaseUrl, recreateDatabase } from './databases.js';
 import { enqueue, work } from './load/baton-load.js';
 import { HttpClient } from './load/http-client.js';
@@ -24,7 +25,10 @@ import { formatSummary, newestProfile, summariseProfile } from './profile-summar
  *   ack-claim   16 workers, one job per request: ack carrying `next` (as scenario 2's ack-and-claim)
  *   nack-claim  the same with nack (retry) carrying `next`, jobs with max_attempts large
  *   batched     8 workers, claim 100 → batch ack, over a backlog enqueued first (untimed)
- * Prints server CPU ms per 1,000 jobs for each phase and build; medians at the end.
+ *   enqueue-batch  2 producers, batches of 100
+ *   cycle       2 producers (batches of 100) while 8 workers claim 100 → batch ack
+ * Prints server CPU and PostgreSQL backend CPU ms per 1,000 jobs for each phase and build; medians at
+ * the end.
  */
 
 const { values } = parseArgs({
@@ -171,6 +175,15 @@ async function measure(root: string, round: number, profileDir?: string): Promis
     } else if (phase === 'nack-claim') {
       await enqueue(client, queue, jobs, 100, 2);
       await time(phase, jobs, () => nackWork(client, queue, jobs, callers ?? 16));
+    } else if (phase === 'enqueue-batch') {
+      await time(phase, batchedJobs, () => enqueue(client, queue, batchedJobs, 100, 2));
+    } else if (phase === 'cycle') {
+      await time(phase, batchedJobs, () =>
+        Promise.all([
+          enqueue(client, queue, batchedJobs, 100, 2),
+          work(client, queue, { workers: callers ?? 8, claimSize: 100, total: batchedJobs, waitMs: 200 }),
+        ]),
+      );
     } else if (phase === 'batched') {
       await enqueue(client, queue, batchedJobs, 100, 2);
       await time(phase, batchedJobs, () =>
@@ -199,6 +212,8 @@ async function measure(root: string, round: number, profileDir?: string): Promis
       : undefined;
     if (recorder) await new Promise((r) => setTimeout(r, 500));
     const xacts0 = await transactions();
+    const backends = new CpuMeter(admin, db);
+    await backends.start();
     const cpu0 = processCpuMs(pid)!;
     const sys0 = syscalls(pid);
     const t0 = performance.now();
@@ -210,6 +225,7 @@ async function measure(root: string, round: number, profileDir?: string): Promis
       await done;
     }
     out[phase] = ((processCpuMs(pid)! - cpu0) / jobs) * 1000;
+    out[`${phase} postgres`] = ((await backends.stop()).postgres / jobs) * 1000;
     out[`${phase} syscalls/job`] = (syscalls(pid) - sys0) / jobs;
     out[`${phase} jobs/s`] = jobs / (ms / 1000);
     // Backends report their counts at most once a second, when idle: wait for the last reports.
@@ -254,18 +270,18 @@ async function main() {
       const line = phases
         .map(
           (p) =>
-            `${p} ${r[p]!.toFixed(1)} ms (${Math.round(r[`${p} jobs/s`]!)}/s, ${r[`${p} syscalls/job`]!.toFixed(2)} syscalls/job, ${r[`${p} transactions/job`]!.toFixed(2)} transactions/job)`,
+            `${p} ${r[p]!.toFixed(1)} ms, PostgreSQL ${r[`${p} postgres`]!.toFixed(1)} ms (${Math.round(r[`${p} jobs/s`]!)}/s, ${r[`${p} syscalls/job`]!.toFixed(2)} syscalls/job, ${r[`${p} transactions/job`]!.toFixed(2)} transactions/job)`,
         )
         .join(', ');
       console.log(`round ${round + 1} ${root}: ${line}`);
     }
   }
-  console.log('\nserver CPU ms per 1,000 jobs, medians:');
+  console.log('\nserver CPU / PostgreSQL backend CPU ms per 1,000 jobs, medians:');
   for (const [root, rs] of results) {
     const line = phases
       .map(
         (p) =>
-          `${p} ${median(rs.map((r) => r[p]!)).toFixed(1)} (${Math.round(median(rs.map((r) => r[`${p} jobs/s`]!)))}/s)`,
+          `${p} ${median(rs.map((r) => r[p]!)).toFixed(1)} / ${median(rs.map((r) => r[`${p} postgres`]!)).toFixed(1)} (${Math.round(median(rs.map((r) => r[`${p} jobs/s`]!)))}/s)`,
       )
       .join(', ');
     console.log(`${root}: ${line}`);

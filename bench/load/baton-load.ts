@@ -13,21 +13,29 @@ function expect(status: number, want: number, what: string, body: unknown): void
   if (status !== want) throw new Error(`${what}: HTTP ${status} ${JSON.stringify(body).slice(0, 300)}`);
 }
 
-/** Enqueue `total` jobs, `batchSize` per request (1: the single-job route), `concurrency` callers. */
+/** Job `i` of a run: its payload, and any other enqueue fields (unique_key, group, delay_ms, ...). */
+export type JobOf = (i: number) => Record<string, unknown>;
+const plainJob: JobOf = (i) => ({ payload: payloadOf(i) });
+
+/**
+ * Enqueue `total` jobs, `batchSize` per request (1: the single-job route), `concurrency` callers;
+ * `jobOf` writes each job's body (a plain payload by default).
+ */
 export async function enqueue(
   client: HttpClient,
   queue: string,
   total: number,
   batchSize: number,
   concurrency: number,
+  jobOf: JobOf = plainJob,
 ): Promise<void> {
   const q = encodeURIComponent(queue);
   await produceInBatches(total, batchSize, concurrency, async (start, n) => {
     if (batchSize === 1) {
-      const r = await client.post(`/v1/queues/${q}/jobs`, { payload: payloadOf(start) });
+      const r = await client.post(`/v1/queues/${q}/jobs`, jobOf(start));
       expect(r.status, 201, 'enqueue', r.body);
     } else {
-      const jobs = Array.from({ length: n }, (_, k) => ({ payload: payloadOf(start + k) }));
+      const jobs = Array.from({ length: n }, (_, k) => jobOf(start + k));
       const r = await client.post(`/v1/queues/${q}/jobs/batch`, { jobs });
       expect(r.status, 201, 'batch enqueue', r.body);
     }

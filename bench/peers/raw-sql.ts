@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type pg from 'pg';
 import { ROOT } from '../baton-server.js';
+import { IDS_PER_SLOT, RING_SLOTS } from '../../src/jobs/ring.js';
 import { ackSql, claimSql, inlineParameters } from '../compiled-statements.js';
 import { databaseUrl } from '../databases.js';
 import { processCpuMs } from '../process-usage.js';
@@ -15,8 +16,8 @@ import { processCpuMs } from '../process-usage.js';
  *
  * One pgbench "transaction" is the two statements, each in its own implicit transaction as Baton
  * runs them: the claim (wrapped in a CTE so that pgbench's \gset can carry the ids and tokens of
- * the claimed rows to the next statement as one JSON value) and the batch ack with that JSON as its
- * bind parameter. `-M prepared` parses each statement once per connection, as Baton does with
+ * the claimed rows, and the slot they share, to the next statement as array texts) and the batch
+ * ack of that slot with those arrays as its bind parameters. `-M prepared` parses each statement once per connection, as Baton does with
  * named prepared statements (src/db/prepared-statements.ts).
  */
 
@@ -41,8 +42,28 @@ export function findPgbench(): string {
 /** Write bench/sql/claim-ack-<n>.sql from the statements Baton runs; returns its path. */
 export async function writeClaimAckScript(batch: number): Promise<string> {
   const claim = claimSql({ queue: CEILING_QUEUE, maxJobs: batch, leaseMs: 60_000, defaultLeaseMs: 30_000 });
-  // Any items will do: the ack statement's text does not depend on them, only its two parameters.
-  const ack = await ackSql([{ id: '1', leaseToken: '00000000-0000-0000-0000-000000000000' }]);
+  // The batch ack as the server runs it: it probes the one slot its jobs share, a literal in its text
+  // (src/jobs/ring.ts's SlotShape), or every slot when they span several. So one ack per slot, and
+  // the script picks by the slot of the claimed jobs (-1: several, or none). Its parameters are
+  // arrays by item (ids, tokens, results, scopes), each possibly used more than once; the item's
+  // values say which is which, and the claim's answer fills them (results and scopes null).
+  const token = '00000000-0000-0000-0000-000000000000';
+  const ackFor = async (slots: number | 'every') => {
+    const id = String(slots === 'every' || slots === 0 ? 1 : slots * IDS_PER_SLOT + 1);
+    const ack = await ackSql([{ id, leaseToken: token }], slots === 'every' ? 'every slot' : 'own slot');
+    const variables = Object.fromEntries(
+      ack.parameters.map((p, i) => {
+        const first = (p as unknown[])[0];
+        return [i + 1, first === id ? 'ids' : first === token ? 'tokens' : 'nulls'];
+      }),
+    );
+    return `${inlineParameters(ack, variables).trim()};`;
+  };
+  const acks: string[] = [];
+  for (let slot = 0; slot < RING_SLOTS; slot++) {
+    acks.push(slot === 0 ? '\\if :slot = 0' : `\\elif :slot = ${slot}`, await ackFor(slot));
+  }
+  acks.push('\\else', await ackFor('every'), '\\endif');
   // The claim is `WITH ..., claimed AS (UPDATE ...) SELECT * FROM claimed UNION ALL ...`. A CTE that
   // writes must be at the top level, so the claim cannot be wrapped in another CTE: its final SELECT
   // becomes one more CTE of its own WITH, and the aggregate for \gset reads that.
@@ -54,11 +75,12 @@ export async function writeClaimAckScript(batch: number): Promise<string> {
     '-- every bench run rewrites it from the compiled statements, so it always matches the server.',
     `-- Claim up to ${batch} jobs of queue '${CEILING_QUEUE}', then ack them in one batch.`,
     `${text.slice(0, final).trimEnd()}, answer AS (${text.slice(final)})`,
-    "SELECT coalesce(json_agg(json_build_object('id', id::text, 'token', lease_token)), '[]')::text AS acks,",
-    "       coalesce(json_agg(NULL::json), '[]')::text AS results",
+    "SELECT coalesce(array_agg(id), '{}')::text AS ids, coalesce(array_agg(lease_token), '{}')::text AS tokens,",
+    "       coalesce(array_agg(NULL::text), '{}')::text AS nulls,",
+    '       CASE WHEN min(baton.job_slot(id)) = max(baton.job_slot(id)) THEN min(baton.job_slot(id)) ELSE -1 END AS slot',
     'FROM answer WHERE claimant > 0',
     '\\gset',
-    `${inlineParameters(ack, { 1: 'acks', 2: 'results' }).trim()};`,
+    ...acks,
     '',
   ].join('\n');
   mkdirSync(SQL_DIR, { recursive: true });

@@ -2,15 +2,17 @@
 -- every bench run rewrites it from the compiled statements, so it always matches the server.
 -- Claim up to 100 jobs of queue 'ceiling', then ack them in one batch.
 WITH settings AS (
-      SELECT coalesce(bool_or(paused), false) AS paused,
-             coalesce(max(lease_ms), 30000::integer) AS lease_ms,
-             coalesce(bool_or(("queues".grouped OR "queues".concurrency_limit IS NOT NULL OR "queues".rate_limit IS NOT NULL
-    OR "queues".group_concurrency_limit IS NOT NULL OR "queues".group_rate_limit IS NOT NULL)), false) AS flow
+      SELECT coalesce(bool_or("queues"."paused"), false) AS paused,
+    coalesce(max("queues"."lease_ms"), 30000::integer) AS lease_ms,
+    max("queues"."timeout_ms") AS timeout_ms,
+    coalesce(bool_or("queues"."grouped" OR ("queues".concurrency_limit IS NOT NULL OR "queues".rate_limit IS NOT NULL
+    OR "queues".group_concurrency_limit IS NOT NULL OR "queues".group_rate_limit IS NOT NULL)), false) AS flow, coalesce(bool_or(("queues".concurrency_limit IS NOT NULL OR "queues".rate_limit IS NOT NULL
+    OR "queues".group_concurrency_limit IS NOT NULL OR "queues".group_rate_limit IS NOT NULL)), false) AS limited
       FROM baton.queues WHERE name = 'ceiling'
     ), picked AS (
       
     SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = 'ceiling' AND j.state = 'ready' AND NOT (SELECT paused OR flow FROM settings)
+    WHERE j.queue = 'ceiling' AND j.state = 'ready' AND NOT (SELECT paused OR flow FROM settings) AND ("j".expires_at IS NULL OR "j".expires_at > now())
     ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
     LIMIT 100
     FOR UPDATE SKIP LOCKED
@@ -19,7 +21,8 @@ WITH settings AS (
              c.item->>'worker_id' AS worker_id, sum((c.item->>'n')::integer) OVER (ORDER BY c.ord) AS upto
       FROM json_array_elements('[{"n":100,"lease_ms":60000}]'::json) WITH ORDINALITY AS c(item, ord)
     ), assigned AS (
-      SELECT p.id, p.slot, cl.claimant, coalesce(cl.lease_ms, st.lease_ms) AS lease_ms, cl.worker_id
+      SELECT p.id, p.slot, cl.claimant, coalesce(cl.lease_ms, st.lease_ms) AS lease_ms, cl.worker_id,
+             st.timeout_ms, clock_timestamp() AS at
       FROM (SELECT id, slot, row_number() OVER (ORDER BY "picked".priority DESC, "picked".run_at ASC, "picked".id ASC) AS rn FROM picked) p
       JOIN claimants cl ON p.rn > cl.upto - cl.n AND p.rn <= cl.upto
       CROSS JOIN settings st
@@ -29,34 +32,160 @@ WITH settings AS (
         attempts = j.attempts + 1,
         lease_token = gen_random_uuid(),
         lease_ms = a.lease_ms,
-        lease_expires_at = clock_timestamp() + a.lease_ms * interval '1 millisecond',
-        claimed_at = clock_timestamp(),
+        -- The lease never runs past the attempt's deadline (least() ignores a NULL one), so the re-arm
+        -- fails the attempt at its deadline.
+        lease_expires_at = least(a.at + a.lease_ms * interval '1 millisecond',
+                                 a.at + coalesce(j.timeout_ms, a.timeout_ms) * interval '1 millisecond'),
+        deadline_at = a.at + coalesce(j.timeout_ms, a.timeout_ms) * interval '1 millisecond',
+        claimed_at = a.at,
         worker_id = a.worker_id
       FROM assigned a
-      WHERE j.id = a.id AND j.slot = a.slot
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload, j.priority, j.attempts, j.max_attempts,
-                j.lease_token, j.lease_expires_at, j.claimed_at, j.run_at, j.created_at, j.meta
+      WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
+      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
+                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
+                j.created_at, j.meta
     ), answer AS (SELECT * FROM claimed
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM settings WHERE flow AND NOT EXISTS (SELECT 1 FROM claimed))
-SELECT coalesce(json_agg(json_build_object('id', id::text, 'token', lease_token)), '[]')::text AS acks,
-       coalesce(json_agg(NULL::json), '[]')::text AS results
+    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
+    FROM (SELECT CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 0 END AS claimant, NULL::jsonb AS meta FROM settings) m WHERE m.claimant IS NOT NULL)
+SELECT coalesce(array_agg(id), '{}')::text AS ids, coalesce(array_agg(lease_token), '{}')::text AS tokens,
+       coalesce(array_agg(NULL::text), '{}')::text AS nulls,
+       CASE WHEN min(baton.job_slot(id)) = max(baton.job_slot(id)) THEN min(baton.job_slot(id)) ELSE -1 END AS slot
 FROM answer WHERE claimant > 0
 \gset
-WITH input AS (
-      SELECT (a.item->>'id')::bigint AS id, (a.item->>'token')::uuid AS token,
-             nullif(r.result::jsonb, 'null'::jsonb) AS result
-      FROM json_array_elements(:acks::json) WITH ORDINALITY AS a(item, ord)
-      JOIN json_array_elements(:results::json) WITH ORDINALITY AS r(result, ord) USING (ord)
-    ), done AS (
-      DELETE FROM baton.jobs j USING input i
-      WHERE "j".slot = baton.job_slot(i.id) AND j.id = i.id AND j.state = 'claimed' AND j.lease_token = i.token
-      RETURNING j.*, i.result
+\if :slot = 0
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 0 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
     )
     INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
-      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta)
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
     SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       NULL, created_at, claimed_at, now(), last_error,
-      errors, result, payload, lease_token, meta FROM done
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
     RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 1
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 1 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 2
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 2 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 3
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 3 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 4
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 4 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 5
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 5 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 6
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 6 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\elif :slot = 7
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND "j".slot = 7 AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\else
+WITH done AS (
+      DELETE FROM baton.jobs j
+      WHERE j.id = ANY(:ids::bigint[]) AND true AND "j".lease_token = (:tokens::uuid[])[array_position(:ids::bigint[], j.id)]
+        AND "j".queue = coalesce((:nulls::text[])[array_position(:ids::bigint[], j.id)], "j".queue)
+      RETURNING j.*, nullif(((:nulls::text[])[array_position(:ids::bigint[], j.id)])::jsonb, 'null'::jsonb) AS result
+    )
+    INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
+      timeout_ms, expires_at, unique_key)
+    SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
+      NULL, created_at, claimed_at, now(), last_error,
+      errors, result, payload, lease_token, meta,
+      timeout_ms, expires_at, unique_key FROM done
+    RETURNING h.id, h.queue, h.claimed_at, h.finished_at, h.ack_token;
+\endif
