@@ -2,8 +2,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type pg from 'pg';
-import { ROOT } from '../baton-server.js';
+import { connectionOptions } from '../../src/db/database.js';
 import { IDS_PER_SLOT, RING_SLOTS } from '../../src/jobs/ring.js';
+import { ROOT } from '../baton-server.js';
 import { ackSql, claimSql, inlineParameters } from '../compiled-statements.js';
 import { databaseUrl } from '../databases.js';
 import { processCpuMs } from '../process-usage.js';
@@ -137,7 +138,12 @@ export async function runPgbench(opts: {
     databaseUrl(opts.database),
   ];
   const command = `${bin} ${args.join(' ')}`;
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The request pool's session settings (planner switches, generic plans), as the server runs them.
+  const { options } = connectionOptions('', { statementTimeoutMs: 0, connectTimeoutMs: 0, poolSize: 1 });
+  const child = spawn(bin, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PGOPTIONS: options },
+  });
   let out = '';
   let lastCpu = 0;
   const sampler = setInterval(() => {
