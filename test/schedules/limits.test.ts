@@ -4,10 +4,10 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { sha256 } from '../../src/auth/api-keys.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
+import { apiKeyEntry, bearer } from '../support/keys.js';
 
 /**
  * What keeps schedules from flooding a server: a minimum interval between a cron's occurrences
@@ -118,30 +118,24 @@ describe('BATON_MAX_SCHEDULES', () => {
 });
 
 describe('BATON_MAX_SCHEDULES_PER_KEY', () => {
-  const key = (name: string, queues?: string[]) => ({
-    name,
-    sha256: sha256(`${name}-secret`).toString('hex'),
-    scopes: ['admin'],
-    ...(queues ? { queues } : {}),
-  });
-  const as = (name: string) => ({ authorization: `Bearer ${name}-secret` });
+  const key = (name: string, queues?: string[]) => apiKeyEntry(name, ['admin'], queues);
 
   it('a queue-limited key may create schedules on its queues up to its cap; other keys are not held by it', async () => {
     const { put, exists } = await start({
       BATON_API_KEYS: JSON.stringify([key('root'), key('team-a', ['a.*']), key('team-b', ['b.*'])]),
       BATON_MAX_SCHEDULES_PER_KEY: '2',
     });
-    expect((await put('a-1', { queue: 'a.one', cron: '@daily' }, as('team-a'))).status).toBe(201);
-    expect((await put('a-2', { queue: 'a.two', cron: '@daily' }, as('team-a'))).status).toBe(201);
-    const over = await put('a-3', { queue: 'a.one', cron: '@daily' }, as('team-a'));
+    expect((await put('a-1', { queue: 'a.one', cron: '@daily' }, bearer('team-a'))).status).toBe(201);
+    expect((await put('a-2', { queue: 'a.two', cron: '@daily' }, bearer('team-a'))).status).toBe(201);
+    const over = await put('a-3', { queue: 'a.one', cron: '@daily' }, bearer('team-a'));
     expect(over.status).toBe(409);
     expect(over.body.code).toBe('schedule_limit_reached');
     expect(over.body.detail).toContain('BATON_MAX_SCHEDULES_PER_KEY');
-    expect(await exists('a-3', as('root'))).toBe(false);
+    expect(await exists('a-3', bearer('root'))).toBe(false);
     // Its own schedules can still be replaced; another tenant has its own room; a key without queue
     // limits is held by BATON_MAX_SCHEDULES only, even on team a's queues.
-    expect((await put('a-1', { queue: 'a.one', cron: '@hourly' }, as('team-a'))).status).toBe(200);
-    expect((await put('b-1', { queue: 'b.one', cron: '@daily' }, as('team-b'))).status).toBe(201);
-    expect((await put('a-3', { queue: 'a.one', cron: '@daily' }, as('root'))).status).toBe(201);
+    expect((await put('a-1', { queue: 'a.one', cron: '@hourly' }, bearer('team-a'))).status).toBe(200);
+    expect((await put('b-1', { queue: 'b.one', cron: '@daily' }, bearer('team-b'))).status).toBe(201);
+    expect((await put('a-3', { queue: 'a.one', cron: '@daily' }, bearer('root'))).status).toBe(201);
   });
 });

@@ -9,13 +9,13 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256 } from '../../src/auth/api-keys.js';
 import { serverSecret } from '../../src/db/server-secrets.js';
 import { getJob } from '../../src/jobs/read.js';
 import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../../src/sqs/receipt-handle.js';
 import { failure, sqsClient } from '../sqs/support.js';
 import { useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
+import { apiKeyEntry, bearer, sqsPairOf } from '../support/keys.js';
 
 /**
  * A leaked lease, from either protocol, is worth nothing to another tenant. Tenant B holds tenant A's
@@ -26,22 +26,12 @@ import { useTestDatabase } from '../support/database.js';
  */
 const database = useTestDatabase();
 
-const key = (name: string, scopes: string[], queues?: string[]) => ({
-  name,
-  sha256: sha256(`${name}-bearer`).toString('hex'),
-  scopes,
-  ...(queues ? { queues } : {}),
-});
 const KEYS = [
-  key('root', ['admin']),
-  key('tenant-a', ['producer', 'consumer'], ['a.*']),
-  key('tenant-b', ['producer', 'consumer', 'admin'], ['b.*']),
+  apiKeyEntry('root', ['admin']),
+  apiKeyEntry('tenant-a', ['producer', 'consumer'], ['a.*']),
+  apiKeyEntry('tenant-b', ['producer', 'consumer', 'admin'], ['b.*']),
 ];
-const PAIRS = KEYS.map((k) => ({
-  access_key_id: `AKIA${k.name.toUpperCase().replace(/-/g, '')}`,
-  secret_access_key: `${k.name}-secret-access-key-0123456789`,
-  api_key: k.name,
-}));
+const PAIRS = KEYS.map((k) => sqsPairOf(k.name));
 const server = useListeningApp(database, {
   BATON_API_KEYS: JSON.stringify(KEYS),
   BATON_SQS_CREDENTIALS: JSON.stringify(PAIRS),
@@ -62,7 +52,7 @@ const native = (who: string, method: string, path: string, body?: unknown) =>
   fetch(`${server.url}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${who}-bearer`,
+      ...bearer(who),
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { sha256 } from '../../src/auth/api-keys.js';
 import { decodeCursor } from '../../src/http/cursor.js';
 import { createTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
+import { apiKeyEntry, bearer } from '../support/keys.js';
 
 /**
  * A queue-scoped key is a tenant boundary: whatever it sends, it cannot act on, or learn about,
@@ -12,18 +12,11 @@ import { useTestDatabase } from '../support/database.js';
  */
 const database = useTestDatabase();
 
-const key = (name: string, scopes: string[], queues?: string[]) => ({
-  name,
-  sha256: sha256(`${name}-secret`).toString('hex'),
-  scopes,
-  ...(queues ? { queues } : {}),
-});
 const KEYS = JSON.stringify([
-  key('root', ['admin']),
-  key('a-admin', ['admin'], ['a.*']),
-  key('a-worker', ['consumer', 'producer'], ['a.*']),
+  apiKeyEntry('root', ['admin']),
+  apiKeyEntry('a-admin', ['admin'], ['a.*']),
+  apiKeyEntry('a-worker', ['consumer', 'producer'], ['a.*']),
 ]);
-const as = (name: string) => ({ authorization: `Bearer ${name}-secret` });
 
 describe('tenant isolation', () => {
   let app: BatonApp;
@@ -36,7 +29,7 @@ describe('tenant isolation', () => {
       await app.inject({
         method: 'POST',
         url: `/v1/queues/${queue}/jobs/batch`,
-        headers: as('root'),
+        headers: bearer('root'),
         payload: { jobs: [{ payload: 1 }, { payload: 2 }] },
       });
     }
@@ -44,7 +37,7 @@ describe('tenant isolation', () => {
       await app.inject({
         method: 'POST',
         url: '/v1/queues/secret.tenant2/claim',
-        headers: as('root'),
+        headers: bearer('root'),
         payload: {},
       })
     ).json().jobs[0];
@@ -52,7 +45,7 @@ describe('tenant isolation', () => {
       await app.inject({
         method: 'POST',
         url: '/v1/queues/a.one/claim',
-        headers: as('a-worker'),
+        headers: bearer('a-worker'),
         payload: {},
       })
     ).json().jobs[0];
@@ -60,7 +53,7 @@ describe('tenant isolation', () => {
   afterAll(() => app.close());
 
   const post = (url: string, who: string, payload?: object) =>
-    app.inject({ method: 'POST', url, headers: as(who), ...(payload ? { payload } : {}) });
+    app.inject({ method: 'POST', url, headers: bearer(who), ...(payload ? { payload } : {}) });
 
   it('a zero-padded id is refused everywhere; the other tenant’s job is untouched', async () => {
     const padded = secret.id.padStart(19, '0');
@@ -71,13 +64,13 @@ describe('tenant isolation', () => {
       post(`/v1/jobs/${padded}/nack`, 'a-worker', { lease_token: secret.lease_token }),
       post('/v1/jobs/ack', 'a-worker', { acks: [{ id: padded, lease_token: secret.lease_token }] }),
       post('/v1/jobs/renew', 'a-worker', { renewals: [{ id: padded, lease_token: secret.lease_token }] }),
-      app.inject({ method: 'GET', url: `/v1/jobs/${padded}`, headers: as('a-worker') }),
+      app.inject({ method: 'GET', url: `/v1/jobs/${padded}`, headers: bearer('a-worker') }),
     ];
     for (const res of await Promise.all(attempts)) {
       expect(res.statusCode, res.body).toBe(400);
       expect(res.json().detail).toMatch(/job id/);
     }
-    const still = await app.inject({ method: 'GET', url: `/v1/jobs/${secret.id}`, headers: as('root') });
+    const still = await app.inject({ method: 'GET', url: `/v1/jobs/${secret.id}`, headers: bearer('root') });
     expect(still.json().state).toBe('claimed');
   });
 
@@ -93,13 +86,13 @@ describe('tenant isolation', () => {
       const theirs = await app.inject({
         method,
         url: `/v1/jobs/${secret.id}${path}`,
-        headers: as(who),
+        headers: bearer(who),
         ...(body ? { payload: body } : {}),
       });
       const nothing = await app.inject({
         method,
         url: `/v1/jobs/${missing}${path}`,
-        headers: as(who),
+        headers: bearer(who),
         ...(body ? { payload: body } : {}),
       });
       expect(theirs.statusCode, path).toBe(404);
@@ -118,7 +111,7 @@ describe('tenant isolation', () => {
       { id: secret.id, outcome: 'not_found' },
       { id: mine.id, outcome: 'acked' },
     ]);
-    const still = await app.inject({ method: 'GET', url: `/v1/jobs/${secret.id}`, headers: as('root') });
+    const still = await app.inject({ method: 'GET', url: `/v1/jobs/${secret.id}`, headers: bearer('root') });
     expect(still.json().state).toBe('claimed');
   });
 
@@ -143,7 +136,7 @@ describe('tenant isolation', () => {
         await app.inject({
           method: 'GET',
           url: `/v1/queues?limit=1${cursor ? `&cursor=${cursor}` : ''}`,
-          headers: as('a-worker'),
+          headers: bearer('a-worker'),
         })
       ).json();
       expect(page.queues.length).toBeLessThanOrEqual(1);
@@ -192,9 +185,9 @@ describe('tenant isolation', () => {
   });
 
   it('/metrics reports every queue, so a key limited to some queues may not read it', async () => {
-    const limited = await app.inject({ method: 'GET', url: '/metrics', headers: as('a-worker') });
+    const limited = await app.inject({ method: 'GET', url: '/metrics', headers: bearer('a-worker') });
     expect(limited.statusCode).toBe(403);
-    const root = await app.inject({ method: 'GET', url: '/metrics', headers: as('root') });
+    const root = await app.inject({ method: 'GET', url: '/metrics', headers: bearer('root') });
     expect(root.statusCode).toBe(200);
   });
 });
