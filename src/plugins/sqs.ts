@@ -1,14 +1,13 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { serverSecret } from '../db/server-secrets.js';
 import { ProblemError } from '../http/problem.js';
-import { AckGroups, ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import { AckGroups } from '../jobs/statement-groups.js';
 import sqsRoutes from '../routes/sqs.js';
 import { authenticator } from '../sqs/authenticate.js';
 import type { SqsDeps } from '../sqs/call.js';
 import { DeadLetterDuty } from '../sqs/dead-letter.js';
 import { errorResponse, JSON_CONTENT_TYPE, protocolOf } from '../sqs/endpoint.js';
 import { SqsError } from '../sqs/errors.js';
-import { DEDUPLICATION_INTERVAL_MS } from '../sqs/queue-attributes.js';
 import { QueueCache } from '../sqs/queue-cache.js';
 import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../sqs/receipt-handle.js';
 
@@ -46,37 +45,17 @@ export default async function sqs(app: FastifyInstance) {
     );
     return handles;
   };
-  const enqueueOptions = {
-    // SQS never creates a queue on send: an unknown queue is QueueDoesNotExist.
-    autoCreate: { enabled: false, maxQueues: config.maxAutoQueues },
-    defaultMaxAttempts: config.defaultMaxAttempts,
-  };
   const deps: SqsDeps = {
     db: app.db,
     config,
     place: { region: config.sqsRegion, accountId: config.sqsAccountId },
     queues: new QueueCache(app.db, config),
-    enqueues: new EnqueueGroups(app.db, {
-      ...enqueueOptions,
-      idempotencyRetentionMs: config.idempotencyRetentionMs,
-    }),
-    // A FIFO queue's deduplication ids are idempotency keys for SQS's five-minute window.
-    fifoEnqueues: new EnqueueGroups(app.db, {
-      ...enqueueOptions,
-      idempotencyRetentionMs: DEDUPLICATION_INTERVAL_MS,
-    }),
-    claims: new ClaimGroups(app.db, config.defaultLeaseMs),
+    jobs: app.service.jobs,
     acks: new AckGroups(app.db),
     receiptHandles,
-    waitList: app.wake.waitList,
     jobsReady,
     slotsFreed: (queue, count) => app.wake.notifier.slotsFreed(queue, count),
-    heldBack: (queue, held) => {
-      app.metrics.claimsHeldBack.inc({ queue: app.metrics.queue(queue), reason: held.reason });
-      app.wake.notifier.watchSlots(queue);
-    },
     metrics: app.metrics,
-    shuttingDown: () => app.shuttingDown,
   };
   app.maintainer?.addDuty(new DeadLetterDuty(app.db, app.log, jobsReady, config.tickMs));
   await app.register(sqsRoutes, { deps, authenticate: authenticator(config) });

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { deadlineExceeded, jobNotFound, leaseLost } from '../errors.js';
 import { sendJsonText, withNextJson } from '../http/claim-response.js';
+import { claimantOf, claimFor, handOutFor } from '../http/claims.js';
 import { isoTime } from '../http/iso-time.js';
 import { jsonText } from '../http/json-input.js';
 import { type ClaimRequest, Job, JobParams } from '../http/schemas/jobs.js';
@@ -27,7 +28,6 @@ import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';
 import { type RenewOutcome, renewLease, renewLeases } from '../jobs/renew.js';
 import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
-import { claimantOf } from '../plugins/claims.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
@@ -88,7 +88,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     next: ClaimRequest,
   ) => {
     try {
-      return await app.claimFor(request, reply, queue, next);
+      return await claimFor(app.service.jobs, request, reply, queue, next);
     } catch (err) {
       request.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
       return [];
@@ -257,7 +257,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       app.wake.notifier.slotsFreed(job.queue, 1);
       if (!next) return toJob(job);
       const claimed = both?.next.length
-        ? await app.handOut(request, job.queue, next, both.next)
+        ? await handOutFor(app.service.jobs, request, job.queue, next, both.next)
         : await claimNext(request, reply, job.queue, next);
       return sendWithNext(reply, { ...toJob(job), next: [] }, claimed);
     },

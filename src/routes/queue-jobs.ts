@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidField } from '../errors.js';
 import { claimResponseJson, sendJsonText } from '../http/claim-response.js';
+import { claimFor } from '../http/claims.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { jsonText } from '../http/json-input.js';
 import {
@@ -22,7 +23,6 @@ import { toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import { refuseBornExpired } from '../jobs/expiry-rule.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
-import { EnqueueGroups } from '../jobs/statement-groups.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 
 /** The jobs of a queue, /v1/queues/{queue}/...: enqueue one, enqueue a batch, claim, list. */
@@ -80,14 +80,7 @@ function traceOfBody(body: EnqueueRequest, field: string): TraceContext | undefi
 
 const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  // Concurrent enqueues on a queue share one statement (src/jobs/statement-groups.ts); so do claims
-  // (plugins/claims.ts, shared with ack-and-claim).
-  const enqueueOptions = {
-    autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
-    defaultMaxAttempts: config.defaultMaxAttempts,
-    idempotencyRetentionMs: config.idempotencyRetentionMs,
-  };
-  const enqueues = new EnqueueGroups(app.db, enqueueOptions);
+  const { jobs } = app.service;
 
   app.post(
     '/v1/queues/:queue/jobs',
@@ -119,10 +112,8 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
       await refuseBornExpired(app.db, [item], () => '');
-      const [result] = await enqueues.enqueue(queue, [item]);
+      const [result] = await jobs.enqueue(queue, [item]);
       const { job, created } = result!;
-      if (created) app.metrics.enqueued(queue, 1);
-      if (created && job.state === 'ready') app.wake.notifier.jobsReady(queue, 1);
       return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
   );
@@ -154,10 +145,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace),
       );
       await refuseBornExpired(app.db, items, (i) => `jobs[${i}].`);
-      const results = await enqueues.enqueue(queue, items);
-      app.metrics.enqueued(queue, results.filter((r) => r.created).length);
-      const ready = results.filter((r) => r.created && r.job.state === 'ready').length;
-      app.wake.notifier.jobsReady(queue, ready);
+      const results = await jobs.enqueue(queue, items);
       return reply
         .code(201)
         .send({ jobs: results.map((r) => ({ ...toEnqueuedJob(r.job), created: r.created })) });
@@ -192,7 +180,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) =>
       sendJsonText(
         reply,
-        claimResponseJson(await app.claimFor(request, reply, request.params.queue, request.body)),
+        claimResponseJson(await claimFor(jobs, request, reply, request.params.queue, request.body)),
       ),
   );
 

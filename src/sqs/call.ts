@@ -1,10 +1,9 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { HeldBack } from '../jobs/claim.js';
-import type { AckGroups, ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import type { AckGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { WaitList } from '../wake/wait-list.js';
+import type { JobUseCases } from '../service/jobs.js';
 import { type Caller, checkQueue } from './access.js';
 import { invalidValue, missingParameter } from './errors.js';
 import type { Input } from './input.js';
@@ -18,22 +17,16 @@ export interface SqsDeps {
   config: Config;
   place: SqsPlace;
   queues: QueueCache;
-  enqueues: EnqueueGroups;
-  /** Enqueues into FIFO queues: their deduplication ids are idempotency keys kept five minutes. */
-  fifoEnqueues: EnqueueGroups;
-  claims: ClaimGroups;
+  /** The replica's job use cases (src/service/): enqueue, claim, ... as the native API's. */
+  jobs: JobUseCases;
   acks: AckGroups;
   /** The receipt handles' codec, its key read from the database once (see receipt-handle.ts). */
   receiptHandles: () => Promise<ReceiptHandles>;
-  waitList: WaitList;
   /** After a write made jobs ready: wake claimers here and on other replicas. */
   jobsReady: (queue: string, count: number) => void;
   /** After jobs left `claimed` (delete, a release to dead): wake claimers a limit held back. */
   slotsFreed: (queue: string, count: number) => void;
-  /** A claim was held back by a flow-control limit. */
-  heldBack: (queue: string, held: HeldBack) => void;
   metrics: Metrics;
-  shuttingDown: () => boolean;
 }
 
 /** One request: who calls, how its queue URLs are written, and whether its client is still there. */

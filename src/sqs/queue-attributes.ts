@@ -68,9 +68,6 @@ const FIFO_DEFAULTS: Record<string, string> = {
 
 export const DEFAULT_VISIBILITY_TIMEOUT_S = 30;
 
-/** How long a FIFO queue remembers a deduplication id: SQS's five minutes. */
-export const DEDUPLICATION_INTERVAL_MS = 5 * 60 * 1000;
-
 /** A queue's SQS attributes as stored, over the defaults of its kind. */
 function storedAttributes(meta: QueueMeta, fifo: boolean): Record<string, string> {
   return { ...DEFAULTS, ...(fifo ? FIFO_DEFAULTS : {}), ...meta.sqs?.attributes };

@@ -1,6 +1,5 @@
-import { type ClaimedRow, releaseClaims } from '../../jobs/claim.js';
+import type { ClaimedRow } from '../../jobs/claim.js';
 import { parseDatabaseJson } from '../../json/exact.js';
-import { claimWithWait } from '../../wake/long-poll.js';
 import { type Action, queueOf } from '../call.js';
 import { optionalInt, stringList } from '../input.js';
 import { md5Hex, md5OfAttributes } from '../md5.js';
@@ -49,24 +48,16 @@ export const receiveMessage: Action = async (call, input) => {
   // Before the claim: a key that cannot be read fails the receive with nothing claimed.
   const handles = await deps.receiptHandles();
 
-  const { jobs: rows } = await claimWithWait(deps.claims, deps.waitList, {
+  // A receiver that goes away gets nothing: the service gives back what it claimed meanwhile.
+  const rows = await deps.jobs.claim({
     queue: name,
     maxJobs,
     leaseMs: visibility === undefined ? undefined : leaseOf(visibility),
     workerId: call.caller.senderId,
-    waitMs: deps.shuttingDown() ? 0 : (wait ?? queue.waitSeconds) * 1000,
-    pollIntervalMs: deps.config.pollIntervalMs,
+    waitMs: (wait ?? queue.waitSeconds) * 1000,
     signal: call.signal,
-    onHeldBack: (held) => deps.heldBack(name, held),
+    log: call.log,
   });
-  if (call.signal.aborted && rows.length > 0) {
-    // The client left while we claimed: nobody will receive these leases, so hand the jobs back.
-    const released = await releaseClaims(deps.db, rows);
-    call.log.info({ released }, 'SQS receiver went away; released its messages');
-    deps.jobsReady(name, released);
-    return {};
-  }
-  deps.metrics.claimed(name, rows);
   if (rows.length === 0) return {};
   const wanted = systemNames.some((n) => n === 'All') ? SYSTEM_ATTRIBUTES : systemNames;
   return { Messages: rows.map((row) => toMessage(row, handles, queue.fifo, wanted, attributeNames)) };

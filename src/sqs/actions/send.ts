@@ -150,17 +150,9 @@ function prepare(call: SqsCall, queue: SqsQueue, entry: Input): Prepared {
   };
 }
 
-async function enqueue(call: SqsCall, queue: SqsQueue, items: EnqueueItem[]) {
-  // FIFO queues' deduplication ids are idempotency keys kept five minutes, in their own groups.
-  const enqueues = queue.fifo ? call.deps.fifoEnqueues : call.deps.enqueues;
-  const results = await enqueues.enqueue(queue.name, items);
-  // A duplicate (FIFO) creates nothing: neither counted nor woken for.
-  const created = results.filter((r) => r.created);
-  call.deps.metrics.enqueued(queue.name, created.length);
-  const ready = created.filter((r) => r.job.state === 'ready').length;
-  if (ready > 0) call.deps.jobsReady(queue.name, ready);
-  return results;
-}
+/** SQS never creates a queue on send; a FIFO queue's deduplication ids are idempotency keys. */
+const enqueue = (call: SqsCall, queue: SqsQueue, items: EnqueueItem[]) =>
+  call.deps.jobs.enqueue(queue.name, items, queue.fifo ? 'sqs-fifo' : 'sqs');
 
 /** What a send answers of its job: its MessageId and, on a FIFO queue, its SequenceNumber. */
 const ids = (queue: SqsQueue, id: string) => ({

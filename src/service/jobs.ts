@@ -1,0 +1,139 @@
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import { type Claimant, type ClaimedRow, releaseClaims } from '../jobs/claim.js';
+import type { EnqueueItem, EnqueueResult } from '../jobs/enqueue.js';
+import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import type { Log } from '../logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { claimWithWait } from '../wake/long-poll.js';
+import type { Notifier } from '../wake/notifier.js';
+import type { WaitList } from '../wake/wait-list.js';
+
+/** What the use cases work with: built once per replica (plugins/service.ts). */
+export interface ServiceDeps {
+  db: Db;
+  config: Config;
+  metrics: Metrics;
+  notifier: Notifier;
+  waitList: WaitList;
+  /** True from the moment the server begins to close: long-polls return at once. */
+  shuttingDown: () => boolean;
+}
+
+/**
+ * How an enqueue treats what it was not told: the native API creates an unknown queue (unless the
+ * server runs with auto-create off) and keeps idempotency keys BATON_IDEMPOTENCY_RETENTION_MS; SQS
+ * never creates a queue on send; an SQS FIFO queue's deduplication ids are idempotency keys kept
+ * SQS's five minutes.
+ */
+export type EnqueuePolicy = 'api' | 'sqs' | 'sqs-fifo';
+
+/** SQS's deduplication interval: a FIFO message's deduplication id is remembered five minutes. */
+export const SQS_DEDUPLICATION_MS = 5 * 60_000;
+
+/** A claim of a request: its claimant, how long it may wait, and what tells it the client has gone. */
+export interface ClaimCall extends Claimant {
+  queue: string;
+  waitMs: number;
+  /** Aborted when the client goes away: the wait ends, and jobs claimed meanwhile are given back. */
+  signal: AbortSignal;
+  log: Log;
+}
+
+/**
+ * The job use cases of one replica, whichever protocol asks (routes/, sqs/): each does its writes
+ * through the replica's only group-commit batchers (jobs/statement-groups.ts), then counts them in
+ * the metrics and wakes whom they concern (waiting claims here and on other replicas).
+ */
+export class JobUseCases {
+  private readonly enqueues: Record<EnqueuePolicy, EnqueueGroups>;
+  private readonly claims: ClaimGroups;
+
+  constructor(private readonly deps: ServiceDeps) {
+    const { db, config } = deps;
+    const base = {
+      autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
+      defaultMaxAttempts: config.defaultMaxAttempts,
+      idempotencyRetentionMs: config.idempotencyRetentionMs,
+    };
+    const sqs = { ...base, autoCreate: { enabled: false, maxQueues: config.maxAutoQueues } };
+    // Concurrent enqueues of a queue share one statement; the three policies group apart, since a
+    // statement has one policy.
+    this.enqueues = {
+      api: new EnqueueGroups(db, base),
+      sqs: new EnqueueGroups(db, sqs),
+      'sqs-fifo': new EnqueueGroups(db, { ...sqs, idempotencyRetentionMs: SQS_DEDUPLICATION_MS }),
+    };
+    this.claims = new ClaimGroups(db, config.defaultLeaseMs);
+  }
+
+  /**
+   * Enqueue jobs into a queue; per item, its job and whether this call created it (an idempotency
+   * or unique key may answer an existing job). Created jobs are counted, and those ready now wake
+   * waiting claims.
+   */
+  async enqueue(
+    queue: string,
+    items: EnqueueItem[],
+    policy: EnqueuePolicy = 'api',
+  ): Promise<EnqueueResult[]> {
+    const results = await this.enqueues[policy].enqueue(queue, items);
+    let created = 0;
+    let ready = 0;
+    for (const r of results) {
+      if (!r.created) continue;
+      created++;
+      if (r.job.state === 'ready') ready++;
+    }
+    this.deps.metrics.enqueued(queue, created);
+    if (ready > 0) this.deps.notifier.jobsReady(queue, ready);
+    return results;
+  }
+
+  /**
+   * Claim for a request, waiting up to waitMs for work (holding no connection, wake/long-poll.ts):
+   * the claim route, ack-and-claim's `next` and SQS ReceiveMessage all claim through here, so flow
+   * control, paused queues, long-poll, shutdown and a client that goes away behave the same on
+   * each. Jobs claimed for a client that has gone are given back at once.
+   */
+  async claim(call: ClaimCall): Promise<ClaimedRow[]> {
+    const { metrics, notifier, waitList, config } = this.deps;
+    const { jobs: rows } = await claimWithWait(this.claims, waitList, {
+      queue: call.queue,
+      maxJobs: call.maxJobs,
+      leaseMs: call.leaseMs,
+      workerId: call.workerId,
+      waitMs: this.deps.shuttingDown() ? 0 : call.waitMs,
+      pollIntervalMs: config.pollIntervalMs,
+      signal: call.signal,
+      onHeldBack: (held) => {
+        metrics.claimsHeldBack.inc({ queue: metrics.queue(call.queue), reason: held.reason });
+        notifier.watchSlots(call.queue);
+      },
+    });
+    if (call.signal.aborted && rows.length > 0) return this.giveBack(call, rows);
+    metrics.claimed(call.queue, rows);
+    return rows;
+  }
+
+  /**
+   * Hand out jobs a statement other than the claim's claimed for a request (ack-and-claim in one
+   * statement, jobs/ack-and-claim.ts), as claim() would: given back if the client has gone, counted,
+   * and a full batch passes the baton to the queue's next long-poll.
+   */
+  async handOut(call: Omit<ClaimCall, 'waitMs'>, rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+    if (rows.length === 0) return rows;
+    if (call.signal.aborted) return this.giveBack(call, rows);
+    this.deps.metrics.claimed(call.queue, rows);
+    if (rows.length === call.maxJobs) this.deps.waitList.wake(call.queue, 1);
+    return rows;
+  }
+
+  /** Jobs claimed for a client that went away: nobody will receive these leases, so they go back. */
+  private async giveBack(call: Pick<ClaimCall, 'queue' | 'log'>, rows: ClaimedRow[]): Promise<ClaimedRow[]> {
+    const released = await releaseClaims(this.deps.db, rows);
+    call.log.info({ released }, 'claimant went away; released its jobs');
+    this.deps.notifier.jobsReady(call.queue, released);
+    return [];
+  }
+}

@@ -1,0 +1,16 @@
+import { JobUseCases, type ServiceDeps } from './jobs.js';
+
+/**
+ * The use cases of one replica, below every protocol: routes/ and sqs/ translate a request into
+ * these calls and their results into an answer, and nothing else. Built once per replica
+ * (plugins/service.ts), so the group-commit batchers it holds are the replica's only ones.
+ */
+export interface Service {
+  jobs: JobUseCases;
+}
+
+export function createService(deps: ServiceDeps): Service {
+  return { jobs: new JobUseCases(deps) };
+}
+
+export type { ServiceDeps };
