@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Claimant, ClaimedRow } from '../jobs/claim.js';
-import type { JobUseCases } from '../service/jobs.js';
+import type { Claimant } from '../jobs/claim.js';
+import type { NextClaim } from '../service/leases.js';
 import type { ClaimRequest } from './schemas/jobs.js';
 
 /** A claim request's body (the claim route's, or an ack's `next`) as the claim statements take it. */
@@ -9,45 +9,30 @@ export function claimantOf(body: ClaimRequest): Claimant {
 }
 
 /**
- * Claim for an HTTP request, as POST /v1/queues/{queue}/claim does; ack-and-claim's `next` answers
- * through it too. The client going away (the response closes before anything was written) ends the
- * long-poll, and the service gives back what it claimed meanwhile.
+ * A claim request's body as the service's claim takes it, for this request: it long-polls up to
+ * `wait_ms`, and stops (giving back what it claimed) once `signal` says the client has gone.
  */
-export async function claimFor(
-  jobs: JobUseCases,
-  request: FastifyRequest,
+export function claimOf(request: FastifyRequest, body: ClaimRequest, signal: AbortSignal): NextClaim {
+  return { ...claimantOf(body), waitMs: body.wait_ms ?? 0, signal, log: request.log };
+}
+
+/**
+ * Run `work` with a signal that aborts when the client goes away: the response's 'close' fires when
+ * it finishes or when the client drops the connection, and only the latter (nothing written yet)
+ * aborts.
+ */
+export async function whileConnected<T>(
   reply: FastifyReply,
-  queue: string,
-  body: ClaimRequest,
-): Promise<ClaimedRow[]> {
-  // 'close' fires when the response finishes or when the client drops the connection; only the
-  // latter (nothing written yet) should stop the long-poll.
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const abort = new AbortController();
   const onClose = () => {
     if (!reply.raw.writableEnded) abort.abort();
   };
   reply.raw.once('close', onClose);
   try {
-    return await jobs.claim({
-      queue,
-      ...claimantOf(body),
-      waitMs: body.wait_ms ?? 0,
-      signal: abort.signal,
-      log: request.log,
-    });
+    return await work(abort.signal);
   } finally {
     reply.raw.off('close', onClose);
   }
-}
-
-/** Hand out jobs ack-and-claim's statement claimed for this request (JobUseCases.handOut). */
-export function handOutFor(
-  jobs: JobUseCases,
-  request: FastifyRequest,
-  queue: string,
-  body: ClaimRequest,
-  rows: ClaimedRow[],
-): Promise<ClaimedRow[]> {
-  const gone = request.raw.socket?.destroyed ? AbortSignal.abort() : new AbortController().signal;
-  return jobs.handOut({ queue, ...claimantOf(body), signal: gone, log: request.log }, rows);
 }

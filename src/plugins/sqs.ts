@@ -1,7 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { serverSecret } from '../db/server-secrets.js';
 import { ProblemError } from '../http/problem.js';
-import { AckGroups } from '../jobs/statement-groups.js';
 import sqsRoutes from '../routes/sqs.js';
 import { authenticator } from '../sqs/authenticate.js';
 import type { SqsDeps } from '../sqs/call.js';
@@ -51,10 +50,8 @@ export default async function sqs(app: FastifyInstance) {
     place: { region: config.sqsRegion, accountId: config.sqsAccountId },
     queues: new QueueCache(app.db, config),
     jobs: app.service.jobs,
-    acks: new AckGroups(app.db),
+    leases: app.service.leases,
     receiptHandles,
-    jobsReady,
-    slotsFreed: (queue, count) => app.wake.notifier.slotsFreed(queue, count),
     metrics: app.metrics,
   };
   app.maintainer?.addDuty(new DeadLetterDuty(app.db, app.log, jobsReady, config.tickMs));

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { deadlineExceeded, jobNotFound, leaseLost } from '../errors.js';
 import { sendJsonText, withNextJson } from '../http/claim-response.js';
-import { claimantOf, claimFor, handOutFor } from '../http/claims.js';
+import { claimOf, whileConnected } from '../http/claims.js';
 import { isoTime } from '../http/iso-time.js';
 import { jsonText } from '../http/json-input.js';
-import { type ClaimRequest, Job, JobParams } from '../http/schemas/jobs.js';
+import { Job, JobParams } from '../http/schemas/jobs.js';
 import {
   AckRequest,
   BatchAckRequest,
@@ -20,18 +20,10 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
-import { type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
-import { cancelJob } from '../jobs/cancel.js';
 import type { ClaimedRow } from '../jobs/claim.js';
-import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
-import { nackJob } from '../jobs/nack.js';
-import { getJob } from '../jobs/read.js';
-import { type RenewOutcome, renewLease, renewLeases } from '../jobs/renew.js';
-import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
+import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
-
-type LeaseOperation = 'renew' | 'ack' | 'nack';
 
 /** What `next` does, for the descriptions of the ack, the batch ack and the nack. */
 const ackAndClaim = (verb: 'ack' | 'nack') =>
@@ -42,72 +34,13 @@ const ackAndClaim = (verb: 'ack' | 'nack') =>
 
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  // Concurrent acks share one statement and one commit (src/jobs/statement-groups.ts).
-  const acks = new AckGroups(app.db);
-  // A single ack with `next` acks and claims in one statement where it can (jobs/ack-and-claim.ts).
-  const acksAndClaims = new AckAndClaimGroups(app.db, config.defaultLeaseMs);
+  const { leases } = app.service;
 
-  /** A single lease write's answer: its value, or 409 lease_lost (counted) or 404. */
-  const settle = <T>(out: LeaseOutcome<T>, id: string, operation: LeaseOperation): T => {
+  /** A single lease write's answer: its value, or 409 lease_lost or 404 (the service counted it). */
+  const settle = <T>(out: LeaseOutcome<T>, id: string): T => {
     if (out.outcome === 'done') return out.value;
     if (out.outcome === 'not_found') throw jobNotFound(id);
-    app.metrics.leaseLost(out.queue, operation);
     throw leaseLost(id);
-  };
-
-  /**
-   * A batch's outcomes by item, in request order. Items a queue-limited key may not see (absent from
-   * its `scope`, see plugins/auth.ts) are left out of the write and answered not_found; lost leases
-   * are counted.
-   */
-  const settleBatch = async <I extends { id: string }, O extends LeaseOutcome<unknown> | RenewOutcome>(
-    items: I[],
-    scope: ReadonlyMap<string, string> | undefined,
-    operation: LeaseOperation,
-    write: (visible: I[]) => Promise<O[]>,
-  ): Promise<(O | { outcome: 'not_found' })[]> => {
-    const visible = scope ? items.filter((item) => scope.has(item.id)) : items;
-    const outcomes = await write(visible);
-    const byId = new Map<string, O>(visible.map((item, i) => [item.id, outcomes[i]!]));
-    for (const out of byId.values() as Iterable<LeaseOutcome<unknown> | RenewOutcome>)
-      if (out.outcome === 'lease_lost') app.metrics.leaseLost(out.queue, operation);
-    return items.map((item) => byId.get(item.id) ?? { outcome: 'not_found' as const });
-  };
-
-  /**
-   * Ack-and-claim: after the ack (or nack) has committed, claim the next jobs of its queue through the
-   * claim route's own path (plugins/claims.ts). The ack stands whatever happens here: a claim that
-   * fails is logged and answered as no jobs, so the worker learns its ack went through and claims
-   * again. Who may ack a job may claim from its queue (both need the consumer scope and the job's
-   * queue, checked by plugins/auth.ts before the ack), so nothing is refused after the ack.
-   */
-  const claimNext = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    queue: string,
-    next: ClaimRequest,
-  ) => {
-    try {
-      return await claimFor(app.service.jobs, request, reply, queue, next);
-    } catch (err) {
-      request.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
-      return [];
-    }
-  };
-
-  /**
-   * The ack and the claim of `next` in one statement (jobs/ack-and-claim.ts). Answers undefined, and
-   * the route takes the ack path and then the claim path, when it did not ack the job (a lost lease,
-   * a repeated ack, a job carried to another slot) or failed: being atomic, it then did nothing.
-   */
-  const ackAndClaimOnce = async (request: FastifyRequest, item: AckItem, next: ClaimRequest) => {
-    try {
-      const out = await acksAndClaims.ackAndClaim({ ...item, next: claimantOf(next) });
-      return out.job ? out : undefined;
-    } catch (err) {
-      request.log.warn({ err }, 'ack-and-claim in one statement failed; acking, then claiming');
-      return undefined;
-    }
   };
 
   /**
@@ -133,7 +66,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      const row = await getJob(app.db, id, request.jobQueues?.get(id));
+      const row = await app.service.jobs.read(id, request.jobQueues?.get(id));
       if (!row) throw jobNotFound(id);
       return toJob(row);
     },
@@ -165,10 +98,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         leaseToken: request.body.lease_token,
         leaseMs: request.body.lease_ms,
       };
-      const out = await renewLease(app.db, item);
-      if (out.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
-      const renewed = settle(out, id, 'renew');
-      app.metrics.renewed(renewed.queue);
+      const [out] = await leases.renew([item]);
+      if (out!.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
+      const renewed = settle(out!, id);
       return { id, lease_expires_at: isoTime(renewed.lease_expires_at), lease_ms: renewed.lease_ms };
     },
   );
@@ -202,11 +134,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         leaseToken: r.lease_token,
         leaseMs: r.lease_ms,
       }));
-      const outcomes = await settleBatch(items, scope, 'renew', (visible) => renewLeases(app.db, visible));
+      const outcomes = await leases.renew(items, scope);
       const results = outcomes.map((out, i) => {
         const id = items[i]!.id;
         if (out.outcome !== 'done') return { id, outcome: out.outcome };
-        app.metrics.renewed(out.value.queue);
         const { lease_expires_at, lease_ms } = out.value;
         return {
           id,
@@ -251,15 +182,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         leaseToken: request.body.lease_token,
         resultJson,
       };
-      const both = next ? await ackAndClaimOnce(request, item, next) : undefined;
-      const job = both?.job ?? settle(await ackJob(app.db, acks, item), id, 'ack');
-      app.metrics.acked([job]);
-      app.wake.notifier.slotsFreed(job.queue, 1);
-      if (!next) return toJob(job);
-      const claimed = both?.next.length
-        ? await handOutFor(app.service.jobs, request, job.queue, next, both.next)
-        : await claimNext(request, reply, job.queue, next);
-      return sendWithNext(reply, { ...toJob(job), next: [] }, claimed);
+      if (!next) return toJob(settle((await leases.ack(item)).outcome, id));
+      const acked = await whileConnected(reply, (signal) => leases.ack(item, claimOf(request, next, signal)));
+      return sendWithNext(reply, { ...toJob(settle(acked.outcome, id)), next: [] }, acked.next);
     },
   );
 
@@ -298,19 +223,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             ? undefined
             : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
       }));
-      // With next: the batch's one queue, found (or refused) before anything is acked.
-      const nextQueue = next
-        ? await queueOfBatch(
-            app.db,
-            'acks',
-            items.map((item) => item.id),
-            scope,
-          )
-        : undefined;
-      const outcomes = await settleBatch(items, scope, 'ack', (visible) => ackJobs(app.db, acks, visible));
-      const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
-      app.metrics.acked(done);
-      for (const job of done) app.wake.notifier.slotsFreed(job.queue, 1);
+      // With next, the batch's one queue is found (or refused) before anything is acked.
+      const { outcome: outcomes, next: claimed } = await whileConnected(reply, (signal) =>
+        leases.ackBatch(items, { scope, next: next && claimOf(request, next, signal) }),
+      );
       const results = outcomes.map((out, i) => ({
         id: items[i]!.id,
         outcome: out.outcome === 'done' ? ('acked' as const) : out.outcome,
@@ -318,13 +234,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const acked = results.filter((r) => r.outcome === 'acked').length;
       const answer = { results, acked, failed: results.length - acked };
       if (!next) return answer;
-      // A stale lease anywhere in the batch claims nothing, as a single ack's 409 would.
-      const claim = nextQueue !== undefined && acked > 0 && !results.some((r) => r.outcome === 'lease_lost');
-      return sendWithNext(
-        reply,
-        { ...answer, next: [] },
-        claim ? await claimNext(request, reply, nextQueue, next) : [],
-      );
+      return sendWithNext(reply, { ...answer, next: [] }, claimed);
     },
   );
 
@@ -366,16 +276,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         retryInMs: retry_in_ms,
         dead,
       };
-      const { job, readyNow } = settle(await nackJob(app.db, input, config), id, 'nack');
-      app.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
-      if (readyNow) app.wake.notifier.jobsReady(job.queue, 1);
-      else app.wake.notifier.slotsFreed(job.queue, 1);
-      if (!next) return toJob(job);
-      return sendWithNext(
-        reply,
-        { ...toJob(job), next: [] },
-        await claimNext(request, reply, job.queue, next),
+      if (!next) return toJob(settle((await leases.nack(input)).outcome, id).job);
+      const nacked = await whileConnected(reply, (signal) =>
+        leases.nack(input, claimOf(request, next, signal)),
       );
+      return sendWithNext(reply, { ...toJob(settle(nacked.outcome, id).job), next: [] }, nacked.next);
     },
   );
 
@@ -397,12 +302,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      const { job, already } = await cancelJob(app.db, id, request.jobQueues?.get(id));
-      if (!already) {
-        app.metrics.cancelled(job.queue, 1);
-        app.wake.notifier.slotsFreed(job.queue, 1);
-      }
-      return toJob(job);
+      return toJob(await leases.cancel(id, request.jobQueues?.get(id)));
     },
   );
 };

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidField } from '../errors.js';
 import { claimResponseJson, sendJsonText } from '../http/claim-response.js';
-import { claimFor } from '../http/claims.js';
+import { claimOf, whileConnected } from '../http/claims.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { jsonText } from '../http/json-input.js';
 import {
@@ -180,7 +180,11 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) =>
       sendJsonText(
         reply,
-        claimResponseJson(await claimFor(jobs, request, reply, request.params.queue, request.body)),
+        claimResponseJson(
+          await whileConnected(reply, (signal) =>
+            jobs.claim({ queue: request.params.queue, ...claimOf(request, request.body, signal) }),
+          ),
+        ),
       ),
   );
 

@@ -2,6 +2,8 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { type Claimant, type ClaimedRow, releaseClaims } from '../jobs/claim.js';
 import type { EnqueueItem, EnqueueResult } from '../jobs/enqueue.js';
+import type { JobRow } from '../jobs/job-row.js';
+import { getJob } from '../jobs/read.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -88,6 +90,11 @@ export class JobUseCases {
     this.deps.metrics.enqueued(queue, created);
     if (ready > 0) this.deps.notifier.jobsReady(queue, ready);
     return results;
+  }
+
+  /** A job in any state; with `queue` (a queue-limited key's scope), only a job of that queue. */
+  read(id: string, queue?: string): Promise<JobRow | undefined> {
+    return getJob(this.deps.db, id, queue);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { JobUseCases, type ServiceDeps } from './jobs.js';
+import { LeaseUseCases } from './leases.js';
 
 /**
  * The use cases of one replica, below every protocol: routes/ and sqs/ translate a request into
@@ -7,10 +8,12 @@ import { JobUseCases, type ServiceDeps } from './jobs.js';
  */
 export interface Service {
   jobs: JobUseCases;
+  leases: LeaseUseCases;
 }
 
 export function createService(deps: ServiceDeps): Service {
-  return { jobs: new JobUseCases(deps) };
+  const jobs = new JobUseCases(deps);
+  return { jobs, leases: new LeaseUseCases(deps, jobs) };
 }
 
 export type { ServiceDeps };

@@ -1,9 +1,9 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { AckGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { JobUseCases } from '../service/jobs.js';
+import type { LeaseUseCases } from '../service/leases.js';
 import { type Caller, checkQueue } from './access.js';
 import { invalidValue, missingParameter } from './errors.js';
 import type { Input } from './input.js';
@@ -19,13 +19,10 @@ export interface SqsDeps {
   queues: QueueCache;
   /** The replica's job use cases (src/service/): enqueue, claim, ... as the native API's. */
   jobs: JobUseCases;
-  acks: AckGroups;
+  /** The replica's lease use cases: DeleteMessage acks, ChangeMessageVisibility renews or nacks. */
+  leases: LeaseUseCases;
   /** The receipt handles' codec, its key read from the database once (see receipt-handle.ts). */
   receiptHandles: () => Promise<ReceiptHandles>;
-  /** After a write made jobs ready: wake claimers here and on other replicas. */
-  jobsReady: (queue: string, count: number) => void;
-  /** After jobs left `claimed` (delete, a release to dead): wake claimers a limit held back. */
-  slotsFreed: (queue: string, count: number) => void;
   metrics: Metrics;
 }
 

@@ -1,5 +1,3 @@
-import { ackJob, ackJobs } from '../../jobs/ack.js';
-import type { LeaseOutcome } from '../../jobs/lease-outcome.js';
 import { batchEntries, distinctRounds, failedEntry } from '../batch.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidReceiptHandle, SqsError } from '../errors.js';
@@ -26,25 +24,13 @@ export async function leasesOfHandles(call: SqsCall, queue: string): Promise<(ha
   };
 }
 
-/** Metrics of an ack's outcome: acked jobs, or a lost lease (a stale handle). */
-function count(
-  call: SqsCall,
-  queue: string,
-  outcome: LeaseOutcome<{ queue: string; claimed_at: Date | null; finished_at: Date | null }>,
-) {
-  if (outcome.outcome === 'done') {
-    call.deps.metrics.acked([outcome.value]);
-    call.deps.slotsFreed(queue, 1);
-  } else if (outcome.outcome === 'lease_lost') call.deps.metrics.leaseLost(queue, 'ack');
-}
-
 export const deleteMessage: Action = async (call, input) => {
   const queue = queueOf(call, input);
   const leaseOf = await leasesOfHandles(call, queue);
   const lease = leaseOf(requiredString(input, 'ReceiptHandle'));
   await call.deps.queues.get(queue);
-  const outcome = await ackJob(call.deps.db, call.deps.acks, lease);
-  count(call, queue, outcome);
+  // A stale handle acks nothing, and as SQS documents that is not an error.
+  await call.deps.leases.ack(lease);
   return {};
 };
 
@@ -63,9 +49,6 @@ export const deleteMessageBatch: Action = async (call, input) => {
       failed.push(failedEntry(entry.id, err));
     }
   }
-  for (const round of distinctRounds(items)) {
-    const outcomes = await ackJobs(call.deps.db, call.deps.acks, round);
-    for (const outcome of outcomes) count(call, queue, outcome);
-  }
+  for (const round of distinctRounds(items)) await call.deps.leases.ackBatch(round);
   return { Successful: items.map((i) => ({ Id: i.entry })), Failed: failed };
 };

@@ -1,6 +1,4 @@
 import type { LeaseOutcome } from '../../jobs/lease-outcome.js';
-import { nackJob } from '../../jobs/nack.js';
-import { renewLeases } from '../../jobs/renew.js';
 import { batchEntries, distinctRounds, failedEntry } from '../batch.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { SqsError } from '../errors.js';
@@ -33,23 +31,13 @@ interface Change {
 
 /** Make one message visible now: a nack without delay (on a FIFO queue, in its place). */
 async function release(call: SqsCall, queue: SqsQueue, change: Change): Promise<LeaseOutcome<unknown>> {
-  const { deps } = call;
-  const outcome = await nackJob(
-    deps.db,
-    {
-      ...change.lease,
-      error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
-      retryInMs: 0,
-      // A FIFO message given back comes before its group's later ones, as after a timeout.
-      keepPlace: queue.fifo,
-    },
-    deps.config,
-  );
-  if (outcome.outcome === 'done') {
-    deps.metrics.nacked(change.lease.queue, outcome.value.job.state === 'dead' ? 'dead' : 'retry');
-    if (outcome.value.readyNow) deps.jobsReady(change.lease.queue, 1);
-    else deps.slotsFreed(change.lease.queue, 1);
-  }
+  const { outcome } = await call.deps.leases.nack({
+    ...change.lease,
+    error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
+    retryInMs: 0,
+    // A FIFO message given back comes before its group's later ones, as after a timeout.
+    keepPlace: queue.fifo,
+  });
   return outcome;
 }
 
@@ -63,12 +51,9 @@ async function apply(call: SqsCall, queue: SqsQueue, changes: Change[]): Promise
     .filter((c) => c.seconds > 0)
     .map((c) => ({ ...c.lease, leaseMs: c.seconds * 1000, change: c }));
   for (const round of distinctRounds(renewals)) {
-    const outcomes = await renewLeases(call.deps.db, round);
+    const outcomes = await call.deps.leases.renew(round);
     outcomes.forEach((outcome, i) => {
-      const { change } = round[i]!;
-      if (outcome.outcome === 'done') call.deps.metrics.renewed(change.lease.queue);
-      if (outcome.outcome === 'lease_lost') call.deps.metrics.leaseLost(change.lease.queue, 'renew');
-      applied.set(change, outcome.outcome === 'done');
+      applied.set(round[i]!.change, outcome.outcome === 'done');
     });
   }
   return applied;

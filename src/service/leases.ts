@@ -1,0 +1,185 @@
+import { type AckedJob, type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
+import { cancelJob } from '../jobs/cancel.js';
+import type { ClaimedRow } from '../jobs/claim.js';
+import type { JobRow } from '../jobs/job-row.js';
+import { type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
+import { type NackInput, type NackResult, nackJob } from '../jobs/nack.js';
+import { type RenewItem, type RenewOutcome, renewLeases } from '../jobs/renew.js';
+import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
+import type { ClaimCall, JobUseCases, ServiceDeps } from './jobs.js';
+
+/** The next jobs an ack or nack asks for (`next`): a claim of the acked job's queue. */
+export type NextClaim = Omit<ClaimCall, 'queue'>;
+
+/** A write's outcome, and the jobs claimed for `next` (empty without next, or when nothing was claimed). */
+export interface WithNext<T> {
+  outcome: T;
+  next: ClaimedRow[];
+}
+
+/** A batch item the caller may not see (a queue-limited key's other queues): left out, answered so. */
+type Hidden = { outcome: 'not_found' };
+
+/**
+ * What a worker does with its lease: renew, ack, nack (each with `next`, the claim of its queue's
+ * next jobs in the same call), and an operator's cancel. Every write is guarded by the lease token
+ * (jobs/), counted in the metrics, and wakes what it frees: an ack or a nack to dead frees a slot of
+ * a limited queue (slotsFreed), a nack retried at once makes a job ready (jobsReady).
+ *
+ * `scope`, for a key limited to queue patterns, maps each job the key may see to its queue
+ * (plugins/auth.ts): items outside it are left out of the write and answered not_found.
+ */
+export class LeaseUseCases {
+  private readonly acks: AckGroups;
+  private readonly acksAndClaims: AckAndClaimGroups;
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly jobs: JobUseCases,
+  ) {
+    this.acks = new AckGroups(deps.db);
+    this.acksAndClaims = new AckAndClaimGroups(deps.db, deps.config.defaultLeaseMs);
+  }
+
+  /**
+   * Ack one job. With `next`, the ack and the claim of its queue's next jobs go in one statement
+   * where they can (jobs/ack-and-claim.ts); when that statement did not ack the job (a lost lease, a
+   * repeated ack, a job carried to another slot) or failed, being atomic it did nothing, and the ack
+   * path and then the claim path run instead. The ack stands whatever happens to the claim.
+   */
+  async ack(item: AckItem, next?: NextClaim): Promise<WithNext<LeaseOutcome<JobRow>>> {
+    const both = next ? await this.ackAndClaimOnce(item, next) : undefined;
+    const outcome: LeaseOutcome<JobRow> = both?.job
+      ? { outcome: 'done', value: both.job }
+      : await ackJob(this.deps.db, this.acks, item);
+    if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'ack'), next: [] };
+    const job = outcome.value;
+    this.acked([job]);
+    if (!next) return { outcome, next: [] };
+    const claimed = both?.next.length
+      ? await this.jobs.handOut({ ...next, queue: job.queue }, both.next)
+      : await this.claimNext(job.queue, next);
+    return { outcome, next: claimed };
+  }
+
+  /**
+   * Ack a batch, each item on its own (acked, lease_lost or not_found, in request order). With
+   * `next`, every acked job must be of one queue, checked before anything is acked (a 400 naming the
+   * first item of another); no next jobs are claimed when an item's lease was lost or none was acked.
+   */
+  async ackBatch(
+    items: AckItem[],
+    opts: { scope?: ReadonlyMap<string, string>; next?: NextClaim; field?: string } = {},
+  ): Promise<WithNext<(LeaseOutcome<AckedJob> | Hidden)[]>> {
+    const { scope, next } = opts;
+    const nextQueue = next
+      ? await queueOfBatch(
+          this.deps.db,
+          opts.field ?? 'acks',
+          items.map((item) => item.id),
+          scope,
+        )
+      : undefined;
+    const outcomes = await this.visibleOnly(items, scope, 'ack', (visible) =>
+      ackJobs(this.deps.db, this.acks, visible),
+    );
+    const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
+    this.acked(done);
+    const claim =
+      next !== undefined &&
+      nextQueue !== undefined &&
+      done.length > 0 &&
+      !outcomes.some((out) => out.outcome === 'lease_lost');
+    return { outcome: outcomes, next: claim ? await this.claimNext(nextQueue, next) : [] };
+  }
+
+  /**
+   * Nack: this attempt failed. The job is retried (at once: ready, waking claims; later: scheduled)
+   * or goes dead (freeing its slot). With `next`, then claims its queue's next jobs.
+   */
+  async nack(input: NackInput, next?: NextClaim): Promise<WithNext<LeaseOutcome<NackResult>>> {
+    const outcome = await nackJob(this.deps.db, input, this.deps.config);
+    if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'nack'), next: [] };
+    const { job, readyNow } = outcome.value;
+    this.deps.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
+    if (readyNow) this.deps.notifier.jobsReady(job.queue, 1);
+    else this.deps.notifier.slotsFreed(job.queue, 1);
+    return { outcome, next: next ? await this.claimNext(job.queue, next) : [] };
+  }
+
+  /** Renew leases, each on its own (renewed, deadline_exceeded, lease_lost or not_found). */
+  async renew(items: RenewItem[], scope?: ReadonlyMap<string, string>): Promise<(RenewOutcome | Hidden)[]> {
+    const outcomes = await this.visibleOnly(items, scope, 'renew', (visible) =>
+      renewLeases(this.deps.db, visible),
+    );
+    for (const out of outcomes) if (out.outcome === 'done') this.deps.metrics.renewed(out.value.queue);
+    return outcomes;
+  }
+
+  /**
+   * Cancel a job that has not finished; a claimed job's worker finds out on its next write (lease
+   * lost). Cancelling a cancelled job answers it again, uncounted.
+   */
+  async cancel(id: string, queue?: string): Promise<JobRow> {
+    const { job, already } = await cancelJob(this.deps.db, id, queue);
+    if (!already) {
+      this.deps.metrics.cancelled(job.queue, 1);
+      this.deps.notifier.slotsFreed(job.queue, 1);
+    }
+    return job;
+  }
+
+  /** Acked jobs: counted, and each frees its slot of a limited queue. */
+  private acked(jobs: Pick<AckedJob, 'queue' | 'claimed_at' | 'finished_at'>[]): void {
+    if (jobs.length === 0) return;
+    this.deps.metrics.acked(jobs);
+    for (const job of jobs) this.deps.notifier.slotsFreed(job.queue, 1);
+  }
+
+  /** A lease write that missed: a lost lease is counted (a stale or confused worker). */
+  private lost<T>(outcome: LeaseOutcome<T>, operation: 'ack' | 'nack' | 'renew'): LeaseOutcome<T> {
+    if (outcome.outcome === 'lease_lost') this.deps.metrics.leaseLost(outcome.queue, operation);
+    return outcome;
+  }
+
+  /** A batch's outcomes by item, in request order: items outside `scope` are not written at all. */
+  private async visibleOnly<I extends { id: string }, O extends LeaseOutcome<unknown> | RenewOutcome>(
+    items: I[],
+    scope: ReadonlyMap<string, string> | undefined,
+    operation: 'ack' | 'renew',
+    write: (visible: I[]) => Promise<O[]>,
+  ): Promise<(O | Hidden)[]> {
+    const visible = scope ? items.filter((item) => scope.has(item.id)) : items;
+    const outcomes = await write(visible);
+    const byId = new Map<string, O>(visible.map((item, i) => [item.id, outcomes[i]!]));
+    for (const out of byId.values()) {
+      if (out.outcome === 'lease_lost') this.deps.metrics.leaseLost(out.queue, operation);
+    }
+    return items.map((item) => byId.get(item.id) ?? { outcome: 'not_found' as const });
+  }
+
+  /** The ack and the claim of `next` in one statement; undefined when it did not ack (see ack()). */
+  private async ackAndClaimOnce(item: AckItem, next: NextClaim) {
+    try {
+      const out = await this.acksAndClaims.ackAndClaim({ ...item, next });
+      return out.job ? out : undefined;
+    } catch (err) {
+      next.log.warn({ err }, 'ack-and-claim in one statement failed; acking, then claiming');
+      return undefined;
+    }
+  }
+
+  /**
+   * After an ack or nack has committed, the claim of `next` through the claim's own path. It stands
+   * whatever happens here: a claim that fails is logged and answered as no jobs, so the worker learns
+   * its write went through and claims again.
+   */
+  private async claimNext(queue: string, next: NextClaim): Promise<ClaimedRow[]> {
+    try {
+      return await this.jobs.claim({ ...next, queue });
+    } catch (err) {
+      next.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
+      return [];
+    }
+  }
+}
