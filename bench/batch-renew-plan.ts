@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createDatabase } from '../src/db/database.js';
 import { renewLeases } from '../src/jobs/renew.js';
-import { recordStatements } from './compiled-statements.js';
+import { recordStatements } from '../test/support/recorded-statements.js';
 import { processCpuMs } from './process-usage.js';
 
 /**
