@@ -13,8 +13,8 @@ const SERVER_JS = resolve(ROOT, 'dist/src/server.js');
 
 /**
  * The Node flags of the production start command (package.json `start:dist`, the same as the
- * Dockerfile's): the server is measured as it runs in production (heap sizing, see
- * docs/benchmarks.md, issue 17).
+ * Dockerfile's): the server is measured as it runs in production (heap sizing: the V8 flags rows of
+ * docs/benchmarks.md, "What was tried and what it gave").
  */
 export function productionNodeFlags(): string[] {
   // BENCH_NODE_FLAGS replaces them (space-separated; empty for none), to measure what they cost.

@@ -1,50 +1,15 @@
-import {
-  type CompiledQuery,
-  DummyDriver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-} from 'kysely';
-import type { Db } from '../src/db/database.js';
+import type { CompiledQuery } from 'kysely';
 import { ackBriefEach } from '../src/jobs/ack.js';
 import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
-import { renewLease } from '../src/jobs/renew.js';
+import { statementRecorder } from '../test/support/recorded-statements.js';
 
 /**
  * The exact SQL Baton sends, taken from its own query modules at run time (never copied by hand), so
- * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs. A Kysely instance
- * over a driver that executes nothing records each compiled statement.
+ * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs.
  */
-
-function recorder() {
-  const seen: CompiledQuery[] = [];
-  const db = new Kysely<any>({
-    dialect: {
-      createAdapter: () => new PostgresAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (d) => new PostgresIntrospector(d),
-      createQueryCompiler: () => new PostgresQueryCompiler(),
-    },
-    log: (event) => {
-      seen.push(event.query);
-    },
-  });
-  return { db, seen };
-}
-
-/**
- * The statements a query function sends, recorded instead of run (every statement answers no
- * rows); test/db/plans.test.ts EXPLAINs them.
- */
-export async function recordStatements(run: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
-  const { db, seen } = recorder();
-  await run(db as Db).catch(() => undefined);
-  return seen;
-}
 
 export function claimSql(opts: ClaimOptions): CompiledQuery {
-  const { db } = recorder();
+  const { db } = statementRecorder();
   return claimStatement(opts).compile(db);
 }
 
@@ -53,7 +18,7 @@ export async function ackSql(
   items: { id: string; leaseToken: string }[],
   slots: 'own slot' | 'every slot' = 'own slot',
 ): Promise<CompiledQuery> {
-  const { db, seen } = recorder();
+  const { db, seen } = statementRecorder();
   await ackBriefEach(db, items);
   // The first statement probes the items' own slot (what runs on the hot path; the slot is a literal
   // in its text). A second one looks in every slot for the items the first missed (jobs the leader
@@ -61,13 +26,6 @@ export async function ackSql(
   const statement = seen[slots === 'own slot' ? 0 : 1];
   if (!statement) throw new Error('expected the batch ack to run two statements');
   return statement;
-}
-
-export async function renewSql(id: string, leaseToken: string): Promise<CompiledQuery> {
-  const { db, seen } = recorder();
-  await renewLease(db, { id, leaseToken });
-  // The renew statement; a second one (explaining a miss) runs only when it matched nothing.
-  return seen[0]!;
 }
 
 function literal(value: unknown): string {

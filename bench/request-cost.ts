@@ -11,9 +11,9 @@ import { processCpuMs } from './process-usage.js';
 import { formatSummary, newestProfile, summariseProfile } from './profile-summary.js';
 
 /**
- * Issue 17, second pass: the Baton server's own CPU per request on the hot routes, for one or more
- * builds measured in turn in the same run (A/B: rounds alternate between the builds, order reversed
- * every other round). Each build is a directory holding `dist/` (e.g. a copy of an earlier build);
+ * Old build against new: the Baton server's own CPU (and PostgreSQL's) per request on the hot routes,
+ * for one or more builds measured in turn in the same run (A/B: rounds alternate between the builds,
+ * order reversed every other round). Each build is a directory holding `dist/` (e.g. a copy of an earlier build);
  * the server starts from it as the bench starts one (compiled, LOG_LEVEL=warn, no maintenance).
  *
  *   npx tsx bench/request-cost.ts --root .scratch/base --root . --rounds 4

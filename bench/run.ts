@@ -26,8 +26,8 @@ import { FULL, QUICK, type Sizes } from './sizes.js';
 /**
  * `npm run bench` (full) or `npm run bench -- --quick` (a smoke run of about two minutes).
  * Options: `--only batched,single,...` to run some scenarios, `--rounds N`, `--no-build`,
- * `--only horizon --hold-minutes 10 --clean-minutes 3 --recovery-minutes 3 --rate 2000` (issue 15),
- * `--only flow --flow-parts batched,enqueue` (issue 16: some of its parts: cost, batched, enqueue, fairness),
+ * `--only horizon --hold-minutes 10 --clean-minutes 3 --recovery-minutes 3 --rate 2000` (held horizon),
+ * `--only flow --flow-parts batched,enqueue` (some of flow control's parts: cost, batched, enqueue, fairness),
  * `--systems baton,graphile,pg-boss,raw` to measure only some systems, and
  * `--profile` to record a V8 CPU profile of the Baton server (bench/results/profiles/) and summarise it.
  * Builds the server (dist/), re-creates the bench databases, runs the scenarios, prints tables and

@@ -37,16 +37,16 @@ export interface Sizes {
   renewers: number;
   /** Scenario 6: wake-ups measured per path and round. */
   wakeSamples: number;
-  /** Issue 4: finished jobs pruned per run. */
+  /** Prune: finished jobs pruned per run. */
   pruneRows: number;
-  /** Issue 19: jobs per run of the SQS scenario (batches of 10), its workers and producers. */
+  /** SQS: jobs per run of the SQS scenario (batches of 10), its workers and producers. */
   sqsJobs: number;
-  /** Issue 19: jobs/s the producers send in the paced runs (equal load for both APIs). */
+  /** SQS: jobs/s the producers send in the paced runs (equal load for both APIs). */
   sqsPacedRate: number;
   sqsWorkers: number;
   sqsProducers: number;
   /**
-   * Issue 16: ready jobs in each queue of the flow claim-cost part (one queue without groups, one per
+   * Flow: ready jobs in each queue of the flow claim-cost part (one queue without groups, one per
    * group count from 10 to 10,000, all in the ring at once).
    */
   flowReadyJobs: number;

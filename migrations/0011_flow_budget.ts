@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 
 /**
  * Flow control's reads, as functions, so that a limited claim is one statement (docs/architecture.md,
- * "Flow control"; docs/benchmarks.md, issue 16, "one statement").
+ * "Flow control"; docs/benchmarks.md, row "Limited claim in one statement").
  *
  * A claim of a limited queue must read what its limits depend on (claimed jobs, rate windows) AFTER
  * it holds the queue's flow lock, or it could miss the claims of the holder before it. A statement's

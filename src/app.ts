@@ -85,7 +85,8 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
     app.shuttingDown = true;
   });
   // The per-request hooks are callback-style, not async: an async hook costs a promise and a
-  // microtask turn on every request (docs/benchmarks.md, issue 17, second pass).
+  // microtask turn on every request (docs/benchmarks.md, "What was tried and what it gave", row
+  // "Callback-style request hooks").
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     done(null, payload);

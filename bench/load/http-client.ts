@@ -2,7 +2,7 @@ import http from 'node:http';
 
 /**
  * The load generator's HTTP client: JSON over node:http with a keep-alive agent, one socket per
- * concurrent caller. Measured against the global fetch (undici) with bench/load/client-choice.ts on
+ * concurrent caller. Measured once against the global fetch (undici) at the same request rate on
  * this machine: 123 µs of client CPU per request against 352 µs (medians of 3 rounds), which matters
  * when the load generator shares two cores with the server and PostgreSQL.
  */

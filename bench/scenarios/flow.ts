@@ -15,8 +15,8 @@ import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile, ratios } from '../stats.js';
 
 /**
- * Issue 16: what flow control costs, and what fair sharing gives (docs/benchmarks.md, "Issue 16:
- * flow control"). Four parts, each comparing Baton with itself in the same run:
+ * What flow control costs, and what fair sharing gives (docs/benchmarks.md, "Results against the
+ * targets", the flow rows). Four parts, each comparing Baton with itself in the same run:
  *
  * 1. Claim cost with groups. One queue without groups and one per group count (10, 100, 1,000,
  *    10,000), each holding the same number of ready jobs (1,000,000 in the full run; with 10,000
@@ -589,7 +589,7 @@ export async function flowControl(ctx: BenchContext, parts: string[] = FLOW_PART
   }
   return {
     id: 'flow',
-    title: 'Issue 16: flow control',
+    title: 'Flow control',
     setup: reports.flatMap((r) => r.setup),
     metrics: reports.flatMap((r) => r.metrics),
     checks: reports.flatMap((r) => r.checks),

@@ -41,11 +41,11 @@ interface Run {
 /**
  * BENCH_IDLE_RSS_WAIT_MS: leave the server idle this long after each Baton run and read its RSS
  * again (0, the default: not measured). Set it past the server's BATON_IDLE_MEMORY_RELEASE_MS to
- * see the heap it gives back when idle (issue 17).
+ * see the heap it gives back when idle.
  */
 const IDLE_WAIT_MS = Number(process.env.BENCH_IDLE_RSS_WAIT_MS ?? 0);
 
-/** Baton's run; with ackAndClaim each batch ack carries `next` for the next 100 (issue 17). */
+/** Baton's run; with ackAndClaim each batch ack carries `next` for the next 100. */
 async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClaim = false): Promise<Run> {
   const { server, client, admin } = await ctx.baton();
   const { batchedJobs: n, batchedWorkers: workers, batchedProducers: producers } = ctx.sizes;

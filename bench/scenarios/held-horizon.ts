@@ -13,7 +13,7 @@ import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile } from '../stats.js';
 
 /**
- * Issue 15: Baton at a steady offered load while another session holds a transaction open (and so
+ * Baton at a steady offered load while another session holds a transaction open (and so
  * the xmin horizon) in the same database.
  *
  * Three phases at one fixed offered rate, all through Baton's HTTP API:
@@ -613,7 +613,7 @@ function report(
 
   return {
     id: 'held-horizon',
-    title: 'Issue 15: a held transaction (xmin horizon) at a steady offered load',
+    title: 'A held transaction (xmin horizon) at a steady offered load',
     setup: [
       `${opts.rate.toLocaleString('en-US')} jobs/s offered over HTTP: a batch of ${Math.round((opts.rate * TICK_MS) / 1000)} every ${TICK_MS} ms (open loop); ${WORKERS} workers claim ${CLAIM} (first without waiting; when that finds nothing, long-poll 1 s) and batch-ack.`,
       `Phases: clean ${opts.cleanSeconds} s, hold ${opts.holdSeconds} s (another session: BEGIN; SELECT txid_current(); then idle in that transaction), recovery ${opts.recoverySeconds} s after its ROLLBACK; figures per ${opts.intervalSeconds} s interval.`,

@@ -14,7 +14,7 @@ import { fmt, median } from '../stats.js';
  * each loop claim 1 → ack 1 (long-polling when the queue is empty); jobs/s from the first enqueue to
  * the last ack, after the same warm-up and ANALYZE as scenario 1's full cycle. Processing: the same
  * workers drain jobs enqueued beforehand (untimed, then VACUUM ANALYZE). Baton runs twice: claim →
- * ack (two requests per job), and ack-and-claim (issue 17: each ack carries `next` for one job, so a
+ * ack (two requests per job), and ack-and-claim (each ack carries `next` for one job, so a
  * busy worker makes one request per job). Peers: graphile-worker at concurrency 16 fetching and
  * completing one job at a time (no local queue, no batched completion), pg-boss with batchSize 1 and
  * 16 local workers.

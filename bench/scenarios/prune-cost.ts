@@ -9,7 +9,7 @@ import type { Metric, ScenarioResult } from '../report.js';
 import { fmt, median } from '../stats.js';
 
 /**
- * Issue 4: the cost of the leader's prune (src/maintenance/prune.ts, pruneFinishedJobs), which
+ * The cost of the leader's prune (src/maintenance/prune.ts, pruneFinishedJobs), which
  * deletes finished jobs row by row in batches of MAINTENANCE_BATCH, against dropping a partition
  * holding the same rows. History rows past retention are written straight into baton.job_history;
  * the prune is called in a loop, as the leader does while batches come back full, until nothing is
@@ -133,7 +133,7 @@ export async function pruneCost(ctx: BenchContext): Promise<ScenarioResult> {
   });
   return {
     id: 'prune',
-    title: 'Issue 4: cost of the leader prune (row deletes) vs dropping a partition',
+    title: 'Cost of the leader prune (row deletes) vs dropping a partition',
     setup: [
       `${rows.toLocaleString('en-US')} completed jobs past retention per round, ${rounds} rounds; pruneFinishedJobs in batches of ${MAINTENANCE_BATCH} (${out.batches} batches) until it reports noop, then VACUUM baton.job_history.`,
       `Partition contrast: a table LIKE baton.job_history INCLUDING ALL (same indexes) holding the same ${rows.toLocaleString('en-US')} rows, dropped.`,

@@ -5,7 +5,7 @@ import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile, ratios } from '../stats.js';
 
 /**
- * Issue 18: do cron schedules slow the hot path? 10,000 schedules firing every minute (`* * * * *`,
+ * Do cron schedules slow the hot path? 10,000 schedules firing every minute (`* * * * *`,
  * spread over 100 queues, so 10,000 jobs at the start of every minute) against none, interleaved
  * arm by arm, while 4 producers send single-job enqueues and 4 workers claim one job and ack it, all
  * over HTTP to the measured server. A second Baton process is the maintenance leader (the measured
@@ -200,7 +200,7 @@ function report(ctx: BenchContext, results: Record<Arm, ArmResult[]>): ScenarioR
   };
   return {
     id: 'schedules',
-    title: 'Issue 18: 10,000 cron schedules every minute vs the hot path',
+    title: '10,000 cron schedules every minute vs the hot path',
     setup: [
       `${rounds(ctx)} rounds, arms interleaved (with, without; then without, with), ${ARM_MS / 1000} s each; an arm with schedules starts at second ${WITH_START_SECOND}, so all 10,000 fire inside it (a minute's schedule work in half a minute).`,
       `${SCHEDULES.toLocaleString('en-US')} schedules \`* * * * *\` over ${SCHEDULE_QUEUES} queues (10,000 jobs at every minute), fired by a second Baton process that leads maintenance; paused in the other arm.`,

@@ -16,7 +16,7 @@ import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median } from '../stats.js';
 
 /**
- * Issue 19: what the SQS layer costs. One Baton server (API keys on, as in production: the native
+ * What the SQS layer costs. One Baton server (API keys on, as in production: the native
  * API with a bearer key, the SQS endpoint with Signature V4) serves both in the same run, rounds
  * interleaved. Each run is a full cycle of N jobs in batches of 10, SQS's largest:
  * - SQS: producers call SendMessageBatch (10 entries); workers call ReceiveMessage
@@ -299,7 +299,7 @@ export async function sqsVersusNative(ctx: BenchContext): Promise<ScenarioResult
   const sizes = ctx.sizes;
   return {
     id: 'sqs',
-    title: 'Issue 19: the SQS layer against the native batch API',
+    title: 'The SQS layer against the native batch API',
     setup: [
       `${n.toLocaleString('en-US')} jobs per flat-out run (producers send as fast as they can) and ${paced.toLocaleString('en-US')} per paced run (producers send ${rate} jobs/s in all, below what either API handles here, so both run at the same load and batch alike), ${sizes.rounds} rounds, the two APIs interleaved (order reversed every other round), after one untimed warm-up each.`,
       `One Baton server (dist/, maintenance off) with an API key and its SQS key pair; ${sizes.sqsProducers} producers and ${sizes.sqsWorkers} workers in the bench process.`,

@@ -4,7 +4,7 @@ import type { Check, Metric, ScenarioResult } from '../report.js';
 import { fmt, median, percentile, ratios } from '../stats.js';
 
 /**
- * Issue 18: do unique keys slow the claim path or single-job enqueue? Three arms, interleaved round
+ * Do unique keys slow the claim path or single-job enqueue? Three arms, interleaved round
  * by round, each with 4 producers sending single-job enqueues and 4 workers claiming one job and
  * acking it, all over HTTP to the measured server:
  * - `plain`: no unique key (the baseline);
@@ -152,7 +152,7 @@ function report(ctx: BenchContext, results: Record<Arm, ArmResult[]>): ScenarioR
   }
   return {
     id: 'unique',
-    title: 'Issue 18: unique keys vs the hot path',
+    title: 'Unique keys vs the hot path',
     setup: [
       `${rounds(ctx)} rounds, arms interleaved (${ARMS.join(', ')}; reversed every other round), ${ARM_MS / 1000} s each.`,
       `Load on the measured server: ${PRODUCERS} producers of single-job enqueues, ${WORKERS} workers claiming one job and acking it, over HTTP, without pause.`,

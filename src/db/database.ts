@@ -42,18 +42,20 @@ const types = {
  * thousands of rows within seconds, and every truncation makes each session plan its statements
  * again, often while some partition is empty: the planner then picks sequential scans and hash or
  * merge joins for the probes by id (ack, renew, the claim's write-back) and keeps those generic plans
- * after the partition has filled, scanning thousands of rows per probe (measured in
- * docs/benchmarks.md). Every such statement has exactly one index to probe by (the primary key), so
- * these sessions forbid the alternatives. `jit = off` goes with it: a forbidden plan node adds a huge
- * cost on PostgreSQL before 18, which would otherwise trigger JIT compilation of short statements.
+ * after the partition has filled, scanning thousands of rows per probe (measured with the ring's
+ * prototypes: docs/design/storage-ring.md, "Plans: what the prototypes taught"). Every such statement
+ * has exactly one index to probe by (the primary key), so these sessions forbid the alternatives.
+ * `jit = off` goes with it: a forbidden plan node adds a huge cost on PostgreSQL before 18, which would
+ * otherwise trigger JIT compilation of short statements.
  *
  * They also always take the generic plan of a prepared statement (prepared-statements.ts). The ack's
  * custom plans see the batch (how many ids, which slots) and so always looked cheaper than its generic
  * plan: PostgreSQL's plan cache re-planned the ack on every execution, forever (pg_prepared_statements:
  * 0 generic, 40,000 custom), at 386 ms of PostgreSQL CPU per 1,000 single acks against 199 on the
- * generic plan (docs/benchmarks.md, issue 17, fifth pass). A statement whose best plan depends on
- * which filters are given is written as one text per filter instead (jobs/list.ts, jobs/redrive.ts).
- * test/db/plans.test.ts checks what the generic plans are, and that no hot statement is re-planned.
+ * generic plan (docs/benchmarks.md, "What was tried and what it gave", row "Generic plans in the request
+ * pool"). A statement whose best plan depends on which filters are given is written as one text per
+ * filter instead (jobs/list.ts, jobs/redrive.ts). test/db/plans.test.ts checks what the generic plans
+ * are, and that no hot statement is re-planned.
  *
  * `maintenance`: the leader's duties and migrations, whose reads of whole partitions or tables
  * should be sequential scans; only JIT is off, as befits short statements.

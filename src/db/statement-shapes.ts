@@ -6,10 +6,11 @@ import type { Db } from './database.js';
  *
  * Kysely builds a `sql` template into nodes and compiles them to text on every call: for the claim
  * that is about 7 µs, and the fresh 2.7 kB text then costs the named-statement lookup
- * (prepared-statements.ts) another 4 µs to hash and compare (docs/benchmarks.md, issue 17, second
- * pass). A statement whose text depends only on a few choices (its shape: a literal LIMIT, which
- * variant of a clause) is compiled once per shape here, with a placeholder for each value; later
- * calls put their values where the placeholders were and send the same text, the same string.
+ * (prepared-statements.ts) another 4 µs to hash and compare (docs/benchmarks.md, "What was tried and
+ * what it gave", row "Statements compiled once per shape"). A statement whose text depends only on a few
+ * choices (its shape: a literal LIMIT, which variant of a clause) is compiled once per shape here, with
+ * a placeholder for each value; later calls put their values where the placeholders were and send the
+ * same text, the same string.
  *
  * `build` must put every value it is given into the statement as a parameter, never into the text
  * (no sql.lit, no sql.raw, no identifier made from it): a value that ended up in the text would be

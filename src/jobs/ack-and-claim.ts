@@ -10,8 +10,9 @@ import { inSlotOf, retryWhenMoved } from './ring.js';
  * Ack-and-claim in one statement: a worker that takes one job at a time acks it and asks for the next
  * ones of the same queue (`next` on the ack). Run as an ack and then a claim, that is two statements
  * and two commits per job, and each request waits for its ack's statement group and then for a claim
- * group, one after the other (docs/benchmarks.md, issue 17). Here the ack's DELETE and history INSERT
- * and the claim's pick and UPDATE are data-modifying CTEs of one statement: one commit for both.
+ * group, one after the other (docs/benchmarks.md, "What was tried and what it gave", row "Ack-and-claim
+ * in one statement": 0.60× graphile-worker before, about 1× after). Here the ack's DELETE and history
+ * INSERT and the claim's pick and UPDATE are data-modifying CTEs of one statement: one commit for both.
  *
  * The claim part serves only what the plain claim serves: a queue that is not paused and not under
  * flow control (grouped or limited), each acked job's own queue, with the queue's lease and budget.
@@ -90,7 +91,8 @@ function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, queu
            WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, queue, ord)
     ), done AS (
       -- The ack's DELETE, joined to its few items on id and token in each id's own partition (ack.ts
-      -- matches a batch by position instead; here that measured slower: docs/benchmarks.md, fourth pass).
+      -- matches a batch by position instead; here that measured slower: docs/benchmarks.md, "What was
+      -- tried and what it gave", row "Single ack-and-claim matched by position").
       DELETE FROM baton.jobs j USING input i
       WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
         AND j.lease_token = i.token AND ${inScope('j', sql`i.queue`)}

@@ -152,9 +152,9 @@ function ackStatement(
   // join with the items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
   // "almost empty") got a nested loop comparing every item with every row the scan returned: with
   // the state in the WHERE, every claimed row of the partition (jobs_claimed_idx); 800 acks took 74 ms
-  // of PostgreSQL CPU per 1,000, and 33 ms matched by position (docs/benchmarks.md, issue 17, fourth
-  // pass). An id named twice (two single acks of one job, one stale) matches its first item only; the
-  // other is tried again in the next pass (ackByLease).
+  // of PostgreSQL CPU per 1,000, and 33 ms matched by position (docs/benchmarks.md, "What was tried and
+  // what it gave", row "Batch ack matched by position"). An id named twice (two single acks of one job,
+  // one stale) matches its first item only; the other is tried again in the next pass (ackByLease).
   const idList = sql`${ids}::bigint[]`;
   const at = sql`array_position(${idList}, j.id)`;
   return sql`

@@ -99,7 +99,8 @@ export async function claimWithFlow(
     db.transaction().execute(async (trx) => {
       // The walk runs on generic plans, as every statement of the request pool does (db/database.ts):
       // left to choose, the plan cache planned the walk afresh on every claim at about the cost of
-      // running it (docs/benchmarks.md, issue 16, second pass).
+      // running it (a limited claim of 100: 7.81 against 3.98 ms; docs/benchmarks.md, "What was tried
+      // and what it gave", row "Flow walk on generic plans").
       const flow = (
         await sql<QueueFlow>`SELECT b.* FROM baton.flow_budget(${queue}, ${wanted}::integer) b`.execute(trx)
       ).rows[0]!;

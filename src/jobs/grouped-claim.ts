@@ -14,11 +14,12 @@ import { claimOrder, notExpired } from './job-row.js';
  * quantum, so a claim of n jobs visits about four groups however many there are. The quantum makes
  * the cost: each visit is one descent of jobs_group_ready_idx in each of the ring's eight partitions
  * (a Merge Append with LIMIT), and visiting one group per job made a claim of 10 over 10,000 groups
- * cost 2.5 times an ungrouped one (docs/benchmarks.md, "Issue 16"). The last group visited may give
- * fewer than its quantum because the claim is full: then the turn stays with it (last_group is the
- * group visited before it), so every group gets at least a quantum per turn. When every group has been
- * visited and the claim is still short (few groups), the groups that gave a full quantum give more,
- * one job each per round, so two groups with jobs split a claim evenly.
+ * cost 2.5 times an ungrouped one (docs/benchmarks.md, "What was tried and what it gave", row "Grouped
+ * claim in one statement"). The last group visited may give fewer than its quantum because the claim is
+ * full: then the turn stays with it (last_group is the group visited before it), so every group gets at
+ * least a quantum per turn. When every group has been visited and the claim is still short (few groups),
+ * the groups that gave a full quantum give more, one job each per round, so two groups with jobs split a
+ * claim evenly.
  *
  * The bound: while g groups have ready jobs, a turn serves at most g quanta plus one; a group with k
  * ready jobs has them all claimed within ceil(k / quantum) turns, about k * g jobs (plus a turn), after

@@ -169,7 +169,7 @@ export function notExpired(alias: string) {
  * a batch from jobs_claimed_idx, whose predicate that is: every claimed row of each partition, each
  * compared with every item, instead of probing the primary key for the batch's ids. On the ring's
  * "almost empty" statistics it did: 400 acks against 400 claimed rows, 160,000 comparisons
- * (docs/benchmarks.md, issue 17, fourth pass).
+ * (docs/benchmarks.md, "What was tried and what it gave", row "Batch ack matched by position").
  */
 export function leaseHeld(alias: string, token: RawBuilder<unknown>) {
   return sql`${sql.ref(alias)}.lease_token = ${token}`;

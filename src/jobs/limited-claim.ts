@@ -12,7 +12,8 @@ import { claimOrder, notExpired } from './job-row.js';
  * when no ready job has a group, the no-group group's) let this claim take. The pick takes no more than
  * that, and the claim records itself in the rate windows it read (`recorded`), all before the statement
  * commits and the lock goes: exact across replicas, as the locked transaction it replaces
- * (docs/benchmarks.md, issue 16, "one statement": six round trips became one).
+ * (six round trips became one, 2.0× an unlimited claim became 1.1–1.2×: docs/benchmarks.md, "What was
+ * tried and what it gave", row "Limited claim in one statement").
  *
  * When some ready job has a group, the groups are served in turn, which this statement does not do: it
  * takes nothing and answers the marker that sends the claim to flow-claim.ts's walk.

@@ -40,8 +40,8 @@ export function slotsOf(ids: string[]): number[] {
  * db/statement-shapes.ts), so even the generic plan holds only that partition: PostgreSQL 15 does not
  * prune the partitions of an UPDATE or DELETE by a parameter, and with `slot = ANY($slots)` every
  * execution locked and probed all of them (single acks: 260 against 211 ms of PostgreSQL CPU per
- * 1,000, docs/benchmarks.md, issue 17, fifth pass). Nine texts per statement at most, so nine cached
- * plans per connection.
+ * 1,000; docs/benchmarks.md, "What was tried and what it gave", row "Slot as a literal"). Nine texts per
+ * statement at most, so nine cached plans per connection.
  */
 export type SlotShape = `${number}` | 'any';
 

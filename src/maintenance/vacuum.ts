@@ -11,11 +11,12 @@ import type { Duty } from './duty.js';
  * the ready index, exactly where the next claim starts reading. Autovacuum removes them, but only
  * when its launcher next looks at this database: `autovacuum_naptime` is server-wide (60 s by
  * default) and Baton cannot change it. On a busy queue a minute of churn is tens of thousands of dead
- * entries, and claims read several times the buffers they read on a vacuumed table (measured in
- * docs/benchmarks.md). So the leader checks PostgreSQL's own count of dead rows every tick and runs
- * VACUUM on the live table when it passes a threshold. The live table is small by design (finished
- * jobs live in job_history), so this is cheap; the history table is left to autovacuum, since
- * nothing hot reads past its dead rows.
+ * entries, and claims read several times the buffers they read on a vacuumed table (1,146 against 483
+ * for a claim of 10 under sustained churn: docs/benchmarks.md, "Results against the targets", the churn
+ * row). So the leader checks PostgreSQL's own count of dead rows every tick and runs VACUUM on the live
+ * table when it passes a threshold. The live table is small by design (finished jobs live in
+ * job_history), so this is cheap; the history table is left to autovacuum, since nothing hot reads past
+ * its dead rows.
  *
  * `VACUUM (SKIP_LOCKED)`: if autovacuum (or another leader's vacuum) is already at work on the
  * table, this run skips instead of queueing behind it. A role that does not own the table gets a

@@ -7,12 +7,13 @@ import { getHeapStatistics } from 'node:v8';
  * Under load V8 sizes the young generation by the allocation rate (up to two 64 MiB semi-spaces
  * on Node 24) and lets the old generation grow to a multiple of what is live, which is what keeps
  * a busy server fast; but an idle server keeps that heap (330 MiB RSS for 110 MiB after a full GC,
- * docs/benchmarks.md, issue 17), because only a memory-reducing GC shrinks the young generation
- * and returns free pages, and Node never asks for one. Smaller young generations (V8 flags) cost
- * CPU on every request; this costs one GC (tens of ms) when there is nothing else to do, and the
- * next burst starts on a small heap: in scenario 1 a full cycle run right after a release spent
- * 6–25% more server CPU per job than on the heap left grown. Hence a default idle time of a minute
- * (BATON_IDLE_MEMORY_RELEASE_MS): bursts closer together than that keep their heap.
+ * docs/benchmarks.md, "What was tried and what it gave", rows "V8 flags" and "Idle memory release"),
+ * because only a memory-reducing GC shrinks the young generation and returns free pages, and Node never
+ * asks for one. Smaller young generations (V8 flags) cost CPU on every request; this costs one GC (tens
+ * of ms) when there is nothing else to do, and the next burst starts on a small heap: in scenario 1 a
+ * full cycle run right after a release spent 6–25% more server CPU per job than on the heap left grown.
+ * Hence a default idle time of a minute (BATON_IDLE_MEMORY_RELEASE_MS): bursts closer together than that
+ * keep their heap.
  *
  * Idle means the process used under IDLE_CPU_SHARE of a core in every tick of the idle period; the
  * heap must have grown by GROWTH_BYTES since the last release, so an idle server collects once, not

@@ -1,7 +1,6 @@
 import { type CompiledQuery, sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordStatements } from '../../bench/compiled-statements.js';
 import { createDatabase, type Db } from '../../src/db/database.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
 import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
@@ -13,6 +12,7 @@ import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { recordStatements } from '../support/recorded-statements.js';
 
 /**
  * The ring's partitions are often empty when a session plans a statement (right after a

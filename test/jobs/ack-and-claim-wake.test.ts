@@ -9,8 +9,8 @@ import { api, enqueueAndClaim } from '../support/http.js';
  * job that arrives is answered at once, even one enqueued while the statement ran (after the snapshot
  * its claim part read). The poll interval here is a minute, so only a wake-up can answer within the
  * tests' time: a wake-up missed would leave the request waiting out its wait_ms. (An optimisation that
- * skipped the claim after an empty statement was measured and taken back: docs/benchmarks.md, issue 17,
- * sixth pass. These tests keep any such change honest.)
+ * skipped the claim after an empty statement was measured and taken back: docs/benchmarks.md, row "No
+ * second claim after an empty ack-and-claim". These tests keep any such change honest.)
  */
 const database = useTestDatabase();
 const app = useTestApp(database, { BATON_POLL_INTERVAL_MS: '60000' });
