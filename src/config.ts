@@ -12,11 +12,15 @@ import { type ApiKey, parseApiKeys } from './auth/api-keys.js';
 import {
   BACKOFF_BASE_MS_MAX,
   BACKOFF_MAX_MS_MAX,
+  DAY,
+  HOUR,
   LEASE_MS_MAX,
   LEASE_MS_MIN,
+  MINUTE,
   RETENTION_MS_MAX,
-} from './jobs/limits.js';
-import { backoffProblem } from './queues/queue-settings.js';
+  SECOND,
+  YEAR,
+} from './duration-limits.js';
 import { type FileSchedule, fileScheduleProblems, loadSchedulesFile } from './schedules/file.js';
 import { parseSqsCredentials, type SqsCredential } from './sqs/credentials.js';
 
@@ -143,12 +147,6 @@ const endpointList: Parser<OpenEndpoint[]> = (raw) => {
 };
 
 const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
-
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
-const YEAR = 365 * DAY;
 
 function setting<T>(s: Omit<Setting<T>, 'optional'> & { default: T }): Setting<T> {
   return s;
@@ -606,7 +604,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       problems.push(`${s.env} ${(err as Error).message}`);
     }
   }
-  if (problems.length === 0 && backoffProblem(out.backoffBaseMs as number, out.backoffMaxMs as number)) {
+  // The rule queues/queue-settings.ts's backoffProblem applies to a queue's own values.
+  if (problems.length === 0 && (out.backoffMaxMs as number) < (out.backoffBaseMs as number)) {
     problems.push('BATON_BACKOFF_MAX_MS must be at least BATON_BACKOFF_BASE_MS');
   }
   const keys = [...((out.apiKeys as ApiKey[]) ?? []), ...((out.apiKeysFile as ApiKey[]) ?? [])];
