@@ -3,12 +3,14 @@
  *
  * Every setting is declared once in `settings` below with its variable name, default, unit and a
  * one-line description. `loadConfig()` parses and validates all of them, reports every bad value at
- * once (each message names its variable), and returns a frozen object. The README's configuration
- * table is checked against this list by a test, so the two cannot drift.
+ * once (each message names its variable), and returns a frozen object of plain values. The README's
+ * configuration table is checked against this list by a test, so the two cannot drift.
+ *
+ * Config imports nothing from the rest of src/ (only the leaf duration-limits.ts), so it is in no
+ * import cycle. What only the domain can check (API keys, SQS key pairs, the schedules file) stays
+ * here as JSON text or a path; src/startup-inputs.ts reads and checks it at start-up.
  */
 
-import { readFileSync } from 'node:fs';
-import { type ApiKey, parseApiKeys } from './auth/api-keys.js';
 import {
   BACKOFF_BASE_MS_MAX,
   BACKOFF_MAX_MS_MAX,
@@ -21,8 +23,6 @@ import {
   SECOND,
   YEAR,
 } from './duration-limits.js';
-import { type FileSchedule, fileScheduleProblems, loadSchedulesFile } from './schedules/file.js';
-import { parseSqsCredentials, type SqsCredential } from './sqs/credentials.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -31,8 +31,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** `earlier`: the settings declared (and parsed) before this one, for a setting that depends on one. */
-type Parser<T> = (raw: string, earlier: Readonly<Record<string, unknown>>) => T;
+type Parser<T> = (raw: string) => T;
 
 interface Setting<T> {
   env: string;
@@ -88,29 +87,12 @@ const postgresUrl: Parser<string> = (raw) => {
   return raw.trim();
 };
 
-const apiKeysJson: Parser<ApiKey[]> = (raw) => parseApiKeys(raw);
-
-const apiKeysFile: Parser<ApiKey[]> = (raw) => {
-  let text: string;
-  try {
-    text = readFileSync(raw.trim(), 'utf8');
-  } catch (err) {
-    throw new Error(`cannot be read: ${(err as Error).message}`);
-  }
-  return parseApiKeys(text);
-};
-
-const sqsCredentialsJson: Parser<SqsCredential[]> = (raw) => parseSqsCredentials(raw);
-
-const sqsCredentialsFile: Parser<SqsCredential[]> = (raw) => {
-  let text: string;
-  try {
-    text = readFileSync(raw.trim(), 'utf8');
-  } catch (err) {
-    throw new Error(`cannot be read: ${(err as Error).message}`);
-  }
-  return parseSqsCredentials(text);
-};
+/**
+ * JSON text (API keys, SQS key pairs) kept as it is, and a file's path, not read here: their rules
+ * are the domain's, applied at start-up by src/startup-inputs.ts.
+ */
+const jsonText: Parser<string> = (raw) => raw;
+const filePath: Parser<string> = (raw) => raw.trim();
 
 const pattern =
   (re: RegExp, what: string): Parser<string> =>
@@ -146,8 +128,6 @@ const endpointList: Parser<OpenEndpoint[]> = (raw) => {
   return items.filter((i) => i !== 'none') as OpenEndpoint[];
 };
 
-const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
-
 function setting<T>(s: Omit<Setting<T>, 'optional'> & { default: T }): Setting<T> {
   return s;
 }
@@ -174,19 +154,17 @@ export const settings = {
     doc: 'Address to bind. Loopback by default.',
     parse: text,
   }),
-  apiKeys: setting<ApiKey[]>({
+  apiKeys: optional<string>({
     env: 'BATON_API_KEYS',
-    default: [],
     unit: 'JSON',
     doc: 'API keys as JSON: [{"name", "sha256", "scopes": [producer|consumer|admin], "queues"?: [patterns]}]. See docs/security.md.',
-    parse: apiKeysJson,
+    parse: jsonText,
   }),
-  apiKeysFile: setting<ApiKey[]>({
+  apiKeysFile: optional<string>({
     env: 'BATON_API_KEYS_FILE',
-    default: [],
     unit: 'path',
     doc: 'A file holding the same JSON list of API keys (added to BATON_API_KEYS).',
-    parse: apiKeysFile,
+    parse: filePath,
   }),
   allowUnauthenticated: setting({
     env: 'BATON_ALLOW_UNAUTHENTICATED',
@@ -307,7 +285,7 @@ export const settings = {
   }),
   bodyLimitBytes: setting({
     env: 'BATON_BODY_LIMIT_BYTES',
-    default: DEFAULT_BODY_LIMIT_BYTES,
+    default: 16 * 1024 * 1024,
     unit: 'bytes',
     doc: 'Largest request body accepted (413 above it).',
     parse: integer(1024, 1024 * 1024 * 1024),
@@ -473,16 +451,11 @@ export const settings = {
     doc: 'For an API key limited to queue patterns (a tenant): schedules on the queues it may use at most; its PUT that would create one more is 409 schedule_limit_reached. Keys without queue limits are held by BATON_MAX_SCHEDULES alone.',
     parse: integer(1, 1_000_000),
   }),
-  schedulesFile: optional<FileSchedule[]>({
+  schedulesFile: optional<string>({
     env: 'BATON_SCHEDULES_FILE',
     unit: 'path',
     doc: 'A JSON or YAML file of cron schedules ({"schedules": {name: {queue, cron, ...}}}), applied at every start; schedules changed through the API since are reported as drifted, not overwritten. See README, "Cron schedules".',
-    // The file is held to the request body's size limit, declared above.
-    parse: (raw, earlier) =>
-      loadSchedulesFile(
-        raw.trim(),
-        (earlier.bodyLimitBytes as number | undefined) ?? DEFAULT_BODY_LIMIT_BYTES,
-      ),
+    parse: filePath,
   }),
   pruneLockTimeoutMs: setting({
     env: 'BATON_PRUNE_LOCK_TIMEOUT_MS',
@@ -554,19 +527,17 @@ export const settings = {
     doc: 'The 12-digit account id in queue URLs and ARNs.',
     parse: pattern(/^\d{12}$/, '12 digits'),
   }),
-  sqsCredentials: setting<SqsCredential[]>({
+  sqsCredentials: optional<string>({
     env: 'BATON_SQS_CREDENTIALS',
-    default: [],
     unit: 'JSON',
     doc: 'Signature V4 key pairs for the SQS endpoint: [{"access_key_id", "secret_access_key", "api_key": <name of an API key>}]; a request signed with a pair gets that API key\'s scopes and queue patterns.',
-    parse: sqsCredentialsJson,
+    parse: jsonText,
   }),
-  sqsCredentialsFile: setting<SqsCredential[]>({
+  sqsCredentialsFile: optional<string>({
     env: 'BATON_SQS_CREDENTIALS_FILE',
-    default: [],
     unit: 'path',
     doc: 'A file holding the same JSON list of SQS key pairs (added to BATON_SQS_CREDENTIALS).',
-    parse: sqsCredentialsFile,
+    parse: filePath,
   }),
   sqsQueueUrl: optional<string>({
     env: 'BATON_SQS_QUEUE_URL',
@@ -599,7 +570,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       continue;
     }
     try {
-      out[key] = s.parse(raw, out);
+      out[key] = s.parse(raw);
     } catch (err) {
       problems.push(`${s.env} ${(err as Error).message}`);
     }
@@ -608,90 +579,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length === 0 && (out.backoffMaxMs as number) < (out.backoffBaseMs as number)) {
     problems.push('BATON_BACKOFF_MAX_MS must be at least BATON_BACKOFF_BASE_MS');
   }
-  const keys = [...((out.apiKeys as ApiKey[]) ?? []), ...((out.apiKeysFile as ApiKey[]) ?? [])];
-  if (problems.length === 0 && new Set(keys.map((k) => k.name)).size !== keys.length) {
-    problems.push('BATON_API_KEYS and BATON_API_KEYS_FILE name the same key twice');
-  }
-  const pairs = [
-    ...((out.sqsCredentials as SqsCredential[]) ?? []),
-    ...((out.sqsCredentialsFile as SqsCredential[]) ?? []),
-  ];
-  if (problems.length === 0) {
-    const names = new Set(keys.map((k) => k.name));
-    const ids = new Set<string>();
-    for (const pair of pairs) {
-      if (!names.has(pair.apiKey)) {
-        problems.push(
-          `BATON_SQS_CREDENTIALS pair ${pair.accessKeyId} names API key "${pair.apiKey}", which is not configured`,
-        );
-      }
-      if (ids.has(pair.accessKeyId)) {
-        problems.push(`BATON_SQS_CREDENTIALS and BATON_SQS_CREDENTIALS_FILE both hold ${pair.accessKeyId}`);
-      }
-      ids.add(pair.accessKeyId);
-    }
-  }
-  const fileSchedules = out.schedulesFile as FileSchedule[] | undefined;
-  if (problems.length === 0 && fileSchedules) {
-    problems.push(
-      ...fileScheduleProblems(fileSchedules, {
-        minIntervalMs: out.scheduleMinIntervalMs as number,
-        maxSchedules: out.maxSchedules as number,
-      }),
-    );
-  }
-  // Safe default: with no keys, only this machine may talk to Baton.
-  if (
-    problems.length === 0 &&
-    keys.length === 0 &&
-    !isLoopback(out.host as string) &&
-    !out.allowUnauthenticated
-  ) {
-    problems.push(
-      `HOST=${out.host} would expose Baton without authentication: configure BATON_API_KEYS or ` +
-        'BATON_API_KEYS_FILE, bind a loopback address, or set BATON_ALLOW_UNAUTHENTICATED=true',
-    );
-  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Config;
-}
-
-/**
- * Settings that start, but leave something open the operator may not mean to: server.ts logs each
- * once at start-up as a warning, one line saying what to set.
- */
-export function configWarnings(config: Config): string[] {
-  const warnings: string[] = [];
-  const keys = apiKeysOf(config);
-  if (keys.length === 0 && !isLoopback(config.host)) {
-    warnings.push('BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys');
-  }
-  // Keys limited to queue patterns are tenants (SQS pairs map onto such keys, so they are covered),
-  // and open /metrics labels every queue: each tenant could read the others' queue names there.
-  const scoped = keys.filter((k) => k.queues).map((k) => k.name);
-  if (scoped.length > 0 && config.openEndpoints.includes('metrics')) {
-    const rest = config.openEndpoints.filter((e) => e !== 'metrics');
-    warnings.push(
-      `/metrics answers without a key and shows every queue's name, while API keys limited to queue ` +
-        `patterns (${scoped.join(', ')}) keep tenants apart: set BATON_OPEN_ENDPOINTS=${rest.join(',') || 'none'} ` +
-        'so that /metrics needs a key without queue limits (or keep /metrics on a network only you reach)',
-    );
-  }
-  return warnings;
-}
-
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
-/** Every configured SQS key pair (inline and from the file). */
-export function sqsCredentialsOf(
-  config: Pick<Config, 'sqsCredentials' | 'sqsCredentialsFile'>,
-): SqsCredential[] {
-  return [...config.sqsCredentials, ...config.sqsCredentialsFile];
-}
-
-/** Every configured API key (inline and from the file). */
-export function apiKeysOf(config: Pick<Config, 'apiKeys' | 'apiKeysFile'>): ApiKey[] {
-  return [...config.apiKeys, ...config.apiKeysFile];
 }
