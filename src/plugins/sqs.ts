@@ -14,13 +14,6 @@ import { DEDUPLICATION_INTERVAL_MS } from '../sqs/queue-attributes.js';
 import { QueueCache } from '../sqs/queue-cache.js';
 import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../sqs/receipt-handle.js';
 
-/**
- * The SQS-compatible endpoint (docs/sqs.md), in a context of its own: its bodies are read raw (the
- * signature covers their bytes) in the two content types SQS clients send, and every error, even
- * one raised before the handler (load shedding, a body too large, another content type), is answered
- * in SQS's shape, never as problem+json. The leader gets one more duty: forwarding dead messages to
- * their queue's dead-letter queue. Registered unless BATON_SQS=false.
- */
 export interface SqsPluginOptions {
   /** The configured API keys: with none, requests are not checked (see sqs/authenticate.ts). */
   apiKeys: readonly ApiKey[];
@@ -28,6 +21,13 @@ export interface SqsPluginOptions {
   credentials: readonly SqsCredential[];
 }
 
+/**
+ * The SQS-compatible endpoint (docs/sqs.md), in a context of its own: its bodies are read raw (the
+ * signature covers their bytes) in the two content types SQS clients send, and every error, even
+ * one raised before the handler (load shedding, a body too large, another content type), is answered
+ * in SQS's shape, never as problem+json. The leader gets one more duty: forwarding dead messages to
+ * their queue's dead-letter queue. Registered unless BATON_SQS=false.
+ */
 export default async function sqs(app: FastifyInstance, opts: SqsPluginOptions) {
   const { config } = app;
   app.removeAllContentTypeParsers();
