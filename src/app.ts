@@ -29,6 +29,7 @@ import queueJobs from './routes/queue-jobs.js';
 import queues from './routes/queues.js';
 import schedules from './routes/schedules.js';
 import whoami from './routes/whoami.js';
+import { loadStartupInputs, type StartupInputs } from './startup-inputs.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -42,6 +43,11 @@ export interface AppOptions {
   config: Config;
   /** The database to use (config.databaseUrl, or the embedded server's URL). */
   databaseUrl: string;
+  /**
+   * API keys, SQS key pairs and the schedules file, as server.ts loaded them before touching the
+   * database. Absent, buildApp loads them from `config` (and throws the same ConfigError).
+   */
+  inputs?: StartupInputs;
   logger?: Logger;
 }
 
@@ -58,6 +64,7 @@ export type BatonApp = FastifyInstance<
 
 export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   const { config } = opts;
+  const { apiKeys, sqsCredentials, fileSchedules } = opts.inputs ?? loadStartupInputs(config);
   const app = Fastify({
     loggerInstance: (opts.logger ?? createLogger(config)) as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -99,15 +106,15 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(jsonBody);
   await app.register(database, { url: opts.databaseUrl, config });
   // Before any route, so that it sees every route's access declaration (see plugins/auth.ts).
-  await app.register(auth);
+  await app.register(auth, { apiKeys });
   await app.register(openapi);
-  await app.register(ui);
+  await app.register(ui, { keysRequired: apiKeys.length > 0 });
   await app.register(metrics);
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });
   await app.register(service);
   await app.register(maintenance);
-  await app.register(schedulesFile);
+  await app.register(schedulesFile, { schedules: fileSchedules });
   await app.register(idleMemory);
   await app.register(health);
   await app.register(queueJobs);
@@ -118,6 +125,6 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(whoami);
   await app.register(schedules);
   // The SQS-compatible endpoint (docs/sqs.md): POST / and POST /{account}/{queue}, hidden from OpenAPI.
-  if (config.sqs) await app.register(sqs);
+  if (config.sqs) await app.register(sqs, { apiKeys, credentials: sqsCredentials });
   return app;
 }

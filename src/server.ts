@@ -1,20 +1,24 @@
 import { buildApp } from './app.js';
-import { ConfigError, configWarnings, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
 import { databaseProblem, listenProblem } from './startup-errors.js';
+import { loadStartupInputs, type StartupInputs, startupWarnings } from './startup-inputs.js';
 
 /**
- * The process: load config, find the database (embedded when DATABASE_URL is unset), migrate,
- * build the app, listen; on SIGTERM/SIGINT stop accepting, let in-flight requests finish (bounded
- * by BATON_SHUTDOWN_TIMEOUT_MS), stop background work, close the pool, stop the embedded database.
+ * The process: load config and what it names (API keys, SQS key pairs, the schedules file), find
+ * the database (embedded when DATABASE_URL is unset), migrate, build the app, listen; on
+ * SIGTERM/SIGINT stop accepting, let in-flight requests finish (bounded by BATON_SHUTDOWN_TIMEOUT_MS),
+ * stop background work, close the pool, stop the embedded database.
  */
 async function main() {
-  let config: ReturnType<typeof loadConfig>;
+  let config: Config;
+  let inputs: StartupInputs;
   try {
     config = loadConfig();
+    inputs = loadStartupInputs(config);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
@@ -23,7 +27,7 @@ async function main() {
     throw err;
   }
   const log = createLogger(config);
-  for (const warning of configWarnings(config)) log.warn({ host: config.host }, warning);
+  for (const warning of startupWarnings(config, inputs)) log.warn({ host: config.host }, warning);
 
   let embedded: EmbeddedPostgres | undefined;
   // A failure the environment causes (port taken, database away) ends start-up with one line.
@@ -56,7 +60,7 @@ async function main() {
     }
   }
 
-  const app = await buildApp({ config, databaseUrl, logger: log });
+  const app = await buildApp({ config, databaseUrl, inputs, logger: log });
   try {
     await app.listen({
       port: config.port,

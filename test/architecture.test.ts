@@ -10,6 +10,9 @@ import { describe, expect, it } from 'vitest';
  * - jobs/ and maintenance/ are the only modules whose SQL touches the job tables, so the storage
  *   layout can change behind them;
  * - routes hold no SQL; config.ts is the only reader of process.env;
+ * - config (config.ts, config/) holds plain values and imports only itself and the leaf
+ *   duration-limits.ts, so it can join no import cycle, however long (what the domain must check,
+ *   such as API keys or the schedules file, is read by startup-inputs.ts);
  * - the SQS endpoint (sqs/) is a protocol layer like routes/: no SQL, and the domain never imports it.
  */
 const SRC = 'src';
@@ -28,11 +31,16 @@ const files = sourceFiles(SRC).map((file) => ({
   text: fs.readFileSync(file, 'utf8'),
 }));
 
+/** The src/ files a file imports (and re-exports) from, as paths like src/jobs/limits.ts. */
+function importedFiles(file: string, text: string): string[] {
+  return [...text.matchAll(/from '(\.\.?\/[^']+)'/g)].map((m) =>
+    path.relative('.', path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts'))),
+  );
+}
+
 /** The src/ folders (or top-level files) a file imports from. */
 function importedLayers(file: string, text: string): string[] {
-  return [...text.matchAll(/from '(\.\.?\/[^']+)'/g)].map(
-    (m) => path.relative(SRC, path.resolve(path.dirname(file), m[1]!)).split(path.sep)[0]!,
-  );
+  return importedFiles(file, text).map((f) => path.relative(SRC, f).split(path.sep)[0]!);
 }
 
 const DOMAIN = [
@@ -95,6 +103,20 @@ describe('the layers of src/', () => {
       .filter((f) => /from 'kysely'|\bsql`|\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(f.text))
       .map((f) => f.file);
     expect(withSql).toEqual([]);
+  });
+
+  it('config imports nothing but its own modules and the leaf duration-limits.ts (so it is in no cycle)', () => {
+    const leaf = files.find((f) => f.file === path.join(SRC, 'duration-limits.ts'))!;
+    const config = files.filter((f) => f.layer === 'config' || f.layer === 'config.ts');
+    expect(config.length).toBeGreaterThan(1);
+    const allowed = new Set([...config.map((f) => f.file), leaf.file]);
+    const outside = config.flatMap((f) =>
+      importedFiles(f.file, f.text)
+        .filter((i) => !allowed.has(i))
+        .map((i) => `${f.file} → ${i}`),
+    );
+    expect(outside).toEqual([]);
+    expect(importedFiles(leaf.file, leaf.text)).toEqual([]);
   });
 
   it('config.ts is the only reader of process.env', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configWarnings, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 
 describe('config', () => {
   it('has documented defaults when nothing is set', () => {
@@ -50,37 +50,23 @@ describe('config', () => {
     );
   });
 
-  it('SQS key pairs: each names a configured API key, ids are unique, errors never show the secret', () => {
-    const keys = JSON.stringify([{ name: 'worker', sha256: 'a'.repeat(64), scopes: ['consumer'] }]);
-    const pair = {
-      access_key_id: 'AKIAWORKER',
-      secret_access_key: 'a-secret-of-enough-length',
-      api_key: 'worker',
-    };
-    const config = loadConfig({ BATON_API_KEYS: keys, BATON_SQS_CREDENTIALS: JSON.stringify([pair]) });
-    expect(config.sqsCredentials).toEqual([
-      { accessKeyId: 'AKIAWORKER', secretAccessKey: 'a-secret-of-enough-length', apiKey: 'worker' },
-    ]);
-    expect(() =>
-      loadConfig({
-        BATON_API_KEYS: keys,
-        BATON_SQS_CREDENTIALS: JSON.stringify([{ ...pair, api_key: 'nobody' }]),
-      }),
-    ).toThrow(/pair AKIAWORKER names API key "nobody", which is not configured/);
-    expect(() =>
-      loadConfig({ BATON_API_KEYS: keys, BATON_SQS_CREDENTIALS: JSON.stringify([pair, pair]) }),
-    ).toThrow(/access_key_id "AKIAWORKER" is used twice/);
-    let message = '';
-    try {
-      loadConfig({
-        BATON_API_KEYS: keys,
-        BATON_SQS_CREDENTIALS: JSON.stringify([{ ...pair, secret_access_key: 'short secret' }]),
-      });
-    } catch (err) {
-      message = (err as Error).message;
-    }
-    expect(message).toMatch(/secret_access_key must be 16-128 printable ASCII characters/);
-    expect(message).not.toContain('short secret');
+  it('keeps what only the domain can check as it was given: JSON text and paths (see startup-inputs.ts)', () => {
+    const config = loadConfig({
+      BATON_API_KEYS: 'not json',
+      BATON_API_KEYS_FILE: ' /keys.json ',
+      BATON_SQS_CREDENTIALS: '[{"access_key_id": 1}]',
+      BATON_SQS_CREDENTIALS_FILE: '/pairs.json',
+      BATON_SCHEDULES_FILE: '/nonexistent/schedules.yaml',
+    });
+    expect(config.apiKeys).toBe('not json');
+    expect(config.apiKeysFile).toBe('/keys.json');
+    expect(config.sqsCredentials).toBe('[{"access_key_id": 1}]');
+    expect(config.sqsCredentialsFile).toBe('/pairs.json');
+    expect(config.schedulesFile).toBe('/nonexistent/schedules.yaml');
+    expect(loadConfig({}).apiKeys).toBeUndefined();
+  });
+
+  it("checks the SQS endpoint's account id and queue URL", () => {
     expect(() => loadConfig({ BATON_SQS_ACCOUNT_ID: '12345' })).toThrow(
       /BATON_SQS_ACCOUNT_ID must be 12 digits/,
     );
@@ -93,35 +79,5 @@ describe('config', () => {
     expect(() => loadConfig({ BATON_MIGRATE_ON_START: 'maybe' })).toThrow(
       /BATON_MIGRATE_ON_START must be true or false/,
     );
-  });
-
-  it('warns when queue-limited keys are configured and /metrics, which names every queue, is open', () => {
-    const key = (name: string, queues?: string[]) => ({
-      name,
-      sha256: 'a'.repeat(64),
-      scopes: ['admin'],
-      queues,
-    });
-    const keys = JSON.stringify([key('root'), key('team-a', ['a.*']), key('team-b', ['b.*'])]);
-    const warnings = configWarnings(loadConfig({ BATON_API_KEYS: keys }));
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^\/metrics answers without a key and shows every queue's name/);
-    expect(warnings[0]).toContain('(team-a, team-b)');
-    expect(warnings[0]).toContain('set BATON_OPEN_ENDPOINTS=readyz,docs');
-    expect(
-      configWarnings(loadConfig({ BATON_API_KEYS: keys, BATON_OPEN_ENDPOINTS: 'metrics' }))[0],
-    ).toContain('set BATON_OPEN_ENDPOINTS=none');
-    // Protected /metrics, or no tenants: nothing to say.
-    expect(configWarnings(loadConfig({ BATON_API_KEYS: keys, BATON_OPEN_ENDPOINTS: 'readyz,docs' }))).toEqual(
-      [],
-    );
-    expect(configWarnings(loadConfig({ BATON_API_KEYS: JSON.stringify([key('root')]) }))).toEqual([]);
-    expect(configWarnings(loadConfig({}))).toEqual([]);
-  });
-
-  it('warns when a non-loopback address is served without keys (BATON_ALLOW_UNAUTHENTICATED)', () => {
-    expect(configWarnings(loadConfig({ HOST: '0.0.0.0', BATON_ALLOW_UNAUTHENTICATED: 'true' }))).toEqual([
-      'BATON_ALLOW_UNAUTHENTICATED: serving a non-loopback address with no API keys',
-    ]);
   });
 });

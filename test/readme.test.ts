@@ -4,7 +4,7 @@ import { PROBLEM_CODES } from '../src/http/problem.js';
 import { configTableRows } from './support/config-table.js';
 
 describe('README', () => {
-  it('documents every setting of src/config.ts with its default (npm run readme:config rewrites it)', () => {
+  it('documents every setting of src/config/settings.ts with its default (npm run readme:config rewrites it)', () => {
     const readme = fs.readFileSync('README.md', 'utf8');
     const block = readme.slice(
       readme.indexOf('<!-- config-table:start -->'),

@@ -1,12 +1,17 @@
 /**
- * Limits of the public API, in one place: config validation, request schemas, validation messages
- * and docs read them. Every bound here is also one PostgreSQL accepts, so a value the API takes can
- * always be stored.
+ * Limits of the public API, in one place: request schemas, validation messages and docs read them.
+ * Every bound here is also one PostgreSQL accepts, so a value the API takes can always be stored.
  */
-const SECOND = 1000;
-const HOUR = 3600 * SECOND;
-const DAY = 24 * HOUR;
-const YEAR = 365 * DAY;
+import { DAY, SECOND, YEAR } from '../duration-limits.js';
+
+/** The lease, backoff and retention bounds, which config's server defaults obey too. */
+export {
+  BACKOFF_BASE_MS_MAX,
+  BACKOFF_MAX_MS_MAX,
+  LEASE_MS_MAX,
+  LEASE_MS_MIN,
+  RETENTION_MS_MAX,
+} from '../duration-limits.js';
 
 export const QUEUE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 export const QUEUE_NAME_MAX = 128;
@@ -83,22 +88,12 @@ export const PRINTABLE_FORMAT = 'printable';
  */
 export const PRINTABLE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
 
-/** Lease lengths, for claims, renewals, queue settings and the server default. */
-export const LEASE_MS_MIN = SECOND;
-export const LEASE_MS_MAX = 12 * HOUR;
-
 /**
  * The budget of one attempt (a job's timeout_ms, a queue's default): a second to a week. The upper
  * bound is the CHECK on baton.queues.timeout_ms (migrations/0009_time_limits.ts).
  */
 export const TIMEOUT_MS_MIN = SECOND;
 export const TIMEOUT_MS_MAX = 7 * DAY;
-
-/** Retry backoff: the first delay, and the cap on any delay (queue settings and server defaults). */
-export const BACKOFF_BASE_MS_MAX = DAY;
-export const BACKOFF_MAX_MS_MAX = 30 * DAY;
-/** How long finished jobs may be kept (queue settings and server defaults). */
-export const RETENTION_MS_MAX = 10 * YEAR;
 
 /** Rows per page of a list (queues, jobs). */
 export const LIST_LIMIT_MAX = 500;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiKey, findKey, keyAllowsQueue, type Scope } from '../auth/api-keys.js';
-import { apiKeysOf, type OpenEndpoint } from '../config.js';
+import type { OpenEndpoint } from '../config.js';
 import { jobNotFound } from '../errors.js';
 import { crossSiteWrite } from '../http/cross-site.js';
 import { ProblemError } from '../http/problem.js';
@@ -35,7 +35,7 @@ import { queueOfSchedule } from '../schedules/store.js';
  * http/cross-site.ts.
  *
  * Keys are presented as `Authorization: Bearer <key>`. With no keys configured, authentication is
- * off (and config.ts only lets the server bind a loopback address, unless
+ * off (and start-up, in startup-inputs.ts, only lets the server bind a loopback address, unless
  * BATON_ALLOW_UNAUTHENTICATED says otherwise).
  */
 
@@ -87,8 +87,13 @@ function batchIds(request: FastifyRequest): string[] {
   return (body.acks ?? body.renewals ?? []).map((item) => item.id);
 }
 
-export default fp(
-  async function auth(app: FastifyInstance) {
+export interface AuthPluginOptions {
+  /** BATON_API_KEYS and BATON_API_KEYS_FILE, read at start-up (startup-inputs.ts). None: no keys needed. */
+  apiKeys: readonly ApiKey[];
+}
+
+export default fp<AuthPluginOptions>(
+  async function auth(app: FastifyInstance, opts) {
     // Every route must say who may call it; checked once all routes are registered.
     const routes: RouteOptions[] = [];
     app.addHook('onRoute', (route) => {
@@ -111,7 +116,7 @@ export default fp(
       done();
     });
 
-    const keys = apiKeysOf(app.config);
+    const keys = opts.apiKeys;
     if (keys.length === 0) return;
     const open = new Set<string>(['healthz', 'ui', ...app.config.openEndpoints]);
 

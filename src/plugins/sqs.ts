@@ -1,14 +1,23 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import type { ApiKey } from '../auth/api-keys.js';
 import { serverSecret } from '../db/server-secrets.js';
 import { ProblemError } from '../http/problem.js';
 import sqsRoutes from '../routes/sqs.js';
 import { authenticator } from '../sqs/authenticate.js';
 import type { SqsDeps } from '../sqs/call.js';
+import type { SqsCredential } from '../sqs/credentials.js';
 import { DeadLetterDuty } from '../sqs/dead-letter.js';
 import { errorResponse, JSON_CONTENT_TYPE, protocolOf } from '../sqs/endpoint.js';
 import { SqsError } from '../sqs/errors.js';
 import { QueueCache } from '../sqs/queue-cache.js';
 import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../sqs/receipt-handle.js';
+
+export interface SqsPluginOptions {
+  /** The configured API keys: with none, requests are not checked (see sqs/authenticate.ts). */
+  apiKeys: readonly ApiKey[];
+  /** BATON_SQS_CREDENTIALS and BATON_SQS_CREDENTIALS_FILE, each pair naming one of `apiKeys`. */
+  credentials: readonly SqsCredential[];
+}
 
 /**
  * The SQS-compatible endpoint (docs/sqs.md), in a context of its own: its bodies are read raw (the
@@ -17,7 +26,7 @@ import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../sqs/receipt-handle.js'
  * in SQS's shape, never as problem+json. The leader gets one more duty: forwarding dead messages to
  * their queue's dead-letter queue. Registered unless BATON_SQS=false.
  */
-export default async function sqs(app: FastifyInstance) {
+export default async function sqs(app: FastifyInstance, opts: SqsPluginOptions) {
   const { config } = app;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
@@ -55,7 +64,7 @@ export default async function sqs(app: FastifyInstance) {
     metrics: app.metrics,
   };
   app.maintainer?.addDuty(new DeadLetterDuty(app.db, app.log, jobsReady, config.tickMs));
-  await app.register(sqsRoutes, { deps, authenticate: authenticator(config) });
+  await app.register(sqsRoutes, { deps, authenticate: authenticator(opts.apiKeys, opts.credentials) });
 }
 
 /** An error raised around the handler, as the SQS error to answer. */

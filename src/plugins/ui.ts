@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { apiKeysOf } from '../config.js';
 import { ProblemError } from '../http/problem.js';
 
 /**
@@ -72,12 +71,17 @@ interface Asset {
   etag: string;
 }
 
-export default fp(
-  async function ui(app: FastifyInstance) {
+export interface UiPluginOptions {
+  /** Whether API keys are configured, so the page asks for one. */
+  keysRequired: boolean;
+}
+
+export default fp<UiPluginOptions>(
+  async function ui(app: FastifyInstance, opts) {
     if (!app.config.ui) return;
     // The page needs to know whether to ask for a key, and how often the leader recounts.
     const template = {
-      auth: apiKeysOf(app.config).length > 0 ? 'required' : 'off',
+      auth: opts.keysRequired ? 'required' : 'off',
       refreshMs: String(Math.max(2000, app.config.tickMs)),
     };
     const built = FROM_SOURCE ? undefined : filesFromDist();

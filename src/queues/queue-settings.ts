@@ -55,8 +55,9 @@ export function effectiveSettings(row: QueueRow | undefined, d: QueueDefaults): 
 
 /**
  * The one rule between two settings: a backoff cap below its base would make the cap meaningless.
- * Checked for the server defaults (config.ts) and for each queue (checkSettings); answers the
- * offending base, or undefined when the pair is fine.
+ * Checked for each queue (checkSettings), and written out again for the server defaults in
+ * config.ts, which imports nothing of the domain; answers the offending base, or undefined when the
+ * pair is fine.
  */
 export function backoffProblem(baseMs: number, maxMs: number): number | undefined {
   return maxMs < baseMs ? baseMs : undefined;

@@ -18,7 +18,7 @@ import { preview } from '../json/preview.js';
  */
 const MAX_YAML_ALIASES = 100;
 
-/** The file's document; errors say what is wrong and where (config.ts prefixes the variable's name). */
+/** The file's document; errors say what is wrong and where (startup-inputs.ts prefixes the variable's name). */
 export function readSchedulesDocument(path: string, maxBytes: number): unknown {
   const text = readBounded(path, maxBytes);
   const json = /\.json$/i.test(path);

@@ -44,8 +44,8 @@ export interface FileSchedule {
 }
 
 /**
- * Read and check the file (for config.ts: a file over BATON_BODY_LIMIT_BYTES or the nesting limit, or
- * a bad entry, stops start-up naming the file and where, or the entry and field).
+ * Read and check the file (for startup-inputs.ts: a file over BATON_BODY_LIMIT_BYTES or the nesting
+ * limit, or a bad entry, stops start-up naming the file and where, or the entry and field).
  */
 export function loadSchedulesFile(path: string, maxBytes: number): FileSchedule[] {
   return parseSchedules(readSchedulesDocument(path, maxBytes));
@@ -76,7 +76,7 @@ export function parseSchedules(doc: unknown): FileSchedule[] {
 }
 
 /**
- * The rules that depend on other settings, for config.ts once every setting is read: each entry's
+ * The rules that depend on other settings, for startup-inputs.ts once the file is read: each entry's
  * cron against BATON_SCHEDULE_MIN_INTERVAL_MS, and the number of entries against BATON_MAX_SCHEDULES.
  * (The file's schedules count towards that cap for PUTs, but applying the file is never refused for
  * it: the operator wrote them.) One message per problem, each naming the entry.
@@ -102,7 +102,7 @@ export type FileOutcome = 'created' | 'updated' | 'unchanged' | 'drifted' | 'rem
 
 /**
  * Apply the file; what happened to each schedule, by name. `minIntervalMs` is checked again here, on
- * the database's clock (config.ts checked it on this machine's).
+ * the database's clock (startup-inputs.ts checked it on this machine's).
  */
 export async function applySchedulesFile(db: Db, schedules: FileSchedule[], log: Log, minIntervalMs: number) {
   const report = await db.transaction().execute(async (trx) => {

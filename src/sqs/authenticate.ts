@@ -1,4 +1,5 @@
-import { apiKeysOf, type Config, sqsCredentialsOf } from '../config.js';
+import type { ApiKey } from '../auth/api-keys.js';
+import type { SqsCredential } from './credentials.js';
 import type { Authenticate } from './endpoint.js';
 import { claimedAccessKeyId, verifySignature } from './sigv4.js';
 
@@ -9,8 +10,7 @@ import { claimedAccessKeyId, verifySignature } from './sigv4.js';
  * or BATON_ALLOW_UNAUTHENTICATED), requests are not checked, signed or not: SDKs always sign, with
  * whatever credentials they were given, and the key id they used becomes the SenderId.
  */
-export function authenticator(config: Config): Authenticate {
-  const keys = apiKeysOf(config);
+export function authenticator(keys: readonly ApiKey[], credentials: readonly SqsCredential[]): Authenticate {
   if (keys.length === 0) {
     return (request) => {
       const claimed = claimedAccessKeyId(request.headers);
@@ -21,10 +21,11 @@ export function authenticator(config: Config): Authenticate {
     };
   }
   const byName = new Map(keys.map((key) => [key.name, key]));
-  const pairs = new Map(sqsCredentialsOf(config).map((pair) => [pair.accessKeyId, pair]));
+  const pairs = new Map(credentials.map((pair) => [pair.accessKeyId, pair]));
   return (request) => {
     const { credential } = verifySignature(request, pairs, Date.now());
-    // config.ts refuses a pair that names no configured key, so the lookup always finds one.
+    // Start-up refuses a pair that names no configured key (startup-inputs.ts), so the lookup always
+    // finds one.
     return { key: byName.get(credential.apiKey), senderId: credential.accessKeyId };
   };
 }

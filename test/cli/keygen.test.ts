@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { findKey, keyAllowsQueue } from '../../src/auth/api-keys.js';
-import { loadConfig } from '../../src/config.js';
+import { loadStartup } from '../support/app.js';
 
 const run = promisify(execFile);
 const keygen = (...args: string[]) =>
@@ -17,13 +17,13 @@ describe('npm run keygen', () => {
 
     // Paste the line into a real shell and read back what it set.
     const { stdout: value } = await run('bash', ['-c', `${exportLine}\nprintf %s "$BATON_API_KEYS"`]);
-    const config = loadConfig({ BATON_API_KEYS: value });
-    const key = findKey(config.apiKeys, secret)!;
+    const { apiKeys } = loadStartup({ BATON_API_KEYS: value });
+    const key = findKey(apiKeys, secret)!;
     expect(key.name).toBe('billing-worker');
     expect([...key.scopes]).toEqual(['consumer']);
     expect(keyAllowsQueue(key, 'billing.invoices')).toBe(true);
     expect(keyAllowsQueue(key, 'emails')).toBe(false);
-    expect(findKey(config.apiKeys, `${secret}x`)).toBeUndefined();
+    expect(findKey(apiKeys, `${secret}x`)).toBeUndefined();
   });
 
   it('a bad scope is one line saying what is wrong, exit status 2', async () => {

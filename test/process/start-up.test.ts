@@ -61,6 +61,20 @@ describe('start-up', () => {
     }
   });
 
+  it('bad API keys and a missing schedules file stop start-up before any database, naming each variable', async () => {
+    // The database does not answer: its error would come first, were it looked at.
+    const unanswered = `postgres://baton@127.0.0.1:${await freePort()}/baton`;
+    const run = await failedStart({
+      DATABASE_URL: unanswered,
+      BATON_API_KEYS: 'not json',
+      BATON_SCHEDULES_FILE: '/nonexistent/schedules.yaml',
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /^Invalid configuration:\n {2}- BATON_API_KEYS is not valid JSON: .*\n {2}- BATON_SCHEDULES_FILE cannot be read: ENOENT.*\n$/,
+    );
+  });
+
   it('a port in use is one line naming the port and the setting, not a stack trace', async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));

@@ -3,8 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createTestApp, useTestApp } from '../support/app.js';
+import { createTestApp, loadStartup, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
@@ -78,9 +77,9 @@ describe('BATON_SCHEDULES_FILE', () => {
       ['never.yaml', 'schedules:\n  x: { queue: q, cron: "0 0 30 2 *" }\n', /schedules\.x\.cron never fires/],
     ];
     for (const [name, text, message] of cases) {
-      expect(() => loadConfig({ BATON_SCHEDULES_FILE: writeFile(name, text) }), name).toThrow(message);
+      expect(() => loadStartup({ BATON_SCHEDULES_FILE: writeFile(name, text) }), name).toThrow(message);
     }
-    expect(() => loadConfig({ BATON_SCHEDULES_FILE: path.join(dir, 'missing.yaml') })).toThrow(
+    expect(() => loadStartup({ BATON_SCHEDULES_FILE: path.join(dir, 'missing.yaml') })).toThrow(
       /BATON_SCHEDULES_FILE cannot be read/,
     );
   });

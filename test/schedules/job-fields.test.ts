@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { noLog } from '../../src/logger.js';
 import { SchedulesDuty } from '../../src/maintenance/schedules.js';
 import { Metrics } from '../../src/metrics/metrics.js';
-import { createTestApp, useTestApp } from '../support/app.js';
+import { createTestApp, loadStartup, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { metricValue } from '../support/prometheus.js';
@@ -277,8 +277,7 @@ describe('schedule job fields in BATON_SCHEDULES_FILE', () => {
     await call('DELETE', '/v1/schedules/jf-file');
   });
 
-  it('a bad value stops start-up naming the schedule and the field', async () => {
-    const { loadConfig } = await import('../../src/config.js');
+  it('a bad value stops start-up naming the schedule and the field', () => {
     for (const [field, value, message] of [
       ['group', '"a b"', /schedules\.x\.group must be a group name/],
       ['timeout_ms', '500', /schedules\.x\.timeout_ms must be an integer from 1000/],
@@ -290,7 +289,7 @@ describe('schedule job fields in BATON_SCHEDULES_FILE', () => {
         `bad-${field}.yaml`,
         `schedules:\n  x: { queue: q, cron: "@daily", ${field}: ${value} }\n`,
       );
-      expect(() => loadConfig({ BATON_SCHEDULES_FILE: file }), field).toThrow(message);
+      expect(() => loadStartup({ BATON_SCHEDULES_FILE: file }), field).toThrow(message);
     }
   });
 });

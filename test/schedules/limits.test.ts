@@ -4,8 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createTestApp } from '../support/app.js';
+import { createTestApp, loadStartup } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { apiKeyEntry, bearer } from '../support/keys.js';
 
@@ -68,10 +67,12 @@ describe('BATON_SCHEDULE_MIN_INTERVAL_MS', () => {
       file,
       'schedules:\n  ok: { queue: q, cron: "@daily" }\n  busy: { queue: q, cron: "* * * * * *" }\n',
     );
-    expect(() => loadConfig({ BATON_SCHEDULES_FILE: file, BATON_SCHEDULE_MIN_INTERVAL_MS: '60000' })).toThrow(
+    expect(() =>
+      loadStartup({ BATON_SCHEDULES_FILE: file, BATON_SCHEDULE_MIN_INTERVAL_MS: '60000' }),
+    ).toThrow(
       /BATON_SCHEDULES_FILE schedules\.busy\.cron fires 1000 ms apart .*BATON_SCHEDULE_MIN_INTERVAL_MS/,
     );
-    expect(loadConfig({ BATON_SCHEDULES_FILE: file }).schedulesFile).toHaveLength(2);
+    expect(loadStartup({ BATON_SCHEDULES_FILE: file }).fileSchedules).toHaveLength(2);
   });
 });
 
@@ -111,7 +112,7 @@ describe('BATON_MAX_SCHEDULES', () => {
       file,
       'schedules:\n  a: { queue: q, cron: "@daily" }\n  b: { queue: q, cron: "@daily" }\n',
     );
-    expect(() => loadConfig({ BATON_SCHEDULES_FILE: file, BATON_MAX_SCHEDULES: '1' })).toThrow(
+    expect(() => loadStartup({ BATON_SCHEDULES_FILE: file, BATON_MAX_SCHEDULES: '1' })).toThrow(
       'BATON_SCHEDULES_FILE declares 2 schedules, more than BATON_MAX_SCHEDULES (1)',
     );
   });

@@ -3,8 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatonApp, buildApp } from '../../src/app.js';
 import { sha256 } from '../../src/auth/api-keys.js';
-import { loadConfig } from '../../src/config.js';
-import { createTestApp, testConfig } from '../support/app.js';
+import { createTestApp, loadStartup, testConfig } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 
 const database = useTestDatabase();
@@ -445,12 +444,12 @@ describe('API keys', () => {
 
 describe('safe defaults', () => {
   it('refuses to bind a non-loopback address with no keys, naming what to do', () => {
-    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(
+    expect(() => loadStartup({ HOST: '0.0.0.0' })).toThrow(
       /HOST=0\.0\.0\.0 would expose Baton without authentication/,
     );
-    expect(loadConfig({ HOST: '0.0.0.0', BATON_ALLOW_UNAUTHENTICATED: 'true' }).host).toBe('0.0.0.0');
-    expect(loadConfig({ HOST: '0.0.0.0', BATON_API_KEYS: KEYS }).apiKeys).toHaveLength(4);
-    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadStartup({ HOST: '0.0.0.0', BATON_ALLOW_UNAUTHENTICATED: 'true' }).config.host).toBe('0.0.0.0');
+    expect(loadStartup({ HOST: '0.0.0.0', BATON_API_KEYS: KEYS }).apiKeys).toHaveLength(4);
+    expect(loadStartup({}).config.host).toBe('127.0.0.1');
   });
 
   it.each([
@@ -466,11 +465,11 @@ describe('safe defaults', () => {
       /\[0\]\.secret is not a known field/,
     ],
   ])('rejects BATON_API_KEYS=%s', (value, message) => {
-    expect(() => loadConfig({ BATON_API_KEYS: value })).toThrow(message);
+    expect(() => loadStartup({ BATON_API_KEYS: value })).toThrow(message);
   });
 
   it('rejects an unreadable key file, naming it', () => {
-    expect(() => loadConfig({ BATON_API_KEYS_FILE: '/nonexistent/keys.json' })).toThrow(
+    expect(() => loadStartup({ BATON_API_KEYS_FILE: '/nonexistent/keys.json' })).toThrow(
       /BATON_API_KEYS_FILE cannot be read/,
     );
   });

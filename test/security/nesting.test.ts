@@ -8,9 +8,8 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import { sqsClient } from '../sqs/support.js';
-import { createTestApp, useListeningApp } from '../support/app.js';
+import { createTestApp, loadStartup, useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
@@ -247,7 +246,7 @@ describe('the schedules file', () => {
   /** The start-up error for this file, or undefined when it loads. */
   const startUpError = (file: string, env: Record<string, string> = {}) => {
     try {
-      loadConfig({ BATON_SCHEDULES_FILE: file, ...env });
+      loadStartup({ BATON_SCHEDULES_FILE: file, ...env });
       return undefined;
     } catch (err) {
       return (err as Error).message;

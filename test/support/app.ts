@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import { type BatonApp, buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
+import { loadStartupInputs, type StartupInputs } from '../../src/startup-inputs.js';
 import type { TestDatabase } from './database.js';
 
 /**
@@ -17,6 +18,15 @@ export function testConfig(env: Record<string, string> = {}): Config {
     BATON_SHED_EVENT_LOOP_DELAY_MS: '0',
     ...env,
   });
+}
+
+/**
+ * What the server loads before start-up from `env`: config, then the API keys, SQS key pairs and
+ * schedules file it names. Throws the ConfigError that would stop start-up.
+ */
+export function loadStartup(env: Record<string, string>): StartupInputs & { config: Config } {
+  const config = loadConfig(env);
+  return { config, ...loadStartupInputs(config) };
 }
 
 export async function createTestApp(

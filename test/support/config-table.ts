@@ -1,4 +1,4 @@
-import { settings } from '../../src/config.js';
+import { settings } from '../../src/config/settings.js';
 
 function formatDefault(value: unknown): string {
   if (value === undefined) return '(unset)';
@@ -6,7 +6,7 @@ function formatDefault(value: unknown): string {
   return `\`${String(value)}\``;
 }
 
-/** The README's configuration table, one row per setting in src/config.ts. */
+/** The README's configuration table, one row per setting in src/config/settings.ts. */
 export function configTableRows(): string[] {
   return Object.values(settings).map(
     (s) => `| \`${s.env}\` | ${formatDefault(s.default)} | ${s.unit} | ${s.doc} |`,

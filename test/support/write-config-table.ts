@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { configTableRows } from './config-table.js';
 
-/** `npm run readme:config`: rewrite the README's configuration table from src/config.ts. */
+/** `npm run readme:config`: rewrite the README's configuration table from src/config/settings.ts. */
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
 const readme = fs.readFileSync('README.md', 'utf8');

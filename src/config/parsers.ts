@@ -1,0 +1,111 @@
+/**
+ * How a setting is declared (variable, default, unit, doc, parser) and the parsers the table in
+ * settings.ts uses. Each parser takes the variable's text and returns its value or throws a message
+ * that reads after the variable's name ("must be between 2 and 1000, got 0"). Imports nothing.
+ */
+
+/** Turns a variable's text into its value, or throws a message that follows the variable's name. */
+export type Parser<T> = (raw: string) => T;
+
+export interface Setting<T> {
+  env: string;
+  default: T | undefined;
+  unit: string;
+  doc: string;
+  parse: Parser<T>;
+  /** Optional settings have no default: unset means "not given". */
+  optional?: true;
+}
+
+export function setting<T>(s: Omit<Setting<T>, 'optional'> & { default: T }): Setting<T> {
+  return s;
+}
+
+export function optional<T>(s: Omit<Setting<T>, 'optional' | 'default'>): Setting<T> & { optional: true } {
+  return { ...s, default: undefined, optional: true };
+}
+
+export const integer =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
+    const value = Number(raw.trim());
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      throw new Error(`must be between ${min} and ${max}, got ${raw}`);
+    }
+    return value;
+  };
+
+export const boolean: Parser<boolean> = (raw) => {
+  const value = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(value)) return true;
+  if (['false', '0', 'no', 'off'].includes(value)) return false;
+  throw new Error(`must be true or false, got "${raw}"`);
+};
+
+export const oneOf =
+  <T extends string>(...values: T[]): Parser<T> =>
+  (raw) => {
+    const value = raw.trim() as T;
+    if (!values.includes(value)) throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
+    return value;
+  };
+
+export const text: Parser<string> = (raw) => {
+  if (raw.trim() === '') throw new Error('must not be empty');
+  return raw.trim();
+};
+
+export const postgresUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('must be a URL such as postgres://user:password@host:5432/database');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new Error(`must use the postgres:// scheme, got "${url.protocol}"`);
+  }
+  return raw.trim();
+};
+
+/**
+ * JSON text (API keys, SQS key pairs) kept as it is, and a file's path, not read here: their rules
+ * are the domain's, applied at start-up by src/startup-inputs.ts.
+ */
+export const jsonText: Parser<string> = (raw) => raw;
+export const filePath: Parser<string> = (raw) => raw.trim();
+
+export const pattern =
+  (re: RegExp, what: string): Parser<string> =>
+  (raw) => {
+    if (!re.test(raw.trim())) throw new Error(`must be ${what}, got "${raw}"`);
+    return raw.trim();
+  };
+
+export const httpUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('must be a URL such as https://sqs.example.com');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    throw new Error('must be an http(s) URL without query or fragment, such as https://sqs.example.com');
+  }
+  return url.toString().replace(/\/$/, '');
+};
+
+const OPEN_ENDPOINTS = ['readyz', 'metrics', 'docs'] as const;
+export type OpenEndpoint = (typeof OPEN_ENDPOINTS)[number];
+
+export const endpointList: Parser<OpenEndpoint[]> = (raw) => {
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = items.find((i) => !(OPEN_ENDPOINTS as readonly string[]).includes(i) && i !== 'none');
+  if (bad)
+    throw new Error(`must be a comma-separated list of ${OPEN_ENDPOINTS.join(', ')} (or none), got "${bad}"`);
+  return items.filter((i) => i !== 'none') as OpenEndpoint[];
+};
