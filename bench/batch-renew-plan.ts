@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createDatabase } from '../src/db/database.js';
+import { recordStatements } from '../src/db/statement-recorder.js';
 import { renewLeases } from '../src/jobs/renew.js';
-import { recordStatements } from './compiled-statements.js';
 import { processCpuMs } from './process-usage.js';
 
 /**

@@ -1,47 +1,13 @@
-import {
-  type CompiledQuery,
-  DummyDriver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-} from 'kysely';
-import type { Db } from '../src/db/database.js';
+import type { CompiledQuery } from 'kysely';
+import { recorder } from '../src/db/statement-recorder.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
 import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
 import { renewLease } from '../src/jobs/renew.js';
 
 /**
  * The exact SQL Baton sends, taken from its own query modules at run time (never copied by hand), so
- * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs. A Kysely instance
- * over a driver that executes nothing records each compiled statement.
+ * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs (src/db/statement-recorder.ts).
  */
-
-function recorder() {
-  const seen: CompiledQuery[] = [];
-  const db = new Kysely<any>({
-    dialect: {
-      createAdapter: () => new PostgresAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (d) => new PostgresIntrospector(d),
-      createQueryCompiler: () => new PostgresQueryCompiler(),
-    },
-    log: (event) => {
-      seen.push(event.query);
-    },
-  });
-  return { db, seen };
-}
-
-/**
- * The statements a query function sends, recorded instead of run (every statement answers no
- * rows); test/db/plans.test.ts EXPLAINs them.
- */
-export async function recordStatements(run: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
-  const { db, seen } = recorder();
-  await run(db as Db).catch(() => undefined);
-  return seen;
-}
 
 export function claimSql(opts: ClaimOptions): CompiledQuery {
   const { db } = recorder();

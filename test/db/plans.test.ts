@@ -1,8 +1,8 @@
 import { type CompiledQuery, sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordStatements } from '../../bench/compiled-statements.js';
 import { createDatabase, type Db } from '../../src/db/database.js';
+import { recordStatements } from '../../src/db/statement-recorder.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
 import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
 import { claimJobs, claimStatement, groupedClaimStatement, releaseClaims } from '../../src/jobs/claim.js';
