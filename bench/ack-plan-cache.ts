@@ -3,7 +3,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
-import { claimJobs } from '../src/jobs/claim.js';
+import { claimJobs } from '../src/jobs/claim/claim.js';
 import { insertJobs } from '../src/jobs/enqueue.js';
 import { nackJob } from '../src/jobs/nack.js';
 import { processCpuMs } from './process-usage.js';

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { createDatabase } from '../src/db/database.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
-import { claimStatement } from '../src/jobs/claim.js';
+import { claimStatement } from '../src/jobs/claim/claim.js';
 import { insertJobs } from '../src/jobs/enqueue.js';
 import { processCpuMs } from './process-usage.js';
 

@@ -1,7 +1,8 @@
 import type { CompiledQuery } from 'kysely';
 import { recorder } from '../src/db/statement-recorder.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
-import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
+import { claimStatement } from '../src/jobs/claim/claim.js';
+import type { ClaimOptions } from '../src/jobs/claim/types.js';
 import { renewLease } from '../src/jobs/renew.js';
 
 /**

@@ -3,7 +3,7 @@ import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { Database } from '../src/db/schema.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
-import { claimJobs } from '../src/jobs/claim.js';
+import { claimJobs } from '../src/jobs/claim/claim.js';
 import { noLog } from '../src/logger.js';
 import { DATABASES, databaseUrl, recreateDatabase } from './databases.js';
 

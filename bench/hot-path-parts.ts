@@ -4,7 +4,7 @@ import { Histogram } from 'prom-client';
 import type { Db } from '../src/db/database.js';
 import { StatementNames } from '../src/db/prepared-statements.js';
 import { isoTime } from '../src/http/iso-time.js';
-import { claimJobs, claimStatement } from '../src/jobs/claim.js';
+import { claimJobs, claimStatement } from '../src/jobs/claim/claim.js';
 import { KeyedHistogram } from '../src/metrics/keyed-histogram.js';
 
 /**

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ClaimRequest } from '../http/schemas/jobs.js';
-import { type Claimant, type ClaimedRow, releaseClaims } from '../jobs/claim.js';
+import { releaseClaims } from '../jobs/claim/release.js';
+import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
 import { ClaimGroups } from '../jobs/statement-groups.js';
 import { claimWithWait } from '../wake/long-poll.js';
 

@@ -21,7 +21,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
 import { type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
-import type { ClaimedRow } from '../jobs/claim.js';
+import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { nackJob } from '../jobs/nack.js';
 import { getJob } from '../jobs/read.js';

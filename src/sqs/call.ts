@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { HeldBack } from '../jobs/claim.js';
+import type { HeldBack } from '../jobs/claim/types.js';
 import type { AckGroups, ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';

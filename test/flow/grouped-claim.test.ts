@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { claimJobs } from '../../src/jobs/claim.js';
-import { quantumOf } from '../../src/jobs/grouped-claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
+import { quantumOf } from '../../src/jobs/claim/grouped.js';
 import { useTestReplicas } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';

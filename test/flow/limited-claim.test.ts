@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Claimant, claimForGroup } from '../../src/jobs/claim.js';
+import { claimForGroup } from '../../src/jobs/claim/claim.js';
+import type { Claimant } from '../../src/jobs/claim/types.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { type AckAndClaimItem, ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
+import { type AckAndClaimItem, ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';

@@ -4,8 +4,10 @@ import type { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { type Answer, recordStatements } from '../../src/db/statement-recorder.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
-import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
-import { claimForGroup, releaseClaims } from '../../src/jobs/claim.js';
+import { ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
+import { claimForGroup } from '../../src/jobs/claim/claim.js';
+import { releaseClaims } from '../../src/jobs/claim/release.js';
+import { Signal } from '../../src/jobs/claim/statement.js';
 import { enqueueJobs } from '../../src/jobs/enqueue.js';
 import { nackJob } from '../../src/jobs/nack.js';
 import { renewLeases } from '../../src/jobs/renew.js';
@@ -31,12 +33,13 @@ const SAME_SLOT = [
   { id: '4100', leaseToken: TOKEN_2 },
 ];
 
-/** The marker row a claim statement answers to send the claim on to the next statement. */
-const diverted = () => [{ claimant: '0', meta: null }];
+/** The signal row a claim statement answers to send the claim on to the next statement. */
+const diverted = () => [{ claimant: null, signal: Signal.divert, meta: null }];
 
 /** A claimed row as the claim statements answer it. */
 const claimedRow = (claimant: number, id: string, group: string) => ({
   claimant: String(claimant),
+  signal: null,
   id,
   queue: 'q',
   group_key: group,

@@ -54,11 +54,11 @@
     ), picked AS (
       SELECT s.queue, p.slot, p.id, p.priority, p.run_at
       FROM settings s CROSS JOIN LATERAL (
-        SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-        WHERE j.queue = s.queue AND j.state = 'ready' AND NOT s.paused AND NOT s.flow AND ("j".expires_at IS NULL OR "j".expires_at > now())
-        ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
-        LIMIT s.total
-        FOR UPDATE SKIP LOCKED
+    SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
+    WHERE j.queue = s.queue AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND NOT s.paused AND NOT s.flow
+    ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
+    LIMIT s.total
+    FOR UPDATE SKIP LOCKED
       ) p
     ), assigned AS (
       SELECT p.id, p.slot, w.claimant, coalesce(w.lease_ms, s.lease_ms) AS lease_ms, w.worker_id, s.timeout_ms,
@@ -81,13 +81,28 @@
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
-                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
-                j.created_at, j.meta
+      RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
+                j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
+                j.max_attempts AS max_attempts, j.lease_token AS lease_token,
+                j.lease_expires_at AS lease_expires_at, j.deadline_at AS deadline_at,
+                j.claimed_at AS claimed_at, j.run_at AS run_at, j.created_at AS created_at, j.meta AS meta
     )
-    SELECT f.*, NULL::bigint AS claimant, NULL::text AS payload_json, NULL::uuid AS lease_token FROM finished f
+    SELECT f.id AS id, f.queue AS queue, f.group_key AS group_key, f.state AS state, f.priority AS priority,
+           f.run_at AS run_at, f.attempts AS attempts, f.max_attempts AS max_attempts,
+           f.idempotency_key AS idempotency_key, f.created_at AS created_at, f.claimed_at AS claimed_at,
+           f.lease_expires_at AS lease_expires_at, f.worker_id AS worker_id, f.finished_at AS finished_at,
+           f.result AS result, f.last_error AS last_error, f.errors AS errors, f.dead_reason AS dead_reason,
+           f.payload AS payload, f.meta AS meta, f.timeout_ms AS timeout_ms, f.deadline_at AS deadline_at,
+           f.expires_at AS expires_at, f.unique_key AS unique_key, f.ack_token AS ack_token,
+           NULL::bigint AS claimant, NULL::text AS payload_json, NULL::uuid AS lease_token
+    FROM finished f
     UNION ALL
-    SELECT c.id, c.queue, c.group_key, 'claimed', c.priority, c.run_at, c.attempts, c.max_attempts, NULL, c.created_at,
-           c.claimed_at, c.lease_expires_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.meta, NULL, c.deadline_at,
-           NULL, NULL, NULL, c.claimant, c.payload_json, c.lease_token
+    SELECT c.id AS id, c.queue AS queue, c.group_key AS group_key, 'claimed' AS state, c.priority AS priority,
+           c.run_at AS run_at, c.attempts AS attempts, c.max_attempts AS max_attempts,
+           NULL::text AS idempotency_key, c.created_at AS created_at, c.claimed_at AS claimed_at,
+           c.lease_expires_at AS lease_expires_at, NULL::text AS worker_id, NULL::timestamptz AS finished_at,
+           NULL::jsonb AS result, NULL::jsonb AS last_error, NULL::jsonb AS errors, NULL::text AS dead_reason,
+           NULL::jsonb AS payload, c.meta AS meta, NULL::integer AS timeout_ms, c.deadline_at AS deadline_at,
+           NULL::timestamptz AS expires_at, NULL::text AS unique_key, NULL::uuid AS ack_token,
+           c.claimant AS claimant, c.payload_json AS payload_json, c.lease_token AS lease_token
     FROM claimed c;

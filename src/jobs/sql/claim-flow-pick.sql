@@ -20,11 +20,11 @@
     SELECT p.slot, p.id, p.priority, p.run_at
     FROM json_array_elements($3::json) AS s
     CROSS JOIN LATERAL (
-      SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-      WHERE j.queue = $4 AND j.group_key = s->>'g' AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now())
-      ORDER BY j.priority DESC, j.run_at, j.id
-      LIMIT (s->>'k')::integer
-      FOR UPDATE SKIP LOCKED
+    SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
+    WHERE j.queue = $4 AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND j.group_key = s->>'g'
+    ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
+    LIMIT (s->>'k')::integer
+    FOR UPDATE SKIP LOCKED
     ) p
     ), claimants AS (
       SELECT c.ord AS claimant, (c.item->>'n')::integer AS n, (c.item->>'lease_ms')::integer AS lease_ms,
@@ -51,11 +51,15 @@
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
-                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
-                j.created_at, j.meta
+      RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
+                j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
+                j.max_attempts AS max_attempts, j.lease_token AS lease_token,
+                j.lease_expires_at AS lease_expires_at, j.deadline_at AS deadline_at,
+                j.claimed_at AS claimed_at, j.run_at AS run_at, j.created_at AS created_at, j.meta AS meta
     )
-    SELECT * FROM claimed
-    UNION ALL
-    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
-    FROM (SELECT CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 0 END AS claimant, NULL::jsonb AS meta FROM settings) m WHERE m.claimant IS NOT NULL;
+    SELECT c.claimant AS claimant, c.id AS id, c.queue AS queue, c.group_key AS group_key,
+           c.payload_json AS payload_json, c.priority AS priority, c.attempts AS attempts,
+           c.max_attempts AS max_attempts, c.lease_token AS lease_token,
+           c.lease_expires_at AS lease_expires_at, c.deadline_at AS deadline_at, c.claimed_at AS claimed_at,
+           c.run_at AS run_at, c.created_at AS created_at, c.meta AS meta, NULL::text AS signal
+    FROM claimed c;

@@ -40,11 +40,11 @@
                array_agg(x.priority) AS priorities, array_agg(x.run_at) AS run_ats
         FROM (
           SELECT p.*, first_value(p.group_key) OVER () AS first FROM (
-            SELECT j.group_key, j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-            WHERE "j"."queue" = $5 AND "j"."state" = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND j.group_key >= w.lo AND j.group_key < w.hi
-            ORDER BY j.group_key, "j".priority DESC, "j".run_at ASC, "j".id ASC
-            LIMIT 4
-            FOR UPDATE SKIP LOCKED) p
+    SELECT j.group_key, j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
+    WHERE j.queue = $5 AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND j.group_key >= w.lo AND j.group_key < w.hi
+    ORDER BY j.group_key, "j".priority DESC, "j".run_at ASC, "j".id ASC
+    LIMIT 4
+    FOR UPDATE SKIP LOCKED) p
         ) x WHERE x.group_key = x.first
       ) s
       WHERE w.have < 15 AND (s.g IS NOT NULL OR (NOT w.wrapped AND t.start > ''))
@@ -61,10 +61,11 @@
         SELECT 2, u.r, v.n, v.n, v.g, u.slot, u.id, u.priority, u.run_at
         FROM visited v CROSS JOIN LATERAL (
           SELECT m.*, row_number() OVER (ORDER BY "m".priority DESC, "m".run_at ASC, "m".id ASC) AS r FROM (
-            SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-            WHERE "j"."queue" = $6 AND "j"."state" = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND j.group_key = v.g
-            ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC OFFSET 4 LIMIT 15 - v.have
-            FOR UPDATE SKIP LOCKED) m
+    SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
+    WHERE j.queue = $6 AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND j.group_key = v.g
+    ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
+    OFFSET 4 LIMIT 15 - v.have
+    FOR UPDATE SKIP LOCKED) m
         ) u
         WHERE v.have < 15 AND v.k = 4
       ) c
@@ -97,9 +98,11 @@
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
-                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
-                j.created_at, j.meta
+      RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
+                j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
+                j.max_attempts AS max_attempts, j.lease_token AS lease_token,
+                j.lease_expires_at AS lease_expires_at, j.deadline_at AS deadline_at,
+                j.claimed_at AS claimed_at, j.run_at AS run_at, j.created_at AS created_at, j.meta AS meta
     ), 
     turn_to AS (
       SELECT CASE WHEN l.phase = 1 AND l.have > 15
@@ -119,8 +122,18 @@
       WHERE NOT EXISTS (SELECT 1 FROM baton.flow_state f WHERE f.queue = $10 AND f.is_queue AND f.group_key = '')
       ON CONFLICT DO NOTHING
     )
-    SELECT * FROM claimed
+    SELECT c.claimant AS claimant, c.id AS id, c.queue AS queue, c.group_key AS group_key,
+           c.payload_json AS payload_json, c.priority AS priority, c.attempts AS attempts,
+           c.max_attempts AS max_attempts, c.lease_token AS lease_token,
+           c.lease_expires_at AS lease_expires_at, c.deadline_at AS deadline_at, c.claimed_at AS claimed_at,
+           c.run_at AS run_at, c.created_at AS created_at, c.meta AS meta, NULL::text AS signal
+    FROM claimed c
     UNION ALL
-    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
-    FROM (SELECT CASE WHEN (SELECT diverted FROM turn) THEN 0
-                          WHEN NOT flow THEN -1 END AS claimant, NULL::jsonb AS meta FROM settings) m WHERE m.claimant IS NOT NULL;
+    SELECT NULL::bigint AS claimant, NULL::bigint AS id, NULL::text AS queue, NULL::text AS group_key,
+           NULL::text AS payload_json, NULL::integer AS priority, NULL::integer AS attempts,
+           NULL::integer AS max_attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_expires_at,
+           NULL::timestamptz AS deadline_at, NULL::timestamptz AS claimed_at, NULL::timestamptz AS run_at,
+           NULL::timestamptz AS created_at, s.meta AS meta, s.signal AS signal
+    FROM (SELECT CASE WHEN (SELECT diverted FROM turn) THEN 'divert'
+                          WHEN NOT flow THEN 'plain' END AS signal, NULL::jsonb AS meta FROM settings) s
+    WHERE s.signal IS NOT NULL;

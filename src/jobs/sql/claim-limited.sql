@@ -19,8 +19,7 @@
     ), budget AS (SELECT * FROM baton.flow_budget($3, 15)), picked AS (
       
     SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = (SELECT $4::text) AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now())
-      AND (j.group_key = '' OR NOT (SELECT blank_only FROM budget))
+    WHERE j.queue = (SELECT $4::text) AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND (j.group_key = '' OR NOT (SELECT blank_only FROM budget))
     ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
     LIMIT (SELECT CASE WHEN walk THEN 0 ELSE n END FROM budget)
     FOR UPDATE SKIP LOCKED
@@ -49,9 +48,11 @@
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
-                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
-                j.created_at, j.meta
+      RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
+                j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
+                j.max_attempts AS max_attempts, j.lease_token AS lease_token,
+                j.lease_expires_at AS lease_expires_at, j.deadline_at AS deadline_at,
+                j.claimed_at AS claimed_at, j.run_at AS run_at, j.created_at AS created_at, j.meta AS meta
     ), recorded AS (
     INSERT INTO baton.flow_state AS f (queue, is_queue, group_key, claim_times, claim_counts)
     SELECT $6, w.is_queue, '', r.new_times, r.new_counts
@@ -64,11 +65,21 @@
     WHERE t.n > 0 AND w.period_ms IS NOT NULL
     ON CONFLICT (queue, is_queue, group_key) DO UPDATE SET
       claim_times = excluded.claim_times, claim_counts = excluded.claim_counts)
-    SELECT * FROM claimed
+    SELECT c.claimant AS claimant, c.id AS id, c.queue AS queue, c.group_key AS group_key,
+           c.payload_json AS payload_json, c.priority AS priority, c.attempts AS attempts,
+           c.max_attempts AS max_attempts, c.lease_token AS lease_token,
+           c.lease_expires_at AS lease_expires_at, c.deadline_at AS deadline_at, c.claimed_at AS claimed_at,
+           c.run_at AS run_at, c.created_at AS created_at, c.meta AS meta, NULL::text AS signal
+    FROM claimed c
     UNION ALL
-    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
-    FROM (SELECT (SELECT CASE WHEN walk THEN 0
-                                  WHEN NOT flow_controlled THEN -1
-                                  WHEN reason IS NOT NULL THEN -2
-                                  WHEN NOT (limited OR overrides) THEN -3 END
-                      FROM budget) AS claimant, (SELECT jsonb_build_object('reason', reason, 'retry_after_ms', retry_after_ms) FROM budget) AS meta FROM settings) m WHERE m.claimant IS NOT NULL;
+    SELECT NULL::bigint AS claimant, NULL::bigint AS id, NULL::text AS queue, NULL::text AS group_key,
+           NULL::text AS payload_json, NULL::integer AS priority, NULL::integer AS attempts,
+           NULL::integer AS max_attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_expires_at,
+           NULL::timestamptz AS deadline_at, NULL::timestamptz AS claimed_at, NULL::timestamptz AS run_at,
+           NULL::timestamptz AS created_at, s.meta AS meta, s.signal AS signal
+    FROM (SELECT (SELECT CASE WHEN walk THEN 'divert'
+                                  WHEN NOT flow_controlled THEN 'plain'
+                                  WHEN reason IS NOT NULL THEN 'held_back'
+                                  WHEN NOT (limited OR overrides) THEN 'grouped' END
+                      FROM budget) AS signal, (SELECT jsonb_build_object('reason', reason, 'retry_after_ms', retry_after_ms) FROM budget) AS meta FROM settings) s
+    WHERE s.signal IS NOT NULL;

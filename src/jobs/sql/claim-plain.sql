@@ -17,7 +17,7 @@
     ), picked AS (
       
     SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = $3 AND j.state = 'ready' AND NOT (SELECT paused OR flow FROM settings) AND ("j".expires_at IS NULL OR "j".expires_at > now())
+    WHERE j.queue = $3 AND j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now()) AND NOT (SELECT paused OR flow FROM settings)
     ORDER BY "j".priority DESC, "j".run_at ASC, "j".id ASC
     LIMIT 15
     FOR UPDATE SKIP LOCKED
@@ -46,11 +46,23 @@
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
-      RETURNING a.claimant, j.id, j.queue, j.group_key, j.payload::text AS payload_json, j.priority,
-                j.attempts, j.max_attempts, j.lease_token, j.lease_expires_at, j.deadline_at, j.claimed_at, j.run_at,
-                j.created_at, j.meta
+      RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
+                j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
+                j.max_attempts AS max_attempts, j.lease_token AS lease_token,
+                j.lease_expires_at AS lease_expires_at, j.deadline_at AS deadline_at,
+                j.claimed_at AS claimed_at, j.run_at AS run_at, j.created_at AS created_at, j.meta AS meta
     )
-    SELECT * FROM claimed
+    SELECT c.claimant AS claimant, c.id AS id, c.queue AS queue, c.group_key AS group_key,
+           c.payload_json AS payload_json, c.priority AS priority, c.attempts AS attempts,
+           c.max_attempts AS max_attempts, c.lease_token AS lease_token,
+           c.lease_expires_at AS lease_expires_at, c.deadline_at AS deadline_at, c.claimed_at AS claimed_at,
+           c.run_at AS run_at, c.created_at AS created_at, c.meta AS meta, NULL::text AS signal
+    FROM claimed c
     UNION ALL
-    SELECT m.claimant, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, m.meta
-    FROM (SELECT CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 0 END AS claimant, NULL::jsonb AS meta FROM settings) m WHERE m.claimant IS NOT NULL;
+    SELECT NULL::bigint AS claimant, NULL::bigint AS id, NULL::text AS queue, NULL::text AS group_key,
+           NULL::text AS payload_json, NULL::integer AS priority, NULL::integer AS attempts,
+           NULL::integer AS max_attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_expires_at,
+           NULL::timestamptz AS deadline_at, NULL::timestamptz AS claimed_at, NULL::timestamptz AS run_at,
+           NULL::timestamptz AS created_at, s.meta AS meta, s.signal AS signal
+    FROM (SELECT CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN 'divert' END AS signal, NULL::jsonb AS meta FROM settings) s
+    WHERE s.signal IS NOT NULL;

@@ -1,4 +1,5 @@
-import { type ClaimedRow, releaseClaims } from '../../jobs/claim.js';
+import { releaseClaims } from '../../jobs/claim/release.js';
+import type { ClaimedRow } from '../../jobs/claim/types.js';
 import { parseDatabaseJson } from '../../json/exact.js';
 import { claimWithWait } from '../../wake/long-poll.js';
 import { type Action, queueOf } from '../call.js';
