@@ -48,19 +48,19 @@ export async function claimForGroup(
 ): Promise<ClaimOutcome[]> {
   const total = totalOf(claimants);
   const values: ClaimValues = [queue, defaultLeaseMs, claimantsJsonOf(claimants)];
-  let route: Route = hints.get(queue) ?? 'plain';
+  let current: Route = hints.get(queue) ?? 'plain';
   for (;;) {
-    if (route === 'walk') {
+    if (current === 'walk') {
       const { outcomes, next } = await claimWithFlow(db, queue, defaultLeaseMs, claimants);
       hint(queue, next);
       return outcomes;
     }
-    const shape: ClaimShape = `${route}:${total}`;
+    const shape: ClaimShape = `${current}:${total}`;
     const { rows } = await retryWhenMoved(() => statements.execute(db, shape, values));
-    const step = after(route, signalRowOf(rows));
+    const step = route(current, signalRowOf(rows));
     if (step.outcome === 'diverted') {
-      route = step.to;
-      hint(queue, route);
+      current = step.to;
+      hint(queue, current);
       continue;
     }
     if (step.nextTime) hint(queue, step.nextTime);
@@ -85,10 +85,10 @@ type Step =
   | { outcome: 'diverted'; to: Route };
 
 /**
- * What the statement of `route` said by its signal row (statement.ts, Signal; none: served as asked)
- * means for this claim and for the queue's next one.
+ * Where a claim goes once the statement of `from` has answered: what its signal row said (statement.ts,
+ * Signal; no signal row: served as asked) means for this claim and for the queue's next one.
  */
-function after(route: StatementRoute, signalRow: ClaimStatementRow | undefined): Step {
+function route(from: StatementRoute, signalRow: ClaimStatementRow | undefined): Step {
   const signal = signalRow?.signal ?? null;
   switch (signal) {
     case null:
@@ -100,7 +100,7 @@ function after(route: StatementRoute, signalRow: ClaimStatementRow | undefined):
     case Signal.grouped:
       return { outcome: 'served', nextTime: 'grouped' };
     case Signal.divert:
-      return { outcome: 'diverted', to: NEXT[route] };
+      return { outcome: 'diverted', to: NEXT[from] };
   }
 }
 
