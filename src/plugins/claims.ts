@@ -22,7 +22,7 @@ declare module 'fastify' {
     ) => Promise<ClaimedRow[]>;
     /**
      * Hand out jobs a statement other than the claim's claimed for a request (ack-and-claim in one
-     * statement, jobs/ack-and-claim.ts), as claimFor would: given back if the client has gone, counted
+     * statement, jobs/claim/ack-and-claim.ts), as claimFor would: given back if the client has gone, counted
      * in the metrics, and a full batch passes the baton to the queue's next long-poll. Answers the rows.
      */
     handOut: (

@@ -44,7 +44,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
   // Concurrent acks share one statement and one commit (src/jobs/statement-groups.ts).
   const acks = new AckGroups(app.db);
-  // A single ack with `next` acks and claims in one statement where it can (jobs/ack-and-claim.ts).
+  // A single ack with `next` acks and claims in one statement where it can (jobs/claim/ack-and-claim.ts).
   const acksAndClaims = new AckAndClaimGroups(app.db, config.defaultLeaseMs);
 
   /** A single lease write's answer: its value, or 409 lease_lost (counted) or 404. */
@@ -96,7 +96,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
   };
 
   /**
-   * The ack and the claim of `next` in one statement (jobs/ack-and-claim.ts). Answers undefined, and
+   * The ack and the claim of `next` in one statement (jobs/claim/ack-and-claim.ts). Answers undefined, and
    * the route takes the ack path and then the claim path, when it did not ack the job (a lost lease,
    * a repeated ack, a job carried to another slot) or failed: being atomic, it then did nothing.
    */

@@ -8,7 +8,7 @@ import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 /**
- * The grouped claim without limits (src/jobs/grouped-claim.ts): one statement that visits groups in
+ * The grouped claim without limits (src/jobs/claim/grouped.ts): one statement that visits groups in
  * turn, a quantum of ceil(n / 4) jobs each. Its turn, and exactly-once claims from three replicas.
  */
 const database = useTestDatabase();

@@ -6,7 +6,7 @@ import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 /**
- * The limited claim in one statement (src/jobs/limited-claim.ts): the budget from baton.flow_budget,
+ * The limited claim in one statement (src/jobs/claim/limited.ts): the budget from baton.flow_budget,
  * what it answers when a limit holds a claim back, and how claims move between the plain, limited and
  * walk statements as a queue's limits change.
  */
