@@ -72,6 +72,9 @@ export const claimedColumns = {
   meta: 'jsonb',
 } as const satisfies Record<keyof ClaimedRow | 'claimant', string>;
 
+/** A claim statement's answer: the claimed columns, and the signal (NULL but in the signal row). */
+const answerColumns = { ...claimedColumns, signal: 'text' } as const;
+
 /** A row of a claim statement: a claimed job (claimant from 1), or the signal row (claimant null). */
 export type ClaimStatementRow = ClaimedRow & { claimant: string | null; signal: Signal | null };
 
@@ -130,7 +133,7 @@ export function claimStatementSql(
   const signal = plan.signal
     ? sql`
     UNION ALL
-    SELECT ${namedColumns({ ...claimedColumns, signal: 'text' }, { meta: 's.meta', signal: 's.signal' }, '           ')}
+    SELECT ${namedColumns(answerColumns, { meta: 's.meta', signal: 's.signal' }, '           ')}
     FROM (SELECT ${plan.signal} AS signal, ${plan.signalMeta ?? sql`NULL::jsonb`} AS meta FROM settings) s
     WHERE s.signal IS NOT NULL`
     : sql``;
@@ -151,7 +154,7 @@ export function claimStatementSql(
       JOIN claimants cl ON p.rn > cl.upto - cl.n AND p.rn <= cl.upto
       CROSS JOIN settings st
     ), ${claimedFromAssigned}${plan.after ? sql`, ${plan.after}` : sql``}
-    SELECT ${namedColumns({ ...claimedColumns, signal: 'text' }, claimedValuesOf('c'), '           ')}
+    SELECT ${namedColumns(answerColumns, claimedValuesOf('c'), '           ')}
     FROM claimed c${signal}`;
 }
 
