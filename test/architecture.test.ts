@@ -10,6 +10,8 @@ import { describe, expect, it } from 'vitest';
  * - jobs/ and maintenance/ are the only modules whose SQL touches the job tables, so the storage
  *   layout can change behind them;
  * - routes hold no SQL; config.ts is the only reader of process.env;
+ * - the claim (jobs/claim/), the ack and the statement groups import no file that leads back to them, and
+ *   the claim statement (jobs/claim/statement.ts) no claim file but types.ts (the picks import it);
  * - the SQS endpoint (sqs/) is a protocol layer like routes/: no SQL, and the domain never imports it.
  */
 const SRC = 'src';
@@ -32,6 +34,13 @@ const files = sourceFiles(SRC).map((file) => ({
 function importedLayers(file: string, text: string): string[] {
   return [...text.matchAll(/from '(\.\.?\/[^']+)'/g)].map(
     (m) => path.relative(SRC, path.resolve(path.dirname(file), m[1]!)).split(path.sep)[0]!,
+  );
+}
+
+/** The src/ files a file imports (relative imports, type-only ones included). */
+function importedFiles(file: string, text: string): string[] {
+  return [...text.matchAll(/from '(\.\.?\/[^']+)\.js'/g)].map((m) =>
+    path.relative('.', path.resolve(path.dirname(file), `${m[1]!}.ts`)),
   );
 }
 
@@ -95,6 +104,40 @@ describe('the layers of src/', () => {
       .filter((f) => /from 'kysely'|\bsql`|\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(f.text))
       .map((f) => f.file);
     expect(withSql).toEqual([]);
+  });
+
+  it('the claim (jobs/claim/) is no import cycle: its statement imports no claim file but types.ts, and nothing leads back', () => {
+    const claim = path.join(SRC, 'jobs', 'claim');
+    const statement = path.join(claim, 'statement.ts');
+    expect(
+      importedFiles(statement, files.find((f) => f.file === statement)!.text).filter(
+        (i) => path.dirname(i) === claim,
+      ),
+    ).toEqual([path.join(claim, 'types.ts')]);
+    // No file of the claim, nor the ack and the statement groups around it, can reach itself.
+    const graph = new Map(files.map((f) => [f.file, importedFiles(f.file, f.text)]));
+    const reachesItself = (start: string) => {
+      const seen = new Set<string>();
+      const todo = [...(graph.get(start) ?? [])];
+      while (todo.length > 0) {
+        const next = todo.pop()!;
+        if (next === start) return true;
+        if (seen.has(next)) continue;
+        seen.add(next);
+        todo.push(...(graph.get(next) ?? []));
+      }
+      return false;
+    };
+    const watched = files
+      .map((f) => f.file)
+      .filter(
+        (f) =>
+          path.dirname(f) === claim ||
+          f === path.join(SRC, 'jobs', 'ack.ts') ||
+          f === path.join(SRC, 'jobs', 'statement-groups.ts'),
+      );
+    expect(watched.length).toBeGreaterThan(5);
+    expect(watched.filter(reachesItself)).toEqual([]);
   });
 
   it('config.ts is the only reader of process.env', () => {
