@@ -1,15 +1,16 @@
 import type { CompiledQuery } from 'kysely';
+import { recorder } from '../src/db/statement-recorder.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
-import { type ClaimOptions, claimStatement } from '../src/jobs/claim.js';
-import { statementRecorder } from '../test/support/recorded-statements.js';
+import { claimStatement } from '../src/jobs/claim/claim.js';
+import type { ClaimOptions } from '../src/jobs/claim/types.js';
 
 /**
  * The exact SQL Baton sends, taken from its own query modules at run time (never copied by hand), so
- * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs.
+ * the raw-SQL ceiling and the EXPLAINs cannot drift from what the server runs (src/db/statement-recorder.ts).
  */
 
 export function claimSql(opts: ClaimOptions): CompiledQuery {
-  const { db } = statementRecorder();
+  const { db } = recorder();
   return claimStatement(opts).compile(db);
 }
 
@@ -18,7 +19,7 @@ export async function ackSql(
   items: { id: string; leaseToken: string }[],
   slots: 'own slot' | 'every slot' = 'own slot',
 ): Promise<CompiledQuery> {
-  const { db, seen } = statementRecorder();
+  const { db, seen } = recorder();
   await ackBriefEach(db, items);
   // The first statement probes the items' own slot (what runs on the hot path; the slot is a literal
   // in its text). A second one looks in every slot for the items the first missed (jobs the leader

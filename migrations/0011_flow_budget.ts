@@ -22,7 +22,7 @@ import { type Kysely, sql } from 'kysely';
  *   never more than `lim` in any window, sometimes slightly fewer. Times are whole milliseconds.
  * - flow_budget: lock, then how many jobs a claim of `wanted` may take under the queue's own limits
  *   and, when no ready job has a group, under the group defaults of the no-group group; or that the
- *   claim must walk the groups (flow-claim.ts). Also what the walk and the record of the claim need.
+ *   claim must walk the groups (src/jobs/claim/flow.ts). Also what the walk and the record of the claim need.
  *
  * The lock is (0x62617466, hashtext(queue)), transaction-level: it is held until the claim commits,
  * and released after its rows are visible, so the next claim of the queue counts them.
@@ -109,7 +109,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     END $$`.execute(db);
 
   // plan_cache_mode: the counts' LIMITs are parameters here, and with them the plan cache priced a
-  // generic plan above a custom one and re-planned each count on every call (see claim.ts, batchLimit).
+  // generic plan above a custom one and re-planned each count on every call (see src/jobs/claim/statement.ts, batchLimit).
   await sql`
     CREATE FUNCTION baton.flow_budget(
       p_queue text, p_wanted integer,

@@ -13,6 +13,8 @@ import { describe, expect, it } from 'vitest';
  * - config (config.ts, config/) holds plain values and imports only itself and the leaf
  *   duration-limits.ts, so it can join no import cycle, however long (what the domain must check,
  *   such as API keys or the schedules file, is read by startup-inputs.ts);
+ * - the claim (jobs/claim/), the ack and the statement groups import no file that leads back to them, and
+ *   the claim statement (jobs/claim/statement.ts) no claim file but types.ts (the picks import it);
  * - the SQS endpoint (sqs/) is a protocol layer like routes/: no SQL, and the domain never imports it.
  */
 const SRC = 'src';
@@ -117,6 +119,40 @@ describe('the layers of src/', () => {
     );
     expect(outside).toEqual([]);
     expect(importedFiles(leaf.file, leaf.text)).toEqual([]);
+  });
+
+  it('the claim (jobs/claim/) is no import cycle: its statement imports no claim file but types.ts, and nothing leads back', () => {
+    const claim = path.join(SRC, 'jobs', 'claim');
+    const statement = path.join(claim, 'statement.ts');
+    expect(
+      importedFiles(statement, files.find((f) => f.file === statement)!.text).filter(
+        (i) => path.dirname(i) === claim,
+      ),
+    ).toEqual([path.join(claim, 'types.ts')]);
+    // No file of the claim, nor the ack and the statement groups around it, can reach itself.
+    const graph = new Map(files.map((f) => [f.file, importedFiles(f.file, f.text)]));
+    const reachesItself = (start: string) => {
+      const seen = new Set<string>();
+      const todo = [...(graph.get(start) ?? [])];
+      while (todo.length > 0) {
+        const next = todo.pop()!;
+        if (next === start) return true;
+        if (seen.has(next)) continue;
+        seen.add(next);
+        todo.push(...(graph.get(next) ?? []));
+      }
+      return false;
+    };
+    const watched = files
+      .map((f) => f.file)
+      .filter(
+        (f) =>
+          path.dirname(f) === claim ||
+          f === path.join(SRC, 'jobs', 'ack.ts') ||
+          f === path.join(SRC, 'jobs', 'statement-groups.ts'),
+      );
+    expect(watched.length).toBeGreaterThan(5);
+    expect(watched.filter(reachesItself)).toEqual([]);
   });
 
   it('config.ts is the only reader of process.env', () => {

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { createDatabase, type DatabaseHandle, type Db } from '../../src/db/database.js';
 import type { Database } from '../../src/db/schema.js';
 import { type AckItem, ackBriefEach } from '../../src/jobs/ack.js';
-import { claimJobs } from '../../src/jobs/claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
 import { noLog } from '../../src/logger.js';
 import { GroupStatsDuty } from '../../src/maintenance/group-stats.js';
 import type { BenchContext } from '../context.js';

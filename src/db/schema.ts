@@ -38,7 +38,7 @@ export interface QueuesTable {
   dead_retention_ms: BigIntString | null;
   paused: Generated<boolean>;
   auto_created: boolean;
-  /** Set by the first enqueue of a job with a group (src/jobs/flow-claim.ts). */
+  /** Set by the first enqueue of a job with a group (src/jobs/enqueue.ts); read by the claims (src/jobs/claim/). */
   grouped: Generated<boolean>;
   concurrency_limit: number | null;
   rate_limit: number | null;
@@ -218,7 +218,7 @@ export interface QueueGroupsTable {
   updated_at: Generated<Date>;
 }
 
-/** What claims of a flow-controlled queue remember between claims (src/jobs/flow-claim.ts). */
+/** What claims of a flow-controlled queue remember between claims (src/jobs/claim/: grouped.ts, limited.ts, flow.ts). */
 export interface FlowStateTable {
   queue: string;
   group_key: Generated<string>;

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { ClaimedRow } from '../jobs/claim.js';
+import type { ClaimedRow } from '../jobs/claim/types.js';
 import { traceOf } from '../jobs/trace-context.js';
 import { isoTime } from './iso-time.js';
 

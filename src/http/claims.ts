@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Claimant } from '../jobs/claim.js';
+import type { Claimant } from '../jobs/claim/types.js';
 import type { NextClaim } from '../service/leases.js';
 import type { ClaimRequest } from './schemas/jobs.js';
 

@@ -1,4 +1,4 @@
-import type { ClaimedRow } from '../jobs/claim.js';
+import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import { traceOf } from '../jobs/trace-context.js';
 import { parseDatabaseJson } from '../json/exact.js';

@@ -4,7 +4,6 @@ import { StatementShapes } from '../db/statement-shapes.js';
 import { finishedJobColumns, finishedRow, inScope, type JobRow, leaseHeld } from './job-row.js';
 import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
-import type { AckGroups } from './statement-groups.js';
 
 /**
  * Ack: the worker holding the current lease says the job is done. The job leaves the live table and
@@ -27,10 +26,22 @@ export interface AckItem extends ScopedId {
 export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;
 
 /**
+ * The shared statements acks go through, concurrent acks together (AckGroups in statement-groups.ts,
+ * over ackEach and ackBriefEach below). Declared here, where it is used, so that ack.ts needs nothing
+ * from statement-groups.ts, which needs ack.ts.
+ */
+export interface GroupedAcks {
+  /** The completed job, or undefined when the lease was not this one. */
+  ack(item: AckItem): Promise<JobRow | undefined>;
+  /** Per item, what the metrics need, or undefined when the lease was not this one. */
+  ackBatch(items: AckItem[]): Promise<(AckedJob | undefined)[]>;
+}
+
+/**
  * Ack one job through the shared statement (statement-groups.ts). A repeated ack of a lease that
  * already completed the job (its answer was lost) is the same ack, answered with the job again.
  */
-export async function ackJob(db: Db, groups: AckGroups, item: AckItem): Promise<LeaseOutcome<JobRow>> {
+export async function ackJob(db: Db, groups: GroupedAcks, item: AckItem): Promise<LeaseOutcome<JobRow>> {
   const job = (await groups.ack(item)) ?? (await alreadyAcked(db, [item])).get(item.id);
   return (await outcomesOf(db, [item], new Map(job ? [[item.id, job]] : [])))[0]!;
 }
@@ -38,7 +49,7 @@ export async function ackJob(db: Db, groups: AckGroups, item: AckItem): Promise<
 /** Ack a batch through the shared statement; each item's outcome, repeated acks counted as done. */
 export async function ackJobs(
   db: Db,
-  groups: AckGroups,
+  groups: GroupedAcks,
   items: AckItem[],
 ): Promise<LeaseOutcome<AckedJob>[]> {
   const answers = await groups.ackBatch(items);

@@ -38,6 +38,37 @@ export interface JobRow {
   unique_key: string | null;
 }
 
+/**
+ * A JobRow's columns by name, in the order of the select lists below, with their SQL types: for a row
+ * that stands in NULL for some of them (ack-and-claim's claimed jobs, claim/ack-and-claim.ts).
+ */
+export const jobRowColumns = {
+  id: 'bigint',
+  queue: 'text',
+  group_key: 'text',
+  state: 'text',
+  priority: 'integer',
+  run_at: 'timestamptz',
+  attempts: 'integer',
+  max_attempts: 'integer',
+  idempotency_key: 'text',
+  created_at: 'timestamptz',
+  claimed_at: 'timestamptz',
+  lease_expires_at: 'timestamptz',
+  worker_id: 'text',
+  finished_at: 'timestamptz',
+  result: 'jsonb',
+  last_error: 'jsonb',
+  errors: 'jsonb',
+  dead_reason: 'text',
+  payload: 'jsonb',
+  meta: 'jsonb',
+  timeout_ms: 'integer',
+  deadline_at: 'timestamptz',
+  expires_at: 'timestamptz',
+  unique_key: 'text',
+} as const satisfies Record<keyof JobRow, string>;
+
 export interface JobErrorEntry {
   attempt: number;
   at: string;

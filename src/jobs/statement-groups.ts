@@ -1,8 +1,9 @@
 import type { Db } from '../db/database.js';
 import { isInputError } from '../db/errors.js';
-import { type AckedJob, type AckItem, ackBriefEach, ackEach } from './ack.js';
-import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './ack-and-claim.js';
-import { type Claimant, type ClaimOutcome, type ClaimRequest, claimForGroup } from './claim.js';
+import { type AckedJob, type AckItem, ackBriefEach, ackEach, type GroupedAcks } from './ack.js';
+import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './claim/ack-and-claim.js';
+import { claimForGroup } from './claim/claim.js';
+import type { Claimant, ClaimOutcome, ClaimRequest } from './claim/types.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 import type { JobRow } from './job-row.js';
@@ -62,7 +63,7 @@ export class EnqueueGroups {
  * Acks, grouped (whatever their queue): concurrent single acks share one statement, and so do
  * concurrent batch acks. Each item is answered by its own id and lease token.
  */
-export class AckGroups {
+export class AckGroups implements GroupedAcks {
   private readonly single: GroupCommit<AckItem, JobRow | undefined>;
   private readonly batches: GroupCommit<AckItem[], (AckedJob | undefined)[]>;
 

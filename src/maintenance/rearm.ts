@@ -11,7 +11,7 @@ import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
  * expired lease counts as a failed attempt (attempts was counted at claim) and is recorded in the
  * job's error history, with `reason: lease_expired`.
  *
- * An attempt with a budget (timeout_ms) has its lease capped at its deadline_at (claim.ts, renew.ts),
+ * An attempt with a budget (timeout_ms) has its lease capped at its deadline_at (claim/statement.ts, renew.ts),
  * so this same sweep fails it at the deadline; it is told apart by the lease having run up to the
  * deadline, and recorded with `reason: deadline_exceeded` (the dead reason too, on a last attempt).
  *

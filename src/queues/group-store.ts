@@ -8,7 +8,7 @@ import { holdQueue } from './queue-store.js';
  * SQL for a queue's groups as operators see them: baton.queue_groups (overrides of the queue's
  * group defaults, written only here) and baton.group_stats (counts, written by the leader's
  * group-stats duty; read here). The claim reads the overrides in its own statement
- * (src/jobs/flow-claim.ts).
+ * (src/jobs/claim/grouped.ts, flow.ts).
  */
 
 export type GroupOverrideRow = Selectable<QueueGroupsTable>;

@@ -20,7 +20,7 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
-import type { ClaimedRow } from '../jobs/claim.js';
+import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */

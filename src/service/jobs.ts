@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { type Claimant, type ClaimedRow, releaseClaims } from '../jobs/claim.js';
+import { releaseClaims } from '../jobs/claim/release.js';
+import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
 import type { EnqueueItem, EnqueueResult } from '../jobs/enqueue.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { getJob } from '../jobs/read.js';

@@ -1,6 +1,6 @@
 import { type AckedJob, type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
-import type { ClaimedRow } from '../jobs/claim.js';
+import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { type NackInput, type NackResult, nackJob } from '../jobs/nack.js';

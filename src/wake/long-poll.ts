@@ -1,4 +1,4 @@
-import type { ClaimOutcome, ClaimRequest, HeldBack } from '../jobs/claim.js';
+import type { ClaimOutcome, ClaimRequest, HeldBack } from '../jobs/claim/types.js';
 import type { ClaimGroups } from '../jobs/statement-groups.js';
 import type { WaitList } from './wait-list.js';
 

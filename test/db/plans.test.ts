@@ -2,9 +2,11 @@ import { type CompiledQuery, sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type Db } from '../../src/db/database.js';
+import { recordStatements } from '../../src/db/statement-recorder.js';
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
-import { ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
-import { claimJobs, claimStatement, groupedClaimStatement, releaseClaims } from '../../src/jobs/claim.js';
+import { ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
+import { claimJobs, claimStatement } from '../../src/jobs/claim/claim.js';
+import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { nackJob } from '../../src/jobs/nack.js';
 import { getJobs } from '../../src/jobs/read.js';
 import { renewLeases } from '../../src/jobs/renew.js';
@@ -12,7 +14,6 @@ import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
-import { recordStatements } from '../support/recorded-statements.js';
 
 /**
  * The ring's partitions are often empty when a session plans a statement (right after a
@@ -35,9 +36,10 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
   ];
   return {
     claim: claimStatement({ queue: 'plans', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(database.db),
-    'grouped claim': groupedClaimStatement({ queue: 'plans', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(
-      database.db,
-    ),
+    'grouped claim': claimStatement(
+      { queue: 'plans', maxJobs: 10, defaultLeaseMs: 30_000 },
+      'grouped',
+    ).compile(database.db),
     ack: await first((db) => ackEach(db, items)),
     'batch ack': await first((db) => ackBriefEach(db, items)),
     'ack and claim': await first((db) =>

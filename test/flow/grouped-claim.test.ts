@@ -1,14 +1,14 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { claimJobs } from '../../src/jobs/claim.js';
-import { quantumOf } from '../../src/jobs/grouped-claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
+import { quantumOf } from '../../src/jobs/claim/grouped.js';
 import { useTestReplicas } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 /**
- * The grouped claim without limits (src/jobs/grouped-claim.ts): one statement that visits groups in
+ * The grouped claim without limits (src/jobs/claim/grouped.ts): one statement that visits groups in
  * turn, a quantum of ceil(n / 4) jobs each. Its turn, and exactly-once claims from three replicas.
  */
 const database = useTestDatabase();

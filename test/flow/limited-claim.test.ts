@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type Claimant, claimForGroup } from '../../src/jobs/claim.js';
+import { claimForGroup } from '../../src/jobs/claim/claim.js';
+import type { Claimant } from '../../src/jobs/claim/types.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 /**
- * The limited claim in one statement (src/jobs/limited-claim.ts): the budget from baton.flow_budget,
+ * The limited claim in one statement (src/jobs/claim/limited.ts): the budget from baton.flow_budget,
  * what it answers when a limit holds a claim back, and how claims move between the plain, limited and
  * walk statements as a queue's limits change.
  */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { releaseClaims } from '../../src/jobs/claim.js';
+import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { rearmExpiredLeases } from '../../src/maintenance/rearm.js';
 import { createTestApp, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';

@@ -6,7 +6,7 @@ import { claimResponseJson } from '../../src/http/claim-response.js';
 import { COMPONENTS } from '../../src/http/schemas/components.js';
 import { ClaimedJob, ClaimResponse } from '../../src/http/schemas/jobs.js';
 import { toClaimedJob } from '../../src/http/views.js';
-import { claimJobs } from '../../src/jobs/claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
 import { parseExact } from '../../src/json/exact.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';

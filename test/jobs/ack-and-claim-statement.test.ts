@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { type AckAndClaimItem, ackAndClaimEach } from '../../src/jobs/ack-and-claim.js';
+import { type AckAndClaimItem, ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 
 /**
- * The ack and the claim of `next` in one statement (src/jobs/ack-and-claim.ts), called directly: what
+ * The ack and the claim of `next` in one statement (src/jobs/claim/ack-and-claim.ts), called directly: what
  * it acks and claims, and what it leaves to the ack and claim paths. The HTTP behaviour of `next`
  * (test/jobs/ack-and-claim.test.ts) runs through it as well.
  */

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
-import { claimStatement, releaseClaims } from '../../src/jobs/claim.js';
+import { claimStatement } from '../../src/jobs/claim/claim.js';
+import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { createTestApp, listen, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';

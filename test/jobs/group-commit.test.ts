@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ackEach } from '../../src/jobs/ack.js';
-import { claimForGroup } from '../../src/jobs/claim.js';
+import { claimForGroup } from '../../src/jobs/claim/claim.js';
 import { GroupCommit } from '../../src/jobs/group-commit.js';
 import { AckGroups, ClaimGroups, EnqueueGroups } from '../../src/jobs/statement-groups.js';
 import { useTestApp } from '../support/app.js';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createDatabase } from '../../src/db/database.js';
-import { claimJobs } from '../../src/jobs/claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
 import { enqueueJobs } from '../../src/jobs/enqueue.js';
 import { renewLease, renewLeases } from '../../src/jobs/renew.js';
 import { noLog } from '../../src/logger.js';

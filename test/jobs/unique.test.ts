@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { claimJobs } from '../../src/jobs/claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
 import { enqueueJobs } from '../../src/jobs/enqueue.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { claimJobs } from '../../src/jobs/claim.js';
+import { claimJobs } from '../../src/jobs/claim/claim.js';
 import { enqueueJobs } from '../../src/jobs/enqueue.js';
 import { ExpiryDuty, expireJobs } from '../../src/maintenance/expiry.js';
 import { Metrics } from '../../src/metrics/metrics.js';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claimStatement } from '../../src/jobs/claim.js';
+import { claimStatement } from '../../src/jobs/claim/claim.js';
 import { RING_SLOTS } from '../../src/jobs/ring.js';
 import { noLog } from '../../src/logger.js';
 import { VacuumDuty, type VacuumResult, vacuumLiveJobs } from '../../src/maintenance/vacuum.js';

@@ -1,4 +1,4 @@
-import type { ClaimedRow } from '../../jobs/claim.js';
+import type { ClaimedRow } from '../../jobs/claim/types.js';
 import { parseDatabaseJson } from '../../json/exact.js';
 import { type Action, queueOf } from '../call.js';
 import { optionalInt, stringList } from '../input.js';

@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
-import { Marker, type PickPlan } from './claim.js';
-import { claimOrder, notExpired } from './job-row.js';
+import { claimOrder } from '../job-row.js';
+import { lockReady, type PickPlan, Signal } from './statement.js';
 
 /**
  * The claim of a grouped queue without limits or group overrides: groups served in turn, in the one
- * claim statement (claim.ts wraps this pick in its claim; docs/architecture.md, "Flow control").
- * Queues with limits, weights or paused groups go the locked way instead (flow-claim.ts), which this
- * statement says by answering the divert marker.
+ * claim statement (statement.ts wraps this pick in its claim; docs/architecture.md, "Flow control").
+ * Queues with limits, weights or paused groups go the locked way instead (limited.ts, flow.ts), which
+ * this statement says by answering Signal.divert.
  *
  * The turn. Groups are visited in name order, starting after the group flow_state.last_group names
  * (wrapping round to the first name), and each visited group gives up to QUANTUM(n) = ceil(n / 4) of
@@ -34,7 +34,7 @@ import { claimOrder, notExpired } from './job-row.js';
 export const quantumOf = (total: number) => Math.max(1, Math.ceil(total / 4));
 
 /**
- * The CTEs of the walk (`turn`, `walk`, `visited`, `cand`), placed after claim.ts's `settings`; the
+ * The CTEs of the walk (`turn`, `walk`, `visited`, `cand`), placed after statement.ts's `settings`; the
  * pick (`picked`: the candidates, locked); and the upsert of the turn (`turned`), after the claim.
  *
  * `walk` is the recursion: row 0 holds the start, each later row one visited group (g, k jobs taken,
@@ -42,12 +42,9 @@ export const quantumOf = (total: number) => Math.max(1, Math.ceil(total / 4));
  * group past lo wraps round once: lo '' (the first name) and hi the start. Group names are printable
  * ASCII (limits.ts), so E'\x7f' is above them all and name || E'\x01' is the least name after `name`.
  */
-export function groupedPick(queue: string, total: number) {
-  const q = quantumOf(total);
+export function groupedPick(queue: string, total: number): PickPlan {
   const n = sql.lit(total);
-  const quantum = sql.lit(q);
-  const ready = (alias: string) =>
-    sql`${sql.ref(`${alias}.queue`)} = ${queue} AND ${sql.ref(`${alias}.state`)} = 'ready' AND ${notExpired(alias)}`;
+  const quantum = sql.lit(quantumOf(total));
   const before = sql`
     turn AS (
       SELECT coalesce((SELECT f.last_group || E'\\x01' FROM baton.flow_state f
@@ -67,12 +64,13 @@ export function groupedPick(queue: string, total: number) {
         SELECT min(x.group_key) AS g, count(*)::int AS k, array_agg(x.slot) AS slots, array_agg(x.id) AS ids,
                array_agg(x.priority) AS priorities, array_agg(x.run_at) AS run_ats
         FROM (
-          SELECT p.*, first_value(p.group_key) OVER () AS first FROM (
-            SELECT j.group_key, j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-            WHERE ${ready('j')} AND j.group_key >= w.lo AND j.group_key < w.hi
-            ORDER BY j.group_key, ${claimOrder('j')}
-            LIMIT ${quantum}
-            FOR UPDATE SKIP LOCKED) p
+          SELECT p.*, first_value(p.group_key) OVER () AS first FROM (${lockReady({
+            queue: sql`${queue}`,
+            where: sql`j.group_key >= w.lo AND j.group_key < w.hi`,
+            columns: sql`j.group_key, j.slot, j.id, j.priority, j.run_at`,
+            orderFirst: sql`j.group_key`,
+            limit: quantum,
+          })}) p
         ) x WHERE x.group_key = x.first
       ) s
       WHERE w.have < ${n} AND (s.g IS NOT NULL OR (NOT w.wrapped AND t.start > ''))
@@ -88,11 +86,12 @@ export function groupedPick(queue: string, total: number) {
         UNION ALL
         SELECT 2, u.r, v.n, v.n, v.g, u.slot, u.id, u.priority, u.run_at
         FROM visited v CROSS JOIN LATERAL (
-          SELECT m.*, row_number() OVER (ORDER BY ${claimOrder('m')}) AS r FROM (
-            SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-            WHERE ${ready('j')} AND j.group_key = v.g
-            ORDER BY ${claimOrder('j')} OFFSET ${quantum} LIMIT ${n} - v.have
-            FOR UPDATE SKIP LOCKED) m
+          SELECT m.*, row_number() OVER (ORDER BY ${claimOrder('m')}) AS r FROM (${lockReady({
+            queue: sql`${queue}`,
+            where: sql`j.group_key = v.g`,
+            offset: quantum,
+            limit: sql`${n} - v.have`,
+          })}) m
         ) u
         WHERE v.have < ${n} AND v.k = ${quantum}
       ) c
@@ -128,9 +127,9 @@ export function groupedPick(queue: string, total: number) {
       WHERE NOT EXISTS (SELECT 1 FROM baton.flow_state f WHERE f.queue = ${queue} AND f.is_queue AND f.group_key = '')
       ON CONFLICT DO NOTHING
     )`;
-  // Divert (claimant 0) to the locked claim when the queue has limits or overrides; answer -1 when it
-  // is not under flow control at all, so the caller goes back to the plain claim next time.
-  const marker = sql`CASE WHEN (SELECT diverted FROM turn) THEN ${sql.lit(Marker.divert)}
-                          WHEN NOT flow THEN ${sql.lit(Marker.notFlowControlled)} END`;
-  return { before, pick, after, marker } satisfies PickPlan;
+  // Divert to the limited claim when the queue has limits or overrides; say `plain` when it is not under
+  // flow control at all, so that its next claim goes back to the plain statement.
+  const signal = sql`CASE WHEN (SELECT diverted FROM turn) THEN ${sql.lit(Signal.divert)}
+                          WHEN NOT flow THEN ${sql.lit(Signal.plain)} END`;
+  return { before, pick, after, signal };
 }

@@ -1,24 +1,24 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { Db } from '../db/database.js';
+import type { Db } from '../../db/database.js';
+import { retryWhenMoved } from '../ring.js';
+import { limitedPick } from './limited.js';
 import {
-  type Claimant,
-  type ClaimOutcome,
-  claimGroupStatement,
+  claimantsJsonOf,
   claimOutcomes,
-  type HeldBack,
-  type LimitReason,
-  Marker,
+  claimStatementSql,
+  heldBackOf,
+  lockReady,
+  Signal,
+  signalRowOf,
   totalOf,
-} from './claim.js';
-import { notExpired } from './job-row.js';
-import { heldBackOf, limitedPick } from './limited-claim.js';
-import { retryWhenMoved } from './ring.js';
+} from './statement.js';
+import type { Claimant, ClaimOutcome, HeldBack, LimitReason, Route } from './types.js';
 
 /**
  * The claim of a queue under flow control whose ready jobs have groups: groups served in turn, under
  * concurrency and rate limits per queue and per group (docs/architecture.md, "Flow control"). A limited
- * queue whose ready jobs have no group is claimed in one statement (limited-claim.ts); this is the
- * transaction that statement diverts to.
+ * queue whose ready jobs have no group is claimed in one statement (limited.ts); this is the
+ * transaction that statement diverts to (claim.ts).
  *
  * Exact across replicas: the claims of one queue take a transaction-level advisory lock on the queue,
  * one after another, and only then read what the limits depend on (baton.flow_budget, which takes the
@@ -86,7 +86,7 @@ interface GroupVisit {
 type Shares = { group: string; k: number; ratePeriodMs: number | null }[];
 
 /** Where the queue's next claim starts: the walk again, the limited statement, or the grouped one. */
-type NextRoute = 'walk' | 'limited' | 'grouped';
+type NextRoute = Exclude<Route, 'plain'>;
 
 export async function claimWithFlow(
   db: Db,
@@ -107,17 +107,15 @@ export async function claimWithFlow(
       if (!flow.walk) {
         // No ready job has a group (any more): the one-statement claim, in this transaction (it takes
         // the lock this transaction holds already, at no cost, and reads the budget afresh).
-        const { rows } = await claimGroupStatement(
+        const { rows } = await claimStatementSql(
           queue,
           defaultLeaseMs,
-          claimants,
+          claimantsJsonOf(claimants),
           limitedPick(queue, wanted),
         ).execute(trx);
-        const held = rows.find((r) => Number(r.claimant) === Marker.heldBack);
-        return {
-          outcomes: claimOutcomes(rows, claimants, held && heldBackOf(held.meta)),
-          next: 'limited' as const,
-        };
+        const signal = signalRowOf(rows);
+        const held = signal?.signal === Signal.heldBack ? heldBackOf(signal.meta) : undefined;
+        return { outcomes: claimOutcomes(rows, claimants, held), next: 'limited' as const };
       }
       const next: NextRoute = flow.limited || flow.overrides ? 'walk' : 'grouped';
       let heldBack: HeldBack | undefined = flow.reason === null ? undefined : heldBackOf(flow);
@@ -126,7 +124,7 @@ export async function claimWithFlow(
       if (plan.shares.length === 0)
         return { outcomes: claimOutcomes([], claimants, heldBack ?? plan.heldBack), next };
       heldBack ??= plan.heldBack;
-      const claimed = await claimGroupStatement(queue, defaultLeaseMs, claimants, {
+      const claimed = await claimStatementSql(queue, defaultLeaseMs, claimantsJsonOf(claimants), {
         pick: groupPick(queue, plan.shares),
       }).execute(trx);
       const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
@@ -191,7 +189,7 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
   const start = flow.last_group;
   // Each branch is a query of its own (not a scalar sub-select, which PostgreSQL evaluated twice: once
   // for the filter, once for the output). The text says whether there is an upper bound, and its
-  // sizes are literals (as claim.ts's batchLimit explains): with `$x IS NULL OR ...` and parameter
+  // sizes are literals (as statement.ts's batchLimit explains): with `$x IS NULL OR ...` and parameter
   // LIMITs the plan cache priced the generic plan above a custom one and planned the walk afresh on
   // every claim, about as dear as running it.
   const step = (prev: RawBuilder<unknown>, inclusive: boolean, wrapped: RawBuilder<unknown>) => sql`(
@@ -302,12 +300,11 @@ function groupPick(queue: string, shares: Shares) {
   return sql`
     SELECT p.slot, p.id, p.priority, p.run_at
     FROM json_array_elements(${input}::json) AS s
-    CROSS JOIN LATERAL (
-      SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-      WHERE j.queue = ${queue} AND j.group_key = s->>'g' AND j.state = 'ready' AND ${notExpired('j')}
-      ORDER BY j.priority DESC, j.run_at, j.id
-      LIMIT (s->>'k')::integer
-      FOR UPDATE SKIP LOCKED
+    CROSS JOIN LATERAL (${lockReady({
+      queue: sql`${queue}`,
+      where: sql`j.group_key = s->>'g'`,
+      limit: sql`(s->>'k')::integer`,
+    })}
     ) p`;
 }
 

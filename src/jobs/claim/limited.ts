@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
-import { type HeldBack, type LimitReason, Marker, type PickPlan } from './claim.js';
-import { claimOrder, notExpired } from './job-row.js';
+import { lockReady, type PickPlan, Signal } from './statement.js';
 
 /**
  * The claim of a queue with limits (or group overrides) whose ready jobs need no walk of the groups:
- * one statement, like a claim without limits (claim.ts wraps this pick in its claim;
+ * one statement, like a claim without limits (statement.ts wraps this pick in its claim;
  * docs/architecture.md, "Flow control").
  *
  * Its first CTE, `budget`, calls baton.flow_budget (migrations/0011_flow_budget.ts): the queue's flow
@@ -16,7 +15,7 @@ import { claimOrder, notExpired } from './job-row.js';
  * tried and what it gave", row "Limited claim in one statement").
  *
  * When some ready job has a group, the groups are served in turn, which this statement does not do: it
- * takes nothing and answers the marker that sends the claim to flow-claim.ts's walk.
+ * takes nothing and answers Signal.divert, which sends the claim to flow.ts's walk.
  */
 
 export function limitedPick(queue: string, total: number): PickPlan {
@@ -26,13 +25,11 @@ export function limitedPick(queue: string, total: number): PickPlan {
   // plan a custom one (a small queue's custom plan looks cheaper than the generic plan's average
   // queue, and planning this statement costs about what running it does), the queue is a sub-select
   // too: unknown to custom and generic plans alike, they cost the same and the generic plan is kept.
-  const pick = sql`
-    SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-    WHERE j.queue = (SELECT ${queue}::text) AND j.state = 'ready' AND ${notExpired('j')}
-      AND (j.group_key = '' OR NOT (SELECT blank_only FROM budget))
-    ORDER BY ${claimOrder('j')}
-    LIMIT (SELECT CASE WHEN walk THEN 0 ELSE n END FROM budget)
-    FOR UPDATE SKIP LOCKED`;
+  const pick = lockReady({
+    queue: sql`(SELECT ${queue}::text)`,
+    where: sql`(j.group_key = '' OR NOT (SELECT blank_only FROM budget))`,
+    limit: sql`(SELECT CASE WHEN walk THEN 0 ELSE n END FROM budget)`,
+  });
   // The windows as flow_budget read them (this statement's own snapshot predates the lock), with the
   // jobs taken added at the latest claimed_at among them, so the window agrees with the jobs' times.
   const after = sql`recorded AS (
@@ -47,17 +44,12 @@ export function limitedPick(queue: string, total: number): PickPlan {
     WHERE t.n > 0 AND w.period_ms IS NOT NULL
     ON CONFLICT (queue, is_queue, group_key) DO UPDATE SET
       claim_times = excluded.claim_times, claim_counts = excluded.claim_counts)`;
-  const marker = sql`(SELECT CASE WHEN walk THEN ${sql.lit(Marker.divert)}
-                                  WHEN NOT flow_controlled THEN ${sql.lit(Marker.notFlowControlled)}
-                                  WHEN reason IS NOT NULL THEN ${sql.lit(Marker.heldBack)}
-                                  WHEN NOT (limited OR overrides) THEN ${sql.lit(Marker.grouped)} END
+  const signal = sql`(SELECT CASE WHEN walk THEN ${sql.lit(Signal.divert)}
+                                  WHEN NOT flow_controlled THEN ${sql.lit(Signal.plain)}
+                                  WHEN reason IS NOT NULL THEN ${sql.lit(Signal.heldBack)}
+                                  WHEN NOT (limited OR overrides) THEN ${sql.lit(Signal.grouped)} END
                       FROM budget)`;
-  const markerMeta = sql`(SELECT jsonb_build_object('reason', reason, 'retry_after_ms', retry_after_ms) FROM budget)`;
-  return { before, pick, after, marker, markerMeta };
-}
-
-/** The limit flow_budget named: a heldBack marker row's meta (as limitedPick writes it), or its own row. */
-export function heldBackOf(budget: unknown): HeldBack {
-  const { reason, retry_after_ms } = budget as { reason: LimitReason; retry_after_ms: number | null };
-  return retry_after_ms === null ? { reason } : { reason, retryAfterMs: retry_after_ms };
+  // The limit that held the claim back, read by heldBackOf (statement.ts).
+  const signalMeta = sql`(SELECT jsonb_build_object('reason', reason, 'retry_after_ms', retry_after_ms) FROM budget)`;
+  return { before, pick, after, signal, signalMeta };
 }

@@ -1,10 +1,19 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/database.js';
-import { StatementShapes } from '../db/statement-shapes.js';
-import { type AckItem, completed } from './ack.js';
-import { type Claimant, type ClaimedRow, claimedFromAssigned, dealt, queueClaimSettings } from './claim.js';
-import { claimOrder, finishedJobColumns, inScope, type JobRow, notExpired } from './job-row.js';
-import { inSlotOf, retryWhenMoved } from './ring.js';
+import type { Db } from '../../db/database.js';
+import { StatementShapes } from '../../db/statement-shapes.js';
+import { type AckItem, completed } from '../ack.js';
+import { claimOrder, finishedJobColumns, inScope, type JobRow, jobRowColumns } from '../job-row.js';
+import { inSlotOf, retryWhenMoved } from '../ring.js';
+import {
+  claimedColumns,
+  claimedFromAssigned,
+  claimedValuesOf,
+  dealt,
+  lockReady,
+  namedColumns,
+  queueClaimSettings,
+} from './statement.js';
+import type { Claimant, ClaimedRow } from './types.js';
 
 /**
  * Ack-and-claim in one statement: a worker that takes one job at a time acks it and asks for the next
@@ -78,6 +87,17 @@ export async function ackAndClaimEach(
 type Row = JobRow &
   ClaimedRow & { claimant: string | null; ack_token: string | null; payload_json: string | null };
 
+/**
+ * The statement's answer, column by column: an acked job's (a JobRow, as `finished` returns it, and the
+ * token that acked it), then a claimed job's (statement.ts's claimedColumns; those a JobRow has are
+ * listed once, where the JobRow has them). A row answers its own columns, and NULL for the others.
+ */
+const answerColumns = { ...jobRowColumns, ack_token: 'uuid', ...claimedColumns } as const;
+const ackedValues = Object.fromEntries(
+  [...Object.keys(jobRowColumns), 'ack_token'].map((c) => [c, `f.${c}`]),
+);
+const claimedValues = { ...claimedValuesOf('c'), state: "'claimed'" };
+
 /** One shape: acks look in their id's slot only (a carried job is left to the ack path). */
 const statement = new StatementShapes((_shape: 'own slot', ...values: Values) => ackAndClaimSql(values));
 
@@ -113,12 +133,11 @@ function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, queu
       GROUP BY w.queue
     ), picked AS (
       SELECT s.queue, p.slot, p.id, p.priority, p.run_at
-      FROM settings s CROSS JOIN LATERAL (
-        SELECT j.slot, j.id, j.priority, j.run_at FROM baton.jobs j
-        WHERE j.queue = s.queue AND j.state = 'ready' AND NOT s.paused AND NOT s.flow AND ${notExpired('j')}
-        ORDER BY ${claimOrder('j')}
-        LIMIT s.total
-        FOR UPDATE SKIP LOCKED
+      FROM settings s CROSS JOIN LATERAL (${lockReady({
+        queue: sql`s.queue`,
+        where: sql`NOT s.paused AND NOT s.flow`,
+        limit: sql`s.total`,
+      })}
       ) p
     ), assigned AS (
       SELECT p.id, p.slot, w.claimant, coalesce(w.lease_ms, s.lease_ms) AS lease_ms, w.worker_id, s.timeout_ms,
@@ -127,10 +146,9 @@ function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, queu
       JOIN wanted w ON w.queue = p.queue AND p.rn > w.upto - w.n AND p.rn <= w.upto
       JOIN settings s ON s.queue = p.queue
     ), ${claimedFromAssigned}
-    SELECT f.*, NULL::bigint AS claimant, NULL::text AS payload_json, NULL::uuid AS lease_token FROM finished f
+    SELECT ${namedColumns(answerColumns, ackedValues, '           ')}
+    FROM finished f
     UNION ALL
-    SELECT c.id, c.queue, c.group_key, 'claimed', c.priority, c.run_at, c.attempts, c.max_attempts, NULL, c.created_at,
-           c.claimed_at, c.lease_expires_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.meta, NULL, c.deadline_at,
-           NULL, NULL, NULL, c.claimant, c.payload_json, c.lease_token
+    SELECT ${namedColumns(answerColumns, claimedValues, '           ')}
     FROM claimed c`;
 }

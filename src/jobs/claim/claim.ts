@@ -1,0 +1,152 @@
+import type { Db } from '../../db/database.js';
+import { StatementShapes } from '../../db/statement-shapes.js';
+import { retryWhenMoved } from '../ring.js';
+import { claimWithFlow } from './flow.js';
+import { groupedPick } from './grouped.js';
+import { limitedPick } from './limited.js';
+import { plainPick } from './plain.js';
+import {
+  type ClaimStatementRow,
+  claimantsJsonOf,
+  claimOutcomes,
+  claimStatementSql,
+  heldBackOf,
+  type PickPlan,
+  Signal,
+  signalRowOf,
+  totalOf,
+} from './statement.js';
+import type { Claimant, ClaimedRow, ClaimOptions, ClaimOutcome, HeldBack, Route } from './types.js';
+
+/**
+ * Claim: hand up to `maxJobs` ready jobs of one queue to a worker, each under a fresh lease token, in
+ * one statement (statement.ts); several claimants of the same queue at once share it (ClaimGroups in
+ * statement-groups.ts). This file routes a claim to the statement that serves its queue.
+ *
+ * A queue without flow control (limits, or jobs in groups) is claimed by the plain statement
+ * (plain.ts). A queue under flow control is not: that statement claims nothing and says so (Signal),
+ * and the claim tries the grouped statement (grouped.ts), then the limited one (limited.ts), then the
+ * walk's transaction (flow.ts), each diverting to the next when the queue needs it (route(), below).
+ * So a queue without flow control pays nothing for it, and one that gets limits has them obeyed from
+ * its next claim on, on every replica.
+ */
+
+export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
+  return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!.jobs;
+}
+
+/**
+ * One claim for several claimants of the same queue at once (see ClaimGroups): the picked rows are
+ * dealt out in the claimants' order, each getting up to its maxJobs, its own lease length and worker
+ * id, and a token per job. Answers each claimant's jobs.
+ */
+export async function claimForGroup(
+  db: Db,
+  queue: string,
+  defaultLeaseMs: number,
+  claimants: Claimant[],
+): Promise<ClaimOutcome[]> {
+  const total = totalOf(claimants);
+  const values: ClaimValues = [queue, defaultLeaseMs, claimantsJsonOf(claimants)];
+  let current: Route = hints.get(queue) ?? 'plain';
+  for (;;) {
+    if (current === 'walk') {
+      const { outcomes, next } = await claimWithFlow(db, queue, defaultLeaseMs, claimants);
+      hint(queue, next);
+      return outcomes;
+    }
+    const shape: ClaimShape = `${current}:${total}`;
+    const { rows } = await retryWhenMoved(() => statements.execute(db, shape, values));
+    const step = route(current, signalRowOf(rows));
+    if (step.outcome === 'diverted') {
+      current = step.to;
+      hint(queue, current);
+      continue;
+    }
+    if (step.nextTime) hint(queue, step.nextTime);
+    return claimOutcomes(rows, claimants, step.heldBack);
+  }
+}
+
+/** The routes that are one statement each (the walk is a transaction: flow.ts). */
+type StatementRoute = Exclude<Route, 'walk'>;
+
+/** Where a statement that cannot serve a queue sends its claim: the next, more general claim. */
+const NEXT = { plain: 'grouped', grouped: 'limited', limited: 'walk' } as const satisfies Record<
+  StatementRoute,
+  Route
+>;
+
+/** What a claim does once a statement has answered: return what it claimed, or go on to another route. */
+type Step =
+  /** The statement served the queue; `nextTime`: where the queue's next claim starts (else as now). */
+  | { outcome: 'served'; heldBack?: HeldBack; nextTime?: Route }
+  /** The statement claimed nothing: the queue needs route `to`, now and on its next claims. */
+  | { outcome: 'diverted'; to: Route };
+
+/**
+ * Where a claim goes once the statement of `from` has answered: what its signal row said (statement.ts,
+ * Signal; no signal row: served as asked) means for this claim and for the queue's next one.
+ */
+function route(from: StatementRoute, signalRow: ClaimStatementRow | undefined): Step {
+  const signal = signalRow?.signal ?? null;
+  switch (signal) {
+    case null:
+      return { outcome: 'served' };
+    case Signal.heldBack:
+      return { outcome: 'served', heldBack: heldBackOf(signalRow!.meta) };
+    case Signal.plain:
+      return { outcome: 'served', nextTime: 'plain' };
+    case Signal.grouped:
+      return { outcome: 'served', nextTime: 'grouped' };
+    case Signal.divert:
+      return { outcome: 'diverted', to: NEXT[from] };
+  }
+}
+
+/**
+ * Which claim each queue under flow control took last in this process, so that its claims start with
+ * the statement that will serve them instead of one that would only divert them. A hint, nothing
+ * more: each statement checks the queue's settings and diverts a claim that guessed wrong (a limit set
+ * or removed on another replica applies from the next claim), at the cost of one statement. A queue
+ * without one starts plain.
+ */
+const hints = new Map<string, Exclude<Route, 'plain'>>();
+const HINTS_KEPT = 10_000;
+
+function hint(queue: string, route: Route) {
+  if (route === 'plain') {
+    hints.delete(queue);
+    return;
+  }
+  if (hints.size >= HINTS_KEPT && !hints.has(queue)) hints.clear();
+  hints.set(queue, route);
+}
+
+const PICKS: Record<StatementRoute, (queue: string, total: number) => PickPlan> = {
+  plain: plainPick,
+  grouped: groupedPick,
+  limited: limitedPick,
+};
+
+type ClaimValues = [queue: string, defaultLeaseMs: number, claimantsJson: string];
+type ClaimShape = `${StatementRoute}:${number}`;
+
+/**
+ * The claim statements, plain, grouped and limited, each compiled once per total (its LIMITs and
+ * quantum are literals) rather than on every claim (db/statement-shapes.ts).
+ */
+const statements = new StatementShapes((shape: ClaimShape, ...[queue, lease, json]: ClaimValues) => {
+  const [route, total] = shape.split(':') as [StatementRoute, string];
+  return claimStatementSql(queue, lease, json, PICKS[route](queue, Number(total)));
+});
+
+/** The statement of `route` for one claim (for tests and benchmarks, which EXPLAIN and run it). */
+export function claimStatement(opts: ClaimOptions, route: StatementRoute = 'plain') {
+  return claimStatementSql(
+    opts.queue,
+    opts.defaultLeaseMs,
+    claimantsJsonOf([opts]),
+    PICKS[route](opts.queue, totalOf([opts])),
+  );
+}

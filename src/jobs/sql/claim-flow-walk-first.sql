@@ -1,0 +1,65 @@
+-- The flow claim's transaction, 2: the groups with ready jobs, for a queue no claim has served yet.
+-- The statement as the server sends it, recorded with the sample values below by
+-- test/jobs/sql-files.test.ts; `npm run sql` rewrites this file (claim-flow-walk-first.sql).
+-- $1 = false
+-- $2 = 'q-flow-walk-first'
+-- $3 = ''
+-- $4 = 'q-flow-walk-first'
+-- $5 = 2
+-- $6 = 'q-flow-walk-first'
+-- $7 = 'q-flow-walk-first'
+-- $8 = null
+-- $9 = null
+-- $10 = '2025-01-01T12:00:00.000Z'
+-- $11 = 'q-flow-walk-first'
+-- $12 = 2
+-- $13 = 12
+-- $14 = 2
+-- $15 = 'q-flow-walk-first'
+
+    WITH RECURSIVE walk(n, g, wrapped) AS (
+      SELECT 1, f.g, f.wrapped FROM (
+    SELECT x.g, x.wrapped FROM (
+      (SELECT j.group_key AS g, $1::boolean AS wrapped FROM baton.jobs j
+       WHERE j.queue = $2 AND j.state = 'ready'
+         AND j.group_key >= $3::text
+         
+       ORDER BY j.group_key LIMIT 1)
+      
+    ) x LIMIT 1) f
+      UNION ALL
+      SELECT w.n + 1, f.g, f.wrapped FROM walk w CROSS JOIN LATERAL (
+    SELECT x.g, x.wrapped FROM (
+      (SELECT j.group_key AS g, w.wrapped AS wrapped FROM baton.jobs j
+       WHERE j.queue = $4 AND j.state = 'ready'
+         AND j.group_key > w.g
+         
+       ORDER BY j.group_key LIMIT 1)
+      
+    ) x LIMIT 1) f
+      WHERE w.n < 10
+    )
+    SELECT w.g AS group_key, coalesce(o.paused, false) AS paused,
+           coalesce(o.concurrency_limit, $5::integer) AS concurrency_limit,
+           rl.period_ms AS rate_period_ms, coalesce(o.weight, 1) AS weight, c.in_flight, r.ready,
+           rr.room AS rate_room, rr.retry_after_ms AS rate_retry_after_ms, w.wrapped
+    FROM walk w
+    LEFT JOIN baton.queue_groups o ON o.queue = $6 AND o.group_key = w.g
+    LEFT JOIN baton.flow_state fs ON fs.queue = $7 AND NOT fs.is_queue AND fs.group_key = w.g
+    CROSS JOIN LATERAL (
+      SELECT coalesce(o.rate_limit, $8::integer) AS lim,
+             coalesce(o.rate_period_ms, $9::integer) AS period_ms
+    ) rl
+    CROSS JOIN LATERAL baton.rate_room(fs.claim_times, fs.claim_counts, rl.lim, rl.period_ms, $10::timestamptz) rr
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS in_flight FROM (
+        SELECT 1 FROM baton.jobs c WHERE c.queue = $11 AND c.group_key = w.g AND c.state = 'claimed'
+        LIMIT CASE WHEN coalesce(o.concurrency_limit, $12::integer) >= $13::integer
+                   THEN 0 ELSE coalesce(o.concurrency_limit, $14::integer, 0) END) x
+    ) c
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS ready FROM (
+        SELECT 1 FROM baton.jobs r WHERE r.queue = $15 AND r.group_key = w.g AND r.state = 'ready'
+        LIMIT 10) x
+    ) r
+    ORDER BY w.n;
