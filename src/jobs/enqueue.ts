@@ -9,6 +9,7 @@ import {
   createAutoQueueInTransaction,
   holdQueue,
 } from '../queues/queue-store.js';
+import type { EnqueueItem } from './enqueue-item.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
 import { keyGroups, resolveUniqueKeys } from './unique.js';
@@ -26,30 +27,7 @@ import { keyGroups, resolveUniqueKeys } from './unique.js';
  *   (re)create the queue and insert again. The race heals itself and never loses the job.
  */
 
-export interface EnqueueItem {
-  /** The payload as JSON text (already size-checked). */
-  payloadJson: string;
-  priority: number;
-  delayMs?: number;
-  runAt?: string;
-  maxAttempts?: number;
-  idempotencyKey?: string;
-  /** The job's group (flow control); undefined for none. */
-  group?: string;
-  /** Metadata kept with the job (baton.jobs.meta), as plain JSON; e.g. SQS message attributes. */
-  meta?: unknown;
-  /** Budget of one attempt, from claim (undefined: the queue's). */
-  timeoutMs?: number;
-  /** No attempt starts after this time (UTC), or this long from now: at most one of the two. */
-  expiresAt?: string;
-  expiresInMs?: number;
-  /** At most one waiting job per queue and key (unique.ts). */
-  uniqueKey?: string;
-  /** What an enqueue whose unique key is held by a waiting job does: `keep` (default) or `replace`. */
-  onConflict?: OnConflict;
-}
-
-export type OnConflict = 'keep' | 'replace';
+export type { EnqueueItem, OnConflict } from './enqueue-item.js';
 
 export interface EnqueueOptions {
   autoCreate: AutoCreatePolicy;

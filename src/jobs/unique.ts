@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import type { EnqueueItem } from './enqueue.js';
+import type { EnqueueItem } from './enqueue-item.js';
 import { carriedColumns, carriedValues, type EnqueuedRow } from './job-row.js';
 
 /**

@@ -58,8 +58,7 @@ export default async function sqs(app: FastifyInstance, opts: SqsPluginOptions) 
     config,
     place: { region: config.sqsRegion, accountId: config.sqsAccountId },
     queues: new QueueCache(app.db, config),
-    jobs: app.service.jobs,
-    leases: app.service.leases,
+    service: app.service,
     receiptHandles,
     metrics: app.metrics,
   };

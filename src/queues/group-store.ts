@@ -1,8 +1,7 @@
-import { type Selectable, sql } from 'kysely';
+import { type Selectable, sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { QueueGroupsTable } from '../db/schema.js';
+import type { Database, QueueGroupsTable } from '../db/schema.js';
 import { queueNotFound } from '../errors.js';
-import { holdQueue } from './queue-store.js';
 
 /**
  * SQL for a queue's groups as operators see them: baton.queue_groups (overrides of the queue's
@@ -32,31 +31,28 @@ export interface GroupRow {
 }
 
 /**
- * Set a group's overrides. The queue must exist (404 otherwise); it becomes explicitly managed
- * (auto_created = false), since configuring a group configures the queue, so the leader never
+ * Set a group's overrides, in the caller's transaction, which holds the queue's row (the service
+ * checks the queue first, service/queues.ts). The queue becomes explicitly managed (auto_created = false), since configuring a group configures the queue, so the leader never
  * collects it and its overrides with it. The group gets a (zero) counts row at once, so the list
  * shows it before the leader next counts.
  */
 export async function putGroupOverride(
-  db: Db,
+  trx: Transaction<Database>,
   queue: string,
   group: string,
   changes: GroupChanges,
 ): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    if (!(await holdQueue(trx, queue))) throw queueNotFound(queue);
-    await sql`UPDATE baton.queues SET auto_created = false, updated_at = now()
-              WHERE name = ${queue} AND auto_created`.execute(trx);
-    await trx
-      .insertInto('baton.queue_groups')
-      .values({ ...changes, queue, group_key: group } as never)
-      .onConflict((oc) =>
-        oc.columns(['queue', 'group_key']).doUpdateSet({ ...changes, updated_at: sql`now()` } as never),
-      )
-      .execute();
-    await sql`INSERT INTO baton.group_stats (queue, group_key) VALUES (${queue}, ${group})
-              ON CONFLICT DO NOTHING`.execute(trx);
-  });
+  await sql`UPDATE baton.queues SET auto_created = false, updated_at = now()
+            WHERE name = ${queue} AND auto_created`.execute(trx);
+  await trx
+    .insertInto('baton.queue_groups')
+    .values({ ...changes, queue, group_key: group } as never)
+    .onConflict((oc) =>
+      oc.columns(['queue', 'group_key']).doUpdateSet({ ...changes, updated_at: sql`now()` } as never),
+    )
+    .execute();
+  await sql`INSERT INTO baton.group_stats (queue, group_key) VALUES (${queue}, ${group})
+            ON CONFLICT DO NOTHING`.execute(trx);
 }
 
 /** Drop a group's overrides (it follows the queue's defaults again). Answers whether it had any. */

@@ -69,6 +69,22 @@ export async function holdQueue(trx: Transaction<Database>, name: string): Promi
   return rows.length > 0;
 }
 
+/**
+ * A queue's row, locked until the transaction ends, for a change that reads the queue before it
+ * writes: `update` (FOR UPDATE) for a change of the row itself, `share` (FOR SHARE) for a change
+ * beside it (a group override) that must see the queue's settings as they stay until it commits.
+ * Undefined when there is no such queue.
+ */
+export async function lockQueue(
+  trx: Transaction<Database>,
+  name: string,
+  mode: 'update' | 'share',
+): Promise<QueueRow | undefined> {
+  const query = trx.selectFrom('baton.queues').selectAll().where('name', '=', name);
+  const row = await (mode === 'update' ? query.forUpdate() : query.forShare()).executeTakeFirst();
+  return row as QueueRow | undefined;
+}
+
 /** Advisory lock key serialising auto-creation (an arbitrary constant: "baton" in ASCII). */
 const AUTO_QUEUE_LOCK = 0x6261746f6e;
 

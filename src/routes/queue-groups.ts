@@ -16,15 +16,12 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toGroup } from '../http/views.js';
 import { isGroupName } from '../jobs/limits.js';
 import {
-  deleteGroupOverride,
   type GroupChanges,
   type GroupListKey,
   getGroup,
   groupsCountedAt,
   listGroups,
-  putGroupOverride,
 } from '../queues/group-store.js';
-import { checkFifoGroupLimit } from '../queues/queue-settings.js';
 import { getQueue } from '../queues/queue-store.js';
 
 /** A queue's groups (flow control): list them busiest first, read one, override its limits, reset it. */
@@ -127,16 +124,7 @@ const queueGroups: FastifyPluginAsyncTypebox = async (app) => {
       for (const key of Object.keys(changes) as (keyof GroupChanges)[]) {
         if (changes[key] === undefined) delete changes[key];
       }
-      // An SQS FIFO queue keeps one job per group in flight (null falls back to the queue's 1).
-      const found = await getQueue(app.db, queue);
-      checkFifoGroupLimit(found?.queue.meta, {
-        field: 'concurrency_limit',
-        limit: changes.concurrency_limit,
-        nullKeepsOne: true,
-      });
-      await putGroupOverride(app.db, queue, group, changes);
-      // Unpausing or raising a limit may let waiting claims take jobs now.
-      app.wake.notifier.jobsReady(queue, 1);
+      await app.service.queues.putGroup(queue, group, changes);
       return view(queue, group);
     },
   );
@@ -156,8 +144,7 @@ const queueGroups: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue, group } = request.params;
-      const reset = await deleteGroupOverride(app.db, queue, group);
-      if (reset) app.wake.notifier.jobsReady(queue, 1);
+      const reset = await app.service.queues.resetGroup(queue, group);
       return { queue, group, reset };
     },
   );

@@ -18,12 +18,8 @@ import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { toQueue } from '../http/views.js';
-import { purgeQueue } from '../jobs/cancel.js';
-import { deleteQueue } from '../jobs/delete-queue.js';
 import { isQueueName } from '../jobs/limits.js';
-import { redriveDeadJobs } from '../jobs/redrive.js';
-import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';
-import { getQueue, listQueues, type QueueChanges, setPaused, upsertQueue } from '../queues/queue-store.js';
+import { getQueue, listQueues, type QueueChanges } from '../queues/queue-store.js';
 
 /** Operating queues: configure, pause, inspect, list jobs, delete, purge, redrive. */
 
@@ -31,7 +27,6 @@ const badCursor = () => invalidField('cursor', 'is not a cursor this server issu
 
 const queues: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  const autoCreate = { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues };
   const view = async (name: string) => {
     const found = await getQueue(app.db, name);
     if (!found) throw queueNotFound(name);
@@ -129,18 +124,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       for (const key of Object.keys(changes) as (keyof QueueChanges)[]) {
         if (changes[key] === undefined) delete changes[key];
       }
-      // The backoff cap must not be below its base, counting values inherited or kept.
-      const current = (await getQueue(app.db, queue))?.queue;
-      checkSettings(effectiveSettings({ ...current, ...changes }, config));
-      // An SQS FIFO queue keeps one job per group in flight.
-      checkFifoGroupLimit(current?.meta, {
-        field: 'group_concurrency_limit',
-        limit: changes.group_concurrency_limit,
-        nullKeepsOne: false,
-      });
-      const { created } = await upsertQueue(app.db, queue, changes);
-      // Resuming, or raising or removing a limit, may let waiting claims take jobs now.
-      if (!created) app.wake.notifier.jobsReady(queue, 1);
+      const { created } = await app.service.queues.configure(queue, changes);
       return reply.code(created ? 201 : 200).send(await view(queue));
     },
   );
@@ -167,8 +151,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request) => {
         const { queue } = request.params;
-        if (!(await setPaused(app.db, queue, paused))) throw queueNotFound(queue);
-        if (!paused) app.wake.waitList.wake(queue);
+        await app.service.queues.setPaused(queue, paused);
         return view(queue);
       },
     );
@@ -192,8 +175,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      const cancelled = await deleteQueue(app.db, queue, request.query.force ?? false);
-      app.metrics.cancelled(queue, cancelled);
+      const cancelled = await app.service.queues.delete(queue, request.query.force ?? false);
       return { name: queue, deleted: true as const, cancelled };
     },
   );
@@ -213,8 +195,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      const cancelled = await purgeQueue(app.db, queue);
-      app.metrics.cancelled(queue, cancelled);
+      const cancelled = await app.service.queues.purge(queue);
       return { cancelled };
     },
   );
@@ -242,8 +223,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const { ids, dead_since, all } = request.body;
       const deadSince = dead_since === undefined ? undefined : toUtcTimestamp(dead_since);
-      const redriven = await redriveDeadJobs(app.db, queue, { ids, deadSince, all }, { autoCreate });
-      app.wake.notifier.jobsReady(queue, redriven);
+      const redriven = await app.service.queues.redrive(queue, { ids, deadSince, all });
       return { redriven };
     },
   );

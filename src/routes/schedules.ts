@@ -206,14 +206,10 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { result } = await triggerSchedule(app.db, request.params.name, {
-        autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
-        defaultMaxAttempts: config.defaultMaxAttempts,
-        idempotencyRetentionMs: config.idempotencyRetentionMs,
-      });
+      const { jobs } = app.service;
+      const { result } = await triggerSchedule(app.db, request.params.name, jobs.enqueueOptions);
+      jobs.enqueued(result.job.queue, [result]);
       const { job, created } = result;
-      if (created) app.metrics.enqueued(job.queue, 1);
-      if (job.state === 'ready') app.wake.notifier.jobsReady(job.queue, 1);
       return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
   );

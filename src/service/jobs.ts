@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { releaseClaims } from '../jobs/claim/release.js';
 import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
-import type { EnqueueItem, EnqueueResult } from '../jobs/enqueue.js';
+import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { getJob } from '../jobs/read.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
@@ -51,14 +51,17 @@ export interface ClaimCall extends Claimant {
 export class JobUseCases {
   private readonly enqueues: Record<EnqueuePolicy, EnqueueGroups>;
   private readonly claims: ClaimGroups;
+  /** How the native API enqueues (auto-create, attempts, idempotency retention), from config. */
+  readonly enqueueOptions: EnqueueOptions;
 
   constructor(private readonly deps: ServiceDeps) {
     const { db, config } = deps;
-    const base = {
+    const base: EnqueueOptions = {
       autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
       defaultMaxAttempts: config.defaultMaxAttempts,
       idempotencyRetentionMs: config.idempotencyRetentionMs,
     };
+    this.enqueueOptions = base;
     const sqs = { ...base, autoCreate: { enabled: false, maxQueues: config.maxAutoQueues } };
     // Concurrent enqueues of a queue share one statement; the three policies group apart, since a
     // statement has one policy.
@@ -81,6 +84,15 @@ export class JobUseCases {
     policy: EnqueuePolicy = 'api',
   ): Promise<EnqueueResult[]> {
     const results = await this.enqueues[policy].enqueue(queue, items);
+    this.enqueued(queue, results);
+    return results;
+  }
+
+  /**
+   * Jobs enqueued into a queue, here or in a caller's own transaction (a schedule's occurrence):
+   * those created are counted, and those ready now wake waiting claims.
+   */
+  enqueued(queue: string, results: EnqueueResult[]): void {
     let created = 0;
     let ready = 0;
     for (const r of results) {
@@ -90,7 +102,6 @@ export class JobUseCases {
     }
     this.deps.metrics.enqueued(queue, created);
     if (ready > 0) this.deps.notifier.jobsReady(queue, ready);
-    return results;
   }
 
   /** A job in any state; with `queue` (a queue-limited key's scope), only a job of that queue. */

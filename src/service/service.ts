@@ -1,5 +1,6 @@
 import { JobUseCases, type ServiceDeps } from './jobs.js';
 import { LeaseUseCases } from './leases.js';
+import { QueueUseCases } from './queues.js';
 
 /**
  * The use cases of one replica, below every protocol: routes/ and sqs/ translate a request into
@@ -9,11 +10,12 @@ import { LeaseUseCases } from './leases.js';
 export interface Service {
   jobs: JobUseCases;
   leases: LeaseUseCases;
+  queues: QueueUseCases;
 }
 
 export function createService(deps: ServiceDeps): Service {
   const jobs = new JobUseCases(deps);
-  return { jobs, leases: new LeaseUseCases(deps, jobs) };
+  return { jobs, leases: new LeaseUseCases(deps, jobs), queues: new QueueUseCases(deps) };
 }
 
 export type { ServiceDeps };

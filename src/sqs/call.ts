@@ -2,8 +2,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { JobUseCases } from '../service/jobs.js';
-import type { LeaseUseCases } from '../service/leases.js';
+import type { Service } from '../service/service.js';
 import { type Caller, checkQueue } from './access.js';
 import { invalidValue, missingParameter } from './errors.js';
 import type { Input } from './input.js';
@@ -17,10 +16,11 @@ export interface SqsDeps {
   config: Config;
   place: SqsPlace;
   queues: QueueCache;
-  /** The replica's job use cases (src/service/): enqueue, claim, ... as the native API's. */
-  jobs: JobUseCases;
-  /** The replica's lease use cases: DeleteMessage acks, ChangeMessageVisibility renews or nacks. */
-  leases: LeaseUseCases;
+  /**
+   * The replica's use cases (src/service/), the native API's own: SendMessage enqueues, ReceiveMessage
+   * claims, DeleteMessage acks, ChangeMessageVisibility renews or nacks, queue actions configure.
+   */
+  service: Service;
   /** The receipt handles' codec, its key read from the database once (see receipt-handle.ts). */
   receiptHandles: () => Promise<ReceiptHandles>;
   metrics: Metrics;

@@ -1,17 +1,8 @@
 import { queuePatternsOf } from '../../auth/api-keys.js';
-import { cancelQueueJobs } from '../../jobs/cancel.js';
-import { deleteQueue } from '../../jobs/delete-queue.js';
-import { forgetIdempotencyKeys } from '../../jobs/enqueue.js';
 import { DOT_SEGMENT_MESSAGE, isDotSegment, MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
 import { LIVE_STATES } from '../../jobs/states.js';
 import { isFifoQueue } from '../../queues/queue-settings.js';
-import {
-  deadLetterRoutes,
-  getQueue,
-  listQueues,
-  type QueueChanges,
-  upsertQueue,
-} from '../../queues/queue-store.js';
+import { deadLetterRoutes, getQueue, listQueues, type QueueChanges } from '../../queues/queue-store.js';
 import { checkQueue, mayUseQueue } from '../access.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidValue, SqsError } from '../errors.js';
@@ -92,10 +83,10 @@ export const createQueue: Action = async (call, input) => {
       );
     }
     // Created by an enqueue: now it is managed, so the leader will not collect it when idle.
-    if (existing.queue.auto_created) await upsertQueue(db, name, {});
+    if (existing.queue.auto_created) await call.deps.service.queues.configure(name, {});
     return { QueueUrl: urlOf(call, name) };
   }
-  await upsertQueue(db, name, {
+  await call.deps.service.queues.configure(name, {
     lease_ms: leaseOf(requested.visibilityTimeout ?? DEFAULT_VISIBILITY_TIMEOUT_S),
     // Without a RedrivePolicy SQS redelivers until retention ends; Baton's bound is its most attempts.
     max_attempts: requested.redrivePolicy?.maxReceiveCount ?? MAX_ATTEMPTS_LIMIT,
@@ -160,10 +151,9 @@ export const listQueuesAction: Action = async (call, input) => {
 export const deleteQueueAction: Action = async (call, input) => {
   const queue = queueOf(call, input);
   // SQS deletes a queue with its messages; Baton cancels them (they stay readable in its history).
-  const cancelled = await deleteQueue(call.deps.db, queue, true);
+  await call.deps.service.queues.delete(queue, true);
   // A queue created again under this name starts with no deduplication ids (nor idempotency keys).
-  await forgetIdempotencyKeys(call.deps.db, queue);
-  call.deps.metrics.cancelled(queue, cancelled);
+  await call.deps.service.queues.forgetKeys(queue);
   call.deps.queues.forget(queue);
   return {};
 };
@@ -172,10 +162,9 @@ export const purgeQueue: Action = async (call, input) => {
   const queue = queueOf(call, input);
   const { fifo } = await call.deps.queues.fresh(queue);
   // All of them, in flight too, as SQS does; their holders' deletes then succeed as stale ones do.
-  const cancelled = await cancelQueueJobs(call.deps.db, queue, LIVE_STATES);
+  await call.deps.service.queues.purge(queue, LIVE_STATES);
   // SQS empties a FIFO queue's deduplication window too: the same ids may be sent again at once.
-  if (fifo) await forgetIdempotencyKeys(call.deps.db, queue);
-  call.deps.metrics.cancelled(queue, cancelled);
+  if (fifo) await call.deps.service.queues.forgetKeys(queue);
   return {};
 };
 
@@ -203,7 +192,7 @@ export const setQueueAttributes: Action = async (call, input) => {
   if (requested.redrivePolicy !== undefined) {
     changes.max_attempts = requested.redrivePolicy?.maxReceiveCount ?? MAX_ATTEMPTS_LIMIT;
   }
-  await upsertQueue(call.deps.db, queue, changes);
+  await call.deps.service.queues.configure(queue, changes);
   call.deps.queues.forget(queue);
   return {};
 };

@@ -49,7 +49,7 @@ export const receiveMessage: Action = async (call, input) => {
   const handles = await deps.receiptHandles();
 
   // A receiver that goes away gets nothing: the service gives back what it claimed meanwhile.
-  const rows = await deps.jobs.claim({
+  const rows = await deps.service.jobs.claim({
     queue: name,
     maxJobs,
     leaseMs: visibility === undefined ? undefined : leaseOf(visibility),

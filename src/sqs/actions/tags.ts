@@ -1,4 +1,3 @@
-import { upsertQueue } from '../../queues/queue-store.js';
 import { type Action, queueOf } from '../call.js';
 import { missingParameter, SqsError } from '../errors.js';
 import { stringList, stringMap } from '../input.js';
@@ -34,7 +33,9 @@ export const tagQueue: Action = async (call, input) => {
   if (input.Tags === undefined) throw missingParameter('Tags');
   const current = await call.deps.queues.fresh(queue);
   const tags = checkTags(stringMap(input, 'Tags'), current.meta.sqs?.tags ?? {});
-  await upsertQueue(call.deps.db, queue, { meta: { ...current.meta, sqs: { ...current.meta.sqs, tags } } });
+  await call.deps.service.queues.configure(queue, {
+    meta: { ...current.meta, sqs: { ...current.meta.sqs, tags } },
+  });
   return {};
 };
 
@@ -44,7 +45,9 @@ export const untagQueue: Action = async (call, input) => {
   const current = await call.deps.queues.fresh(queue);
   const tags: Record<string, string> = Object.assign(Object.create(null), current.meta.sqs?.tags);
   for (const key of stringList(input, 'TagKeys')) delete tags[key];
-  await upsertQueue(call.deps.db, queue, { meta: { ...current.meta, sqs: { ...current.meta.sqs, tags } } });
+  await call.deps.service.queues.configure(queue, {
+    meta: { ...current.meta, sqs: { ...current.meta.sqs, tags } },
+  });
   return {};
 };
 

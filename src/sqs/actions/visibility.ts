@@ -31,7 +31,7 @@ interface Change {
 
 /** Make one message visible now: a nack without delay (on a FIFO queue, in its place). */
 async function release(call: SqsCall, queue: SqsQueue, change: Change): Promise<LeaseOutcome<unknown>> {
-  const { outcome } = await call.deps.leases.nack({
+  const { outcome } = await call.deps.service.leases.nack({
     ...change.lease,
     error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
     retryInMs: 0,
@@ -51,7 +51,7 @@ async function apply(call: SqsCall, queue: SqsQueue, changes: Change[]): Promise
     .filter((c) => c.seconds > 0)
     .map((c) => ({ ...c.lease, leaseMs: c.seconds * 1000, change: c }));
   for (const round of distinctRounds(renewals)) {
-    const outcomes = await call.deps.leases.renew(round);
+    const outcomes = await call.deps.service.leases.renew(round);
     outcomes.forEach((outcome, i) => {
       applied.set(round[i]!.change, outcome.outcome === 'done');
     });

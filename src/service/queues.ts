@@ -1,0 +1,102 @@
+import { queueNotFound } from '../errors.js';
+import { cancelQueueJobs, purgeQueue } from '../jobs/cancel.js';
+import { deleteQueue } from '../jobs/delete-queue.js';
+import { forgetIdempotencyKeys } from '../jobs/enqueue.js';
+import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
+import type { LiveState } from '../jobs/states.js';
+import { deleteGroupOverride, type GroupChanges, putGroupOverride } from '../queues/group-store.js';
+import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';
+import { lockQueue, type QueueChanges, setPaused, upsertQueue } from '../queues/queue-store.js';
+import type { ServiceDeps } from './jobs.js';
+
+/**
+ * An operator's use cases on queues and their groups, whichever protocol asks. A change checked
+ * against the queue's settings (the backoff cap against its base, an SQS FIFO queue's one job per
+ * group in flight) reads the queue under a lock and writes in the same transaction, so a concurrent
+ * change cannot slip between the check and the write. A change that may let claims take jobs now
+ * (resuming, raising or removing a limit, redriving) wakes them.
+ */
+export class QueueUseCases {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  /** Create or configure a queue; whether it was created. */
+  async configure(queue: string, changes: QueueChanges): Promise<{ created: boolean }> {
+    const { created } = await this.deps.db.transaction().execute(async (trx) => {
+      const current = await lockQueue(trx, queue, 'update');
+      checkSettings(effectiveSettings({ ...current, ...changes }, this.deps.config));
+      checkFifoGroupLimit(current?.meta, {
+        field: 'group_concurrency_limit',
+        limit: changes.group_concurrency_limit,
+        nullKeepsOne: false,
+      });
+      return upsertQueue(trx, queue, changes);
+    });
+    if (!created) this.deps.notifier.jobsReady(queue, 1);
+    return { created };
+  }
+
+  /** Pause or resume a queue (queue_not_found when there is none). */
+  async setPaused(queue: string, paused: boolean): Promise<void> {
+    if (!(await setPaused(this.deps.db, queue, paused))) throw queueNotFound(queue);
+    if (!paused) this.deps.waitList.wake(queue);
+  }
+
+  /** Delete a queue (with `force`, cancelling its live jobs first); how many jobs were cancelled. */
+  async delete(queue: string, force: boolean): Promise<number> {
+    const cancelled = await deleteQueue(this.deps.db, queue, force);
+    this.deps.metrics.cancelled(queue, cancelled);
+    return cancelled;
+  }
+
+  /**
+   * Cancel a queue's waiting jobs (ready and scheduled: the native purge leaves claimed ones to their
+   * workers), or those of the given states (SQS's PurgeQueue takes the messages in flight too); how many.
+   */
+  async purge(queue: string, states?: readonly LiveState[]): Promise<number> {
+    const cancelled = states
+      ? await cancelQueueJobs(this.deps.db, queue, states)
+      : await purgeQueue(this.deps.db, queue);
+    this.deps.metrics.cancelled(queue, cancelled);
+    return cancelled;
+  }
+
+  /**
+   * Forget every idempotency key of a queue at once: SQS clears a FIFO queue's deduplication window
+   * when it is purged, and a queue created again under a deleted one's name starts with none.
+   */
+  async forgetKeys(queue: string): Promise<void> {
+    await forgetIdempotencyKeys(this.deps.db, queue);
+  }
+
+  /** Send dead jobs back to ready (the queue is created again if it was collected); how many. */
+  async redrive(queue: string, filter: RedriveFilter): Promise<number> {
+    const { config } = this.deps;
+    const autoCreate = { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues };
+    const redriven = await redriveDeadJobs(this.deps.db, queue, filter, { autoCreate });
+    this.deps.notifier.jobsReady(queue, redriven);
+    return redriven;
+  }
+
+  /** Override a group's limits, weight or pause (the queue must exist). */
+  async putGroup(queue: string, group: string, changes: GroupChanges): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      const current = await lockQueue(trx, queue, 'share');
+      if (!current) throw queueNotFound(queue);
+      // An SQS FIFO queue keeps one job per group in flight (null falls back to the queue's 1).
+      checkFifoGroupLimit(current.meta, {
+        field: 'concurrency_limit',
+        limit: changes.concurrency_limit,
+        nullKeepsOne: true,
+      });
+      await putGroupOverride(trx, queue, group, changes);
+    });
+    this.deps.notifier.jobsReady(queue, 1);
+  }
+
+  /** Drop a group's overrides; whether it had any. */
+  async resetGroup(queue: string, group: string): Promise<boolean> {
+    const reset = await deleteGroupOverride(this.deps.db, queue, group);
+    if (reset) this.deps.notifier.jobsReady(queue, 1);
+    return reset;
+  }
+}
