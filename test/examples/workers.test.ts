@@ -47,6 +47,9 @@ describe('example workers', () => {
       const inHand = (await api(app).enqueue(q, { payload: { sleep_ms: 1500 } })).body;
       await until(async () => (await api(app).get(inHand.id)).body.state === 'claimed');
       worker.child.kill('SIGTERM');
+      // The signal passes npm, sh and tsx before the worker sees it; on a loaded machine that can
+      // take longer than the job in hand, whose ack would then still ask for a next job.
+      await until(async () => worker.events.some((e) => e.event === 'stopping'));
       const later = (await api(app).enqueue(q, { payload: { n: 'after stop' } })).body;
       expect(await worker.exited).toBe(0);
       expect((await api(app).get(inHand.id)).body.state).toBe('completed');
