@@ -973,8 +973,10 @@ export interface components {
             message: string;
             /** @description As given by the worker. */
             details?: unknown;
-            /** @description Set when Baton failed the attempt: lease_expired, deadline_exceeded or expired. */
+            /** @description Set when Baton failed the attempt: lease_expired, deadline_exceeded or expired; or superseded, when the job came back to waiting (a retry, a re-arm, a redrive) while a newer job held its unique_key, and was cancelled in favour of that job. */
             reason?: string;
+            /** @description With reason superseded: the id of the job that holds the unique_key and runs. */
+            superseded_by?: string;
             worker_id?: string | null;
         };
         JobList: {

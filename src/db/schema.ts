@@ -137,6 +137,8 @@ export interface UniqueKeysTable {
   queue: string;
   key: string;
   job_id: BigIntString;
+  /** Bumped by each job that comes back to waiting and takes the row's lock (jobs/unique-return.ts). */
+  generation: Generated<BigIntString>;
 }
 
 export interface IdempotencyKeysTable {

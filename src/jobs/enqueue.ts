@@ -10,7 +10,7 @@ import {
   holdQueue,
 } from '../queues/queue-store.js';
 import type { EnqueueItem } from './enqueue-item.js';
-import type { EnqueuedRow } from './job-row.js';
+import { type EnqueuedRow, notExpired } from './job-row.js';
 import { getJobs } from './read.js';
 import { keyGroups, resolveUniqueKeys } from './unique.js';
 
@@ -215,11 +215,11 @@ async function waitingHolders(db: Db, queue: string, keys: string[]): Promise<Ma
   return new Map(rows.map(({ key, ...job }) => [key, job]));
 }
 
-/** A job waiting for its key (unique.ts): never claimed and not expired, in the statement's snapshot. */
-const waitingIn = (alias: string) => {
-  const a = sql.ref(alias);
-  return sql`${a}.claimed_at IS NULL AND (${a}.expires_at IS NULL OR ${a}.expires_at > now())`;
-};
+/**
+ * A job waiting for its key (unique.ts): scheduled, or ready in the ring, and not expired, in the
+ * statement's snapshot. A retry waits too (it took its key back, unique-return.ts).
+ */
+const waitingIn = (alias: string) => notExpired(alias);
 
 /** The insert's values: queue, whether any item has a group, the items as JSON text, default. */
 type InsertValues = [queue: string, grouped: boolean, items: string, defaultMaxAttempts: number];
@@ -277,10 +277,13 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
       ORDER BY i.unique_key
       ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id
         -- Take over only a key whose job the snapshot shows no longer waiting; a job it cannot see
-        -- (committed after it began) is judged by the locking path.
-        WHERE EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
-           OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ${waitingIn('j')}))
-           OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${waitingIn('s')}))
+        -- (committed after it began) is judged by the locking path. So is a row whose generation
+        -- moved since the snapshot: a job came back to waiting and took the key back meanwhile
+        -- (unique-return.ts), which the snapshot shows still claimed or dead.
+        WHERE k.generation = (SELECT s.generation FROM baton.unique_keys s WHERE s.queue = k.queue AND s.key = k.key)
+          AND (EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
+               OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ${waitingIn('j')}))
+               OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${waitingIn('s')})))
       RETURNING job_id
     ), go AS MATERIALIZED (
       SELECT * FROM input i WHERE i.unique_key IS NULL OR i.id IN (SELECT job_id FROM held)

@@ -18,6 +18,7 @@ import {
 import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
 import type { DeadReason } from './states.js';
+import { settleReturnedKeys } from './unique-return.js';
 
 /**
  * Nack: the worker holding the current lease says this attempt failed. The job either goes back to
@@ -56,6 +57,8 @@ export interface NackResult {
 
 interface LockedRow {
   slot: number;
+  queue: string;
+  unique_key: string | null;
   attempts: number;
   max_attempts: number;
   worker_id: string | null;
@@ -84,7 +87,7 @@ async function nackInTransaction(
   // In the slot of its id, or (carried by the leader, ring.ts) in any slot.
   const lock = (where: RawBuilder<unknown>) =>
     sql<LockedRow>`
-    SELECT j.slot, j.attempts, j.max_attempts, j.worker_id, now() AS now,
+    SELECT j.slot, j.queue, j.unique_key, j.attempts, j.max_attempts, j.worker_id, now() AS now,
            q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
     FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
     WHERE ${where} AND j.id = ${input.id} AND j.state = 'claimed' AND j.lease_token = ${input.leaseToken}::uuid
@@ -133,7 +136,7 @@ async function nackInTransaction(
              last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}
       WHERE ${thisRow}
       RETURNING ${liveJobColumns}`.execute(trx);
-    return { job: retried.rows[0]!, readyNow: true };
+    return settled(trx, locked, { job: retried.rows[0]!, readyNow: true });
   }
   // A retry later waits in baton.scheduled_jobs, out of the ring, until the promoter moves it back.
   const later = await sql<JobRow>`
@@ -144,5 +147,20 @@ async function nackInTransaction(
            ${lastError}, ${appendError(sql`errors`, lastError)}
     FROM gone
     RETURNING ${scheduledJobColumns}`.execute(trx);
-  return { job: later.rows[0]!, readyNow: false };
+  return settled(trx, locked, { job: later.rows[0]!, readyNow: false });
+}
+
+/**
+ * A retry of a job with a unique key takes the key back, or gives way to a newer job holding it
+ * (unique-return.ts): then the nack answers the job as it ended, cancelled. Nothing for a job
+ * without a key.
+ */
+async function settled(trx: Db, locked: LockedRow, retried: NackResult): Promise<NackResult> {
+  if (locked.unique_key === null) return retried;
+  const id = retried.job.id;
+  const gaveWay = await settleReturnedKeys(trx, [{ id, queue: locked.queue, unique_key: locked.unique_key }]);
+  if (gaveWay.length === 0) return retried;
+  const ended = await sql<JobRow>`
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ${id}`.execute(trx);
+  return { job: ended.rows[0]!, readyNow: false };
 }

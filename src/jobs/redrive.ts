@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { invalidField, queueNotFound } from '../errors.js';
 import { type AutoCreatePolicy, createAutoQueue } from '../queues/queue-store.js';
 import { carriedColumns, carriedValues } from './job-row.js';
+import { type ReturnedJob, settleReturnedKeys } from './unique-return.js';
 
 /**
  * Redrive: dead jobs go back to `ready` with their attempts reset (their error history is kept),
@@ -61,7 +62,7 @@ export async function redriveDeadJobs(
               queue: sql`${target}::text`,
               max_attempts: sql`coalesce(${q.rows[0]!.max_attempts}::integer, max_attempts)`,
             };
-      const { rows } = await sql<{ id: string }>`
+      const { rows } = await sql<ReturnedJob>`
         WITH picked AS (
           -- One text per filter (not "$x IS NULL OR ..."): the request pool always runs the generic
           -- plan (db/database.ts), which could use the primary key for the ids only this way.
@@ -78,7 +79,9 @@ export async function redriveDeadJobs(
         INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, last_error, errors)
         SELECT baton.job_slot(id), ${carriedValues(moved)}, 'ready', now(), 0, last_error, errors
         FROM moved
-        RETURNING id`.execute(trx);
+        RETURNING id, queue, unique_key`.execute(trx);
+      // A redriven job takes its unique key back, or gives way to a job holding it now.
+      await settleReturnedKeys(trx, rows);
       return rows.length;
     });
     if (moved === undefined) {

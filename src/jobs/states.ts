@@ -19,7 +19,9 @@
  * - `dead`: attempts exhausted, nacked with `dead: true`, lease expired (or the attempt's deadline
  *   passed) on the last attempt, or expired before any claim (expires_at, the leader's expiry sweep);
  *   `dead_reason` says which. Out: redrive (back to `ready`, attempts reset).
- * - `cancelled`: cancelled by a user (or a forced queue delete, or purge).
+ * - `cancelled`: cancelled by a user (or a forced queue delete, or purge); or a job with a unique key
+ *   that came back to waiting while a newer job held the key, and gave way to it (last_error reason
+ *   `superseded`, jobs/unique-return.ts).
  */
 export const LIVE_STATES = ['scheduled', 'ready', 'claimed'] as const;
 export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const;

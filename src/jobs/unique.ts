@@ -22,20 +22,21 @@ import { carriedColumns, carriedValues, type EnqueuedRow } from './job-row.js';
  * - The locking path (resolveUniqueKeys, in a transaction): take the key's row lock (INSERT ... ON
  *   CONFLICT DO UPDATE, which locks the existing row or inserts a new one), so the enqueues of one
  *   key wait for each other here; then look at the job the row names, as of now:
- *   - still waiting (never claimed, not expired): `keep` answers it; `replace` gives it the new
+ *   - still waiting (scheduled or ready, not expired): `keep` answers it; `replace` gives it the new
  *     payload, priority and run_at (a delete and an insert under the same id, so the job moves
  *     between the ring and the scheduled jobs when its run_at says so);
  *   - no longer waiting (claimed, finished, cancelled, expired, gone): the row is stale and this
  *     enqueue takes it over for its new job.
  * Either way the key is free again from the moment its job is claimed, and no statement that moves
  * a job out of waiting (claim, cancel, purge, the expiry sweep) has to touch the key: the claim
- * path pays nothing for unique keys.
+ * path pays nothing for unique keys. A job that comes back to waiting (a retry, a re-arm, a claim
+ * handed back, a redrive) takes its key back, or gives way to a newer job holding it, in the
+ * transaction that returns it (unique-return.ts).
  *
  * A replace races a claim of the same job on the job's row: the claim's FOR UPDATE SKIP LOCKED
  * skips a row the replace holds, and a replace that waited for a claim finds the row claimed, takes
- * the key over and enqueues a new job. A retry of a claimed job (nack with a delay) does not hold the
- * key again: "waiting" means never claimed (claimed_at IS NULL). Stale rows are removed by the
- * leader's expiry sweep (maintenance/expiry.ts), a bounded slice per tick; until then they are
+ * the key over and enqueues a new job (the claimed job, should it come back, then gives way). Stale
+ * rows are removed by the leader's expiry sweep (maintenance/expiry.ts), a bounded slice per tick; until then they are
  * harmless (the next enqueue of the key takes them over).
  */
 
@@ -136,9 +137,9 @@ async function holdKey(trx: Transaction<Database>, queue: string, key: string, i
   return rows[0]!.job_id;
 }
 
-/** A waiting job: never claimed and not expired, still carrying the key. */
+/** A waiting job (scheduled, or ready in the ring: the caller says which) not expired, still carrying the key. */
 const waitingFilter = (queue: string, key: string) => sql`queue = ${queue} AND unique_key = ${key}
-  AND claimed_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
+  AND (expires_at IS NULL OR expires_at > now())`;
 
 /** The job holding the key if it still waits (one snapshot of both tables: a promotion is seen once). */
 async function waitingJob(
@@ -226,17 +227,18 @@ export async function removeStaleUniqueKeys(
     last_key: string | null;
   }>`
     WITH slice AS MATERIALIZED (
-      SELECT queue, key, job_id FROM baton.unique_keys
+      SELECT queue, key, job_id, generation FROM baton.unique_keys
       WHERE ${after === undefined ? sql`true` : sql`(queue, key) > (${after.queue}::text, ${after.key}::text)`}
       ORDER BY queue, key
       LIMIT ${limit}
     ), stale AS (
-      SELECT s.queue, s.key, s.job_id FROM slice s
-      WHERE NOT EXISTS (SELECT 1 FROM baton.scheduled_jobs j WHERE j.id = s.job_id AND j.claimed_at IS NULL)
-        AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = s.job_id AND j.state = 'ready' AND j.claimed_at IS NULL)
+      SELECT s.queue, s.key, s.job_id, s.generation FROM slice s
+      WHERE NOT EXISTS (SELECT 1 FROM baton.scheduled_jobs j WHERE j.id = s.job_id)
+        AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = s.job_id AND j.state = 'ready')
     ), removed AS (
+      -- The generation too: a job that came back to waiting after this snapshot bumped it.
       DELETE FROM baton.unique_keys k USING stale s
-      WHERE k.queue = s.queue AND k.key = s.key AND k.job_id = s.job_id
+      WHERE k.queue = s.queue AND k.key = s.key AND k.job_id = s.job_id AND k.generation = s.generation
       RETURNING 1
     ), last AS (
       SELECT queue, key FROM slice ORDER BY queue DESC, key DESC LIMIT 1

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMillis } from '../db/sql-time.js';
 import { appendError, clearedLease, finishedRow } from '../jobs/job-row.js';
+import { type ReturnedJob, settleReturnedKeys } from '../jobs/unique-return.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 
@@ -41,7 +42,38 @@ const buried = finishedRow('dead', {
 });
 
 export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<RearmResult> {
-  const { rows } = await sql<{ outcome: 'ready' | 'dead'; queue: string; n: number }>`
+  // A transaction, for the jobs with unique keys: each takes its key back, or gives way to a newer
+  // job holding it, before anyone sees it waiting (jobs/unique-return.ts).
+  const inTransaction = (fn: (trx: Db) => Promise<RearmResult>) =>
+    db.isTransaction ? fn(db) : db.transaction().execute(fn);
+  return inTransaction(async (trx) => {
+    const { rows } = await rearmStatement(trx, batchSize);
+    const result: RearmResult = { ready: new Map(), dead: new Map(), total: 0 };
+    const keyed: ReturnedJob[] = [];
+    for (const r of rows) {
+      if (r.outcome === 'keyed') {
+        keyed.push({ id: r.id!, queue: r.queue, unique_key: r.unique_key });
+        continue;
+      }
+      result[r.outcome].set(r.queue, r.n);
+      result.total += r.n;
+    }
+    // Cancelled in favour of the job holding their key: not ready after all (counted as re-armed).
+    for (const gone of await settleReturnedKeys(trx, keyed)) {
+      result.ready.set(gone.queue, (result.ready.get(gone.queue) ?? 0) - 1);
+    }
+    return result;
+  });
+}
+
+function rearmStatement(db: Db, batchSize: number) {
+  return sql<{
+    outcome: 'ready' | 'dead' | 'keyed';
+    queue: string;
+    n: number;
+    id: string | null;
+    unique_key: string | null;
+  }>`
     WITH expired AS (
       SELECT slot, id, lease_token FROM baton.jobs
       WHERE state = 'claimed' AND lease_expires_at < now()
@@ -65,7 +97,7 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
              last_error = en.entry, errors = ${appendError(sql`j.errors`, sql`en.entry`)}
       FROM entries en
       WHERE j.slot = en.slot AND j.id = en.id AND en.retry
-      RETURNING j.queue
+      RETURNING j.queue, j.id, j.unique_key
     ), gone AS (
       DELETE FROM baton.jobs j USING entries en
       WHERE j.slot = en.slot AND j.id = en.id AND NOT en.retry
@@ -75,15 +107,12 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
       SELECT ${buried.values} FROM gone
       RETURNING queue
     )
-    SELECT 'ready' AS outcome, queue, count(*)::int AS n FROM back GROUP BY queue
+    SELECT 'ready' AS outcome, queue, count(*)::int AS n, NULL::bigint AS id, NULL::text AS unique_key
+    FROM back GROUP BY queue
     UNION ALL
-    SELECT 'dead', queue, count(*)::int FROM buried GROUP BY queue`.execute(db);
-  const result: RearmResult = { ready: new Map(), dead: new Map(), total: 0 };
-  for (const r of rows) {
-    result[r.outcome].set(r.queue, r.n);
-    result.total += r.n;
-  }
-  return result;
+    SELECT 'dead', queue, count(*)::int, NULL, NULL FROM buried GROUP BY queue
+    UNION ALL
+    SELECT 'keyed', queue, 1, id, unique_key FROM back WHERE unique_key IS NOT NULL`.execute(db);
 }
 
 /** Age in seconds of the oldest expired lease not yet re-armed (0 when none). */

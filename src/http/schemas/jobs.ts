@@ -265,7 +265,15 @@ export const JobError = Type.Object(
     details: Type.Optional(Json('As given by the worker.')),
     reason: Type.Optional(
       Type.String({
-        description: 'Set when Baton failed the attempt: lease_expired, deadline_exceeded or expired.',
+        description:
+          'Set when Baton failed the attempt: lease_expired, deadline_exceeded or expired; or superseded, ' +
+          'when the job came back to waiting (a retry, a re-arm, a redrive) while a newer job held its ' +
+          'unique_key, and was cancelled in favour of that job.',
+      }),
+    ),
+    superseded_by: Type.Optional(
+      Type.String({
+        description: 'With reason superseded: the id of the job that holds the unique_key and runs.',
       }),
     ),
     worker_id: Type.Optional(Nullable(Type.String())),

@@ -41,10 +41,13 @@
       ORDER BY i.unique_key
       ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id
         -- Take over only a key whose job the snapshot shows no longer waiting; a job it cannot see
-        -- (committed after it began) is judged by the locking path.
-        WHERE EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
-           OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND "j".claimed_at IS NULL AND ("j".expires_at IS NULL OR "j".expires_at > now())))
-           OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT ("s".claimed_at IS NULL AND ("s".expires_at IS NULL OR "s".expires_at > now())))
+        -- (committed after it began) is judged by the locking path. So is a row whose generation
+        -- moved since the snapshot: a job came back to waiting and took the key back meanwhile
+        -- (unique-return.ts), which the snapshot shows still claimed or dead.
+        WHERE k.generation = (SELECT s.generation FROM baton.unique_keys s WHERE s.queue = k.queue AND s.key = k.key)
+          AND (EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
+               OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ("j".expires_at IS NULL OR "j".expires_at > now())))
+               OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (("s".expires_at IS NULL OR "s".expires_at > now()))))
       RETURNING job_id
     ), go AS MATERIALIZED (
       SELECT * FROM input i WHERE i.unique_key IS NULL OR i.id IN (SELECT job_id FROM held)

@@ -6,7 +6,7 @@
 -- $3 = '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001'
 -- $4 = null
 
-    SELECT j.slot, j.attempts, j.max_attempts, j.worker_id, now() AS now,
+    SELECT j.slot, j.queue, j.unique_key, j.attempts, j.max_attempts, j.worker_id, now() AS now,
            q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter
     FROM baton.jobs j LEFT JOIN baton.queues q ON q.name = j.queue
     WHERE "j".slot = baton.job_slot($1::bigint) AND j.id = $2 AND j.state = 'claimed' AND j.lease_token = $3::uuid
