@@ -27,6 +27,8 @@ const CARRY_AFTER_MS = 1000;
 
 export interface MaintainerDeps {
   db: Db;
+  /** The election's own connection (plugins/database.ts); `db` if none. */
+  electionDb?: Db;
   metrics: Metrics;
   log: Log;
   jobsReady: JobsReady;
@@ -67,7 +69,7 @@ export class Maintainer {
   constructor(private readonly deps: MaintainerDeps) {
     const { db, metrics, jobsReady, config, log } = deps;
     const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.leadership = new Leadership(db, holder, config.tickMs);
+    this.leadership = new Leadership(deps.electionDb ?? db, holder, config.tickMs);
     this.duties = [
       new RearmDuty(db, metrics, jobsReady, config.tickMs),
       new PromoteDuty(db, metrics, jobsReady, config.promoteIntervalMs),
@@ -143,7 +145,7 @@ export class Maintainer {
   }
 
   /**
-   * Elect every tick/2; the lease lasts one tick (see leadership.ts for the timing argument). The
+   * Elect every tick/4; the lease lasts one tick (see leadership.ts for the timing argument). The
    * next attempt is timed from this one's start, so a slow round trip does not stretch the gap
    * between renewals past half a lease (it did on a loaded machine, and the leader let go for a
    * moment with nobody else leading).
@@ -152,6 +154,8 @@ export class Maintainer {
     const startedAt = Date.now();
     try {
       const leads = await this.track(this.leadership.tryLead());
+      const gap = this.leadership.gap;
+      if (gap) this.deps.metrics.leaderGap.observe({ kind: gap.kind }, gap.ms / 1000);
       if (leads !== this.leading) {
         this.deps.log.info(
           { holder: this.leadership.holder },
@@ -168,7 +172,7 @@ export class Maintainer {
     }
     this.deps.metrics.leader.set(this.leading ? 1 : 0);
     if (!this.stopped) {
-      const wait = this.deps.config.tickMs / 2 - (Date.now() - startedAt);
+      const wait = this.deps.config.tickMs / 4 - (Date.now() - startedAt);
       this.electionTimer = setTimeout(() => void this.elect(), Math.max(50, wait));
     }
   }

@@ -117,6 +117,16 @@ export class Metrics {
     help: '1 while this replica is the maintenance leader, else 0.',
     registers: [this.registry],
   });
+  readonly leaderGap = new Histogram({
+    name: 'baton_leader_gap_seconds',
+    help:
+      'Moments with no maintenance leader, measured by the replica that ended each: kind lapse (the ' +
+      "leader's renewal came after its lease ran out by its own clock) or takeover (a new leader took " +
+      'a lease that had expired in the database).',
+    labelNames: ['kind'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
   readonly maintenanceRuns = new Counter({
     name: 'baton_maintenance_runs_total',
     help: 'Maintenance duty runs on this replica, by duty and outcome (ok or error).',

@@ -11,6 +11,11 @@ declare module 'fastify' {
     dbPool: pg.Pool;
     /** The leader's own small pool (see PoolRole in db/database.ts); undefined with BATON_MAINTENANCE off. */
     maintenanceDb: Db | undefined;
+    /**
+     * One connection for the leader election alone, so a renewal never waits for a duty's statement
+     * to give a connection back (maintenance/leadership.ts); undefined with BATON_MAINTENANCE off.
+     */
+    electionDb: Db | undefined;
   }
 }
 
@@ -33,11 +38,15 @@ export default fp<DatabasePluginOptions>(
     const maintenance = opts.config.maintenance
       ? createDatabase(opts.url, { ...opts.config, poolSize: MAINTENANCE_POOL_SIZE }, app.log, 'maintenance')
       : undefined;
+    const election = opts.config.maintenance
+      ? createDatabase(opts.url, { ...opts.config, poolSize: 1 }, app.log, 'maintenance')
+      : undefined;
     app.decorate('db', handle.db);
     app.decorate('dbPool', handle.pool);
     app.decorate('maintenanceDb', maintenance?.db);
+    app.decorate('electionDb', election?.db);
     app.addHook('onClose', async () => {
-      await Promise.all([handle.close(), maintenance?.close()]);
+      await Promise.all([handle.close(), maintenance?.close(), election?.close()]);
     });
   },
   { name: 'database', fastify: '5.x' },

@@ -15,6 +15,7 @@ export default fp(
     const maintainer = app.maintenanceDb
       ? new Maintainer({
           db: app.maintenanceDb,
+          electionDb: app.electionDb,
           metrics: app.metrics,
           log: app.log,
           jobsReady: (queue, count) => app.wake.notifier.jobsReady(queue, count),
