@@ -122,6 +122,7 @@ export class JobUseCases {
       maxJobs: call.maxJobs,
       leaseMs: call.leaseMs,
       workerId: call.workerId,
+      ...(call.wholeGroups ? { wholeGroups: true } : {}),
       waitMs: this.deps.shuttingDown() ? 0 : call.waitMs,
       pollIntervalMs: config.pollIntervalMs,
       signal: call.signal,

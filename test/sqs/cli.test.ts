@@ -179,11 +179,18 @@ describe('boto3', () => {
         missing_queue_error: 'AWS.SimpleQueueService.NonExistentQueue',
       });
       expect(out.received_attributes_md5, python.version).toEqual(out.sent_attributes_md5);
-      // FIFO: SequenceNumber (the job id) on send and receive, one message of the group per receive,
-      // in order, and the repeated body answered with the first message.
+      // FIFO: SequenceNumber (the job id) on send and receive, the group's messages together and in
+      // order in one receive (then nothing more), and the repeated body answered with the first message.
       const [s1, s2] = out.fifo_sequence_numbers;
       expect(out.fifo_duplicate, python.version).toEqual([s1, s1]);
-      expect(out.fifo_received, python.version).toEqual([[['fifo 1', 'g', s1]], [['fifo 2', 'g', s2]], []]);
+      expect(out.fifo_received, python.version).toEqual([
+        [
+          ['fifo 1', 'g', s1],
+          ['fifo 2', 'g', s2],
+        ],
+        [],
+        [],
+      ]);
       const completed = await native(`/v1/queues/boto3-queue-${n}/jobs?state=completed`);
       expect(completed.jobs, python.version).toHaveLength(3);
     }

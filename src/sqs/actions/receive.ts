@@ -14,11 +14,11 @@ import type { MessageMeta } from './send.js';
  * ReceiveMessageWaitTimeSeconds) with Baton's wake-up. Each job comes back as a message: its id is
  * the MessageId, its lease the ReceiptHandle, its attempts ApproximateReceiveCount.
  *
- * On a FIFO queue the claim is the flow claim of a queue with group_concurrency_limit 1: at most one
- * message per group in flight, each group's first in claim order (its oldest, since priority is
- * always 0 here), groups served in turn. So a receive returns at most one message of a group, and
- * the group's next one only once that one is deleted or visible again. ReceiveRequestAttemptId is
- * accepted and ignored (docs/sqs.md, "FIFO queues").
+ * On a FIFO queue the claim is the flow claim of a queue with group_concurrency_limit 1, taking
+ * whole groups (Claimant.wholeGroups): a group with no message in flight gives its next messages
+ * together, in order, up to MaxNumberOfMessages, before the next group is served; while any of them
+ * is in flight, none of the group's later messages is received. ReceiveRequestAttemptId is accepted
+ * and ignored (docs/sqs.md, "FIFO queues").
  */
 
 /** System attributes a receive can return; others it may name (queue attributes, ...) are ignored. */
@@ -54,6 +54,8 @@ export const receiveMessage: Action = async (call, input) => {
     maxJobs,
     leaseMs: visibility === undefined ? undefined : leaseOf(visibility),
     workerId: call.caller.senderId,
+    // FIFO: a group with nothing in flight gives its next messages together, in order.
+    wholeGroups: queue.fifo,
     waitMs: (wait ?? queue.waitSeconds) * 1000,
     signal: call.signal,
     log: call.log,
