@@ -11,6 +11,7 @@ import * as m0009 from './0009_time_limits.js';
 import * as m0010 from './0010_schedule_job_fields.js';
 import * as m0011 from './0011_flow_budget.js';
 import * as m0012 from './0012_server_secrets.js';
+import * as m0015 from './0015_receive_attempts.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '0010_schedule_job_fields': m0010,
   '0011_flow_budget': m0011,
   '0012_server_secrets': m0012,
+  '0015_receive_attempts': m0015,
 };

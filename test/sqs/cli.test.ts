@@ -144,7 +144,7 @@ describe('the AWS CLI', () => {
 });
 
 describe('boto3', () => {
-  it('a short boto3 program: batch send, receive with attributes, batch delete, a modelled error, a FIFO queue', {
+  it('a short boto3 program: batch send, receive with attributes, batch delete, a modelled error, a FIFO queue, a receive sent again', {
     timeout: 180_000,
   }, async () => {
     const check = ['-c', 'import boto3, botocore; print(botocore.__version__)'];
@@ -190,6 +190,15 @@ describe('boto3', () => {
         ],
         [],
         [],
+      ]);
+      // ReceiveRequestAttemptId: sent again, the same messages and receipt handles; refused once deleted.
+      expect(out.attempt_bodies, python.version).toEqual(['retry 1', 'retry 2']);
+      expect(out.attempt_replayed, python.version).toBe(true);
+      expect(out.attempt_after_delete, python.version).toBe('InvalidParameterValue');
+      // CreateQueue: a .fifo name with FifoQueue=false, or FifoQueue=true without one, is refused.
+      expect(out.fifo_name_errors, python.version).toEqual([
+        'InvalidParameterValue',
+        'InvalidParameterValue',
       ]);
       const completed = await native(`/v1/queues/boto3-queue-${n}/jobs?state=completed`);
       expect(completed.jobs, python.version).toHaveLength(3);

@@ -437,6 +437,122 @@ describe('FIFO queues', () => {
     ]);
   });
 
+  it('ReceiveRequestAttemptId: the same receive sent again answers the same messages and receipt handles, on any replica, until one of them changes', async () => {
+    const url = await createFifo('fifo-attempt.fifo', { ContentBasedDeduplication: 'true' });
+    for (const [body, group] of [
+      ['f1', 'f'],
+      ['f2', 'f'],
+      ['h1', 'h'],
+    ] as const)
+      await send(url, body, group);
+    const attempt = (client: typeof sqs, id: string, extra: Record<string, unknown> = {}) =>
+      client
+        .send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            ReceiveRequestAttemptId: id,
+            MessageSystemAttributeNames: ['All'],
+            ...extra,
+          }),
+        )
+        .then((out) => out.Messages ?? []);
+    const leases = async () =>
+      (
+        await sql<{ until: string }>`SELECT lease_expires_at::text AS until FROM baton.jobs
+          WHERE queue = 'fifo-attempt.fifo' ORDER BY id`.execute(database.db)
+      ).rows.map((r) => r.until);
+
+    const first = await attempt(sqs, 'try-1', { VisibilityTimeout: 60 });
+    expect(bodies(first)).toEqual(['f1', 'f2', 'h1']);
+    const before = await leases();
+    // Sent again, to the other replica: the same messages, the same receipt handles, the receive
+    // counted once, the visibility timeout started again.
+    const again = await attempt(sqs2, 'try-1', { VisibilityTimeout: 60 });
+    expect(again.map((m) => [m.MessageId, m.ReceiptHandle, m.Attributes!.ApproximateReceiveCount])).toEqual(
+      first.map((m) => [m.MessageId, m.ReceiptHandle, '1']),
+    );
+    const after = await leases();
+    for (const [i, until] of after.entries()) expect(until > before[i]!).toBe(true);
+    // Another attempt id is another receive: everything is in flight.
+    expect(await attempt(sqs, 'try-2')).toEqual([]);
+    // The same id from another caller (another access key), or on another queue, is not this attempt.
+    const stranger = sqsClient(server.url, { credentials: { accessKeyId: 'OTHER', secretAccessKey: 'x' } });
+    try {
+      expect(
+        await stranger.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            ReceiveRequestAttemptId: 'try-1',
+          }),
+        ),
+      ).not.toHaveProperty('Messages');
+    } finally {
+      stranger.destroy();
+    }
+    const other = await createFifo('fifo-attempt-other.fifo', { ContentBasedDeduplication: 'true' });
+    await send(other, 'o1', 'f');
+    const elsewhere = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: other,
+        MaxNumberOfMessages: 10,
+        ReceiveRequestAttemptId: 'try-1',
+      }),
+    );
+    expect(bodies(elsewhere.Messages ?? [])).toEqual(['o1']);
+
+    // Once one of its messages is deleted, the attempt cannot be sent again.
+    await remove(url, first[0]!);
+    const refused = await failure(attempt(sqs, 'try-1'));
+    expect(refused.name).toBe('InvalidParameterValue');
+    expect(refused.message).toMatch(/ReceiveRequestAttemptId is invalid.*not valid anymore/);
+    // Nor once one timed out (its visibility changed or ran out).
+    await timeOut(first[2]!);
+    const [h1] = await attempt(sqs, 'try-3');
+    expect(h1!.Body).toBe('h1');
+    await sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: h1!.ReceiptHandle!,
+        VisibilityTimeout: 90,
+      }),
+    );
+    expect((await failure(attempt(sqs, 'try-3'))).name).toBe('InvalidParameterValue');
+
+    // After five minutes the id is new again; the leader forgets attempts past the window.
+    await sql`UPDATE baton.receive_attempts SET created_at = now() - interval '301 seconds'
+              WHERE queue = 'fifo-attempt.fifo' AND attempt_id = 'try-3'`.execute(database.db);
+    expect(await attempt(sqs, 'try-3')).toEqual([]);
+    await sql`UPDATE baton.receive_attempts SET created_at = now() - interval '301 seconds'`.execute(
+      database.db,
+    );
+    const results = await server.app.maintainer!.runOnce();
+    expect(results.sqs_receive_attempts).toBeGreaterThan(0);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM baton.receive_attempts`.execute(
+      database.db,
+    );
+    expect(rows[0]!.n).toBe(0);
+  });
+
+  it('ReceiveRequestAttemptId is checked (1-128 letters, digits and punctuation) and, as in SQS, ignored on a standard queue', async () => {
+    const url = await createFifo('fifo-attempt-check.fifo');
+    for (const id of ['has space', 'x'.repeat(129)]) {
+      const err = await failure(
+        sqs.send(new ReceiveMessageCommand({ QueueUrl: url, ReceiveRequestAttemptId: id })),
+      );
+      expect(err.name, id).toBe('InvalidParameterValue');
+    }
+    const standard = (await sqs.send(new CreateQueueCommand({ QueueName: 'attempt-standard' }))).QueueUrl!;
+    await sqs.send(new SendMessageCommand({ QueueUrl: standard, MessageBody: 'one' }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: standard, MessageBody: 'two' }));
+    const receive1 = (id: string) =>
+      sqs.send(new ReceiveMessageCommand({ QueueUrl: standard, ReceiveRequestAttemptId: id }));
+    const a = await receive1('same');
+    const b = await receive1('same');
+    expect(bodies([...(a.Messages ?? []), ...(b.Messages ?? [])]).sort()).toEqual(['one', 'two']);
+  });
+
   it("stays FIFO: Baton's own API refuses a group limit other than 1 on it", async () => {
     await createFifo('fifo-native.fifo');
     const client = api(server.app);
