@@ -20,6 +20,7 @@ export interface Database {
   'baton.flow_state': FlowStateTable;
   'baton.group_stats': GroupStatsTable;
   'baton.server_secrets': ServerSecretsTable;
+  'baton.receive_attempts': ReceiveAttemptsTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -243,5 +244,16 @@ export interface GroupStatsTable {
 export interface ServerSecretsTable {
   name: string;
   secret: Buffer;
+  created_at: Generated<Date>;
+}
+
+/** What an SQS FIFO receive with a ReceiveRequestAttemptId handed out (jobs/receive-attempts.ts), migration 0015. */
+export interface ReceiveAttemptsTable {
+  queue: string;
+  caller: string;
+  attempt_id: string;
+  job_ids: string[];
+  lease_tokens: string[];
+  leases_until: Date[];
   created_at: Generated<Date>;
 }

@@ -14,7 +14,8 @@ import { type ReturnedJob, settleReturnedKeys } from './unique-return.js';
  * transaction. Each batch first takes FOR KEY SHARE on the queue row (exactly like enqueue, and for
  * the same reason: the leader's queue GC must not delete the queue under jobs we are making live),
  * re-creating the queue if it was collected. The dead rows are taken FOR UPDATE SKIP LOCKED and moved
- * in one statement.
+ * in one statement, which marks the target grouped when it moves jobs with a group into it (as an
+ * enqueue of such jobs does), and only then.
  */
 
 /** Which dead jobs: exactly one of a list of ids, those dead since a time (UTC), or all. */
@@ -75,6 +76,13 @@ export async function redriveDeadJobs(
           FOR UPDATE SKIP LOCKED
         ), moved AS (
           DELETE FROM baton.job_history h USING picked WHERE h.id = picked.id RETURNING h.*
+        ), mark_grouped AS (
+          -- Jobs with a group make the target grouped, as an enqueue of them does (jobs/enqueue.ts,
+          -- mark_grouped), so its next claim serves their groups; jobs without one leave it as it is.
+          UPDATE baton.queues SET grouped = true
+          WHERE name = (SELECT name FROM baton.queues
+                        WHERE name = ${target} AND NOT grouped AND EXISTS (SELECT 1 FROM moved WHERE group_key > '')
+                        FOR NO KEY UPDATE SKIP LOCKED)
         )
         INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, last_error, errors)
         SELECT baton.job_slot(id), ${carriedValues(moved)}, 'ready', now(), 0, last_error, errors

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ApiKey } from '../auth/api-keys.js';
 import { serverSecret } from '../db/server-secrets.js';
 import { ProblemError } from '../http/problem.js';
+import { ReceiveAttemptsDuty } from '../maintenance/receive-attempts.js';
 import sqsRoutes from '../routes/sqs.js';
 import { authenticator } from '../sqs/authenticate.js';
 import type { SqsDeps } from '../sqs/call.js';
@@ -63,6 +64,7 @@ export default async function sqs(app: FastifyInstance, opts: SqsPluginOptions) 
     metrics: app.metrics,
   };
   app.maintainer?.addDuty(new DeadLetterDuty(app.db, app.log, jobsReady, config.tickMs));
+  app.maintainer?.addDuty(new ReceiveAttemptsDuty(app.db, config.tickMs));
   await app.register(sqsRoutes, { deps, authenticate: authenticator(opts.apiKeys, opts.credentials) });
 }
 

@@ -5,6 +5,7 @@ import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
 import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { getJob } from '../jobs/read.js';
+import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -122,6 +123,7 @@ export class JobUseCases {
       maxJobs: call.maxJobs,
       leaseMs: call.leaseMs,
       workerId: call.workerId,
+      ...(call.wholeGroups ? { wholeGroups: true } : {}),
       waitMs: this.deps.shuttingDown() ? 0 : call.waitMs,
       pollIntervalMs: config.pollIntervalMs,
       signal: call.signal,
@@ -132,6 +134,25 @@ export class JobUseCases {
     });
     if (call.signal.aborted && rows.length > 0) return this.giveBack(call, rows);
     metrics.claimed(call.queue, rows);
+    return rows;
+  }
+
+  /**
+   * A claim that may be sent again (an SQS FIFO receive with a ReceiveRequestAttemptId): sent again
+   * within the window, it answers the jobs it handed out, under the same leases, renewed; `stale` when
+   * one of them was deleted, released, changed or timed out since (jobs/receive-attempts.ts). Else it
+   * is claim(), and what it hands out is kept (in PostgreSQL: any replica may get the repeat).
+   */
+  async claimOnce(call: ClaimCall, attempt: ReceiveAttempt): Promise<ClaimedRow[] | 'stale'> {
+    const replayed = await replayReceive(this.deps.db, attempt, call.leaseMs);
+    if (replayed !== undefined) return replayed;
+    const rows = await this.claim(call);
+    try {
+      await recordReceive(this.deps.db, attempt, rows);
+    } catch (err) {
+      // The jobs are claimed and answered all the same; only a repeat of this receive will not find them.
+      call.log.warn({ err }, 'could not keep what a receive with an attempt id handed out');
+    }
     return rows;
   }
 

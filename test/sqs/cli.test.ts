@@ -144,7 +144,7 @@ describe('the AWS CLI', () => {
 });
 
 describe('boto3', () => {
-  it('a short boto3 program: batch send, receive with attributes, batch delete, a modelled error, a FIFO queue', {
+  it('a short boto3 program: batch send, receive with attributes, batch delete, a modelled error, a FIFO queue, a receive sent again', {
     timeout: 180_000,
   }, async () => {
     const check = ['-c', 'import boto3, botocore; print(botocore.__version__)'];
@@ -179,11 +179,27 @@ describe('boto3', () => {
         missing_queue_error: 'AWS.SimpleQueueService.NonExistentQueue',
       });
       expect(out.received_attributes_md5, python.version).toEqual(out.sent_attributes_md5);
-      // FIFO: SequenceNumber (the job id) on send and receive, one message of the group per receive,
-      // in order, and the repeated body answered with the first message.
+      // FIFO: SequenceNumber (the job id) on send and receive, the group's messages together and in
+      // order in one receive (then nothing more), and the repeated body answered with the first message.
       const [s1, s2] = out.fifo_sequence_numbers;
       expect(out.fifo_duplicate, python.version).toEqual([s1, s1]);
-      expect(out.fifo_received, python.version).toEqual([[['fifo 1', 'g', s1]], [['fifo 2', 'g', s2]], []]);
+      expect(out.fifo_received, python.version).toEqual([
+        [
+          ['fifo 1', 'g', s1],
+          ['fifo 2', 'g', s2],
+        ],
+        [],
+        [],
+      ]);
+      // ReceiveRequestAttemptId: sent again, the same messages and receipt handles; refused once deleted.
+      expect(out.attempt_bodies, python.version).toEqual(['retry 1', 'retry 2']);
+      expect(out.attempt_replayed, python.version).toBe(true);
+      expect(out.attempt_after_delete, python.version).toBe('InvalidParameterValue');
+      // CreateQueue: a .fifo name with FifoQueue=false, or FifoQueue=true without one, is refused.
+      expect(out.fifo_name_errors, python.version).toEqual([
+        'InvalidParameterValue',
+        'InvalidParameterValue',
+      ]);
       const completed = await native(`/v1/queues/boto3-queue-${n}/jobs?state=completed`);
       expect(completed.jobs, python.version).toHaveLength(3);
     }

@@ -217,30 +217,32 @@ describe('sqs-consumer on Baton', () => {
     const active = new Set<string>();
     const overlaps: string[] = [];
     const failedOnce = new Set<string>();
-    consume(
-      url,
-      async (m) => {
-        const group = m.Attributes!.MessageGroupId!;
-        if (active.has(group)) overlaps.push(group);
-        active.add(group);
-        try {
-          await new Promise((r) => setTimeout(r, Math.random() * 20));
-          if (m.Body!.endsWith('#3') && !failedOnce.has(m.Body!)) {
-            failedOnce.add(m.Body!);
-            throw new Error('first attempt fails');
-          }
-          handled[group] = [...(handled[group] ?? []), m.Body!];
-        } finally {
-          active.delete(group);
+    // sqs-consumer handles the messages of one receive at the same time (it warns about FIFO queues
+    // for that reason): a receive may hold several messages of a group, in order, as SQS returns them,
+    // so it takes one message per receive here, and three consumers share the queue.
+    const handler = async (m: Message) => {
+      const group = m.Attributes!.MessageGroupId!;
+      if (active.has(group)) overlaps.push(group);
+      active.add(group);
+      try {
+        await new Promise((r) => setTimeout(r, Math.random() * 20));
+        if (m.Body!.endsWith('#3') && !failedOnce.has(m.Body!)) {
+          failedOnce.add(m.Body!);
+          throw new Error('first attempt fails');
         }
-      },
-      {
-        batchSize: 10,
+        handled[group] = [...(handled[group] ?? []), m.Body!];
+      } finally {
+        active.delete(group);
+      }
+    };
+    for (let i = 0; i < 3; i++) {
+      consume(url, handler, {
+        batchSize: 1,
         suppressFifoWarning: true,
         terminateVisibilityTimeout: true,
         messageSystemAttributeNames: ['MessageGroupId', 'SequenceNumber'],
-      },
-    );
+      });
+    }
     await until(async () => {
       const done = await api(server.app).call(
         'GET',

@@ -152,4 +152,35 @@ describe('dead-letter queues', () => {
       state: 'dead',
     });
   });
+
+  it('the move marks the dead-letter queue grouped when the messages moved have a group, and only then', async () => {
+    const native = api(server.app);
+    const forward = async (source: string, target: string, group?: string) => {
+      await sqs.send(new CreateQueueCommand({ QueueName: target }));
+      const redrive = JSON.stringify({
+        deadLetterTargetArn: `arn:aws:sqs:us-east-1:000000000000:${target}`,
+        maxReceiveCount: 1,
+      });
+      const url = (
+        await sqs.send(new CreateQueueCommand({ QueueName: source, Attributes: { RedrivePolicy: redrive } }))
+      ).QueueUrl!;
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: url,
+          MessageBody: 'poison',
+          ...(group === undefined ? {} : { MessageGroupId: group }),
+        }),
+      );
+      await receiveAndRelease(url);
+    };
+    // A standard queue's MessageGroupId (fair queues) is the job's group; a message without one has none.
+    await forward('dl-fair-source', 'dl-fair-target', 'tenant-1');
+    await forward('dl-plain-source', 'dl-plain-target');
+    expect((await native.call('GET', '/v1/queues/dl-fair-target')).body.grouped).toBe(false);
+    // The dead-letter duty alone: the group-stats duty, which would mark the queue later, does not run.
+    const duty = server.app.maintainer!.duties.find((d) => d.name === 'sqs_dead_letter')!;
+    expect(await duty.runOnce()).toEqual({ moved: 2 });
+    expect((await native.call('GET', '/v1/queues/dl-fair-target')).body.grouped).toBe(true);
+    expect((await native.call('GET', '/v1/queues/dl-plain-target')).body.grouped).toBe(false);
+  });
 });

@@ -138,8 +138,9 @@ describe('FIFO queues', () => {
     expect(a1.SequenceNumber).toBe(a1.MessageId);
     await send(url, 'a2', 'a');
     await send(url, 'b1', 'b');
+    // A group with nothing in flight gives its next messages together, in order, as SQS does.
     const first = await receive(url);
-    expect(bodies(first).sort()).toEqual(['a1', 'b1']);
+    expect(bodies(first)).toEqual(['a1', 'a2', 'b1']);
     const a = first.find((m) => m.Body === 'a1')!;
     expect(a.Attributes).toMatchObject({
       MessageGroupId: 'a',
@@ -147,13 +148,16 @@ describe('FIFO queues', () => {
       MessageDeduplicationId: createHash('sha256').update('a1').digest('hex'),
       ApproximateReceiveCount: '1',
     });
-    // a2 waits for a1: nothing more while a1 is in flight.
+    // a3 waits for a1 and a2: nothing more of the group while either is in flight.
+    await send(url, 'a3', 'a');
     expect(await receive(url)).toEqual([]);
     await remove(url, a);
-    expect(bodies(await receive(url))).toEqual(['a2']);
+    expect(await receive(url)).toEqual([]);
+    await remove(url, first.find((m) => m.Body === 'a2')!);
+    expect(bodies(await receive(url))).toEqual(['a3']);
   });
 
-  it('keeps each group in order across two replicas and six concurrent receivers, never two of a group in flight', async () => {
+  it('keeps each group in order across two replicas and six concurrent receivers, never a group in two receives at once', async () => {
     const name = 'fifo-order.fifo';
     const url = await createFifo(name);
     const GROUPS = 8;
@@ -197,22 +201,26 @@ describe('FIFO queues', () => {
       expect(numbers).toEqual([...numbers].sort((x, y) => (x < y ? -1 : 1)));
     }
 
-    // The database's own view, sampled all along: never two claimed jobs of one group.
+    // The database's own view, sampled all along: a group's claimed jobs always come before its ready
+    // ones (never a later message out while an earlier one waits), and groups go out several at once.
     let sampling = true;
     let worstInFlight = 0;
+    let outOfOrder = 0;
     const sampler = (async () => {
       while (sampling) {
-        const { rows } = await sql<{ n: number }>`
-          SELECT coalesce(max(n), 0)::int AS n FROM (
-            SELECT count(*) AS n FROM baton.jobs WHERE queue = ${name} AND state = 'claimed' GROUP BY group_key) c`.execute(
-          database.db,
-        );
+        const { rows } = await sql<{ n: number; bad: number }>`
+          SELECT coalesce(max(c.n), 0)::int AS n, count(*) FILTER (WHERE c.last_claimed > c.first_ready)::int AS bad
+          FROM (SELECT group_key, count(*) FILTER (WHERE state = 'claimed') AS n,
+                       max(id) FILTER (WHERE state = 'claimed') AS last_claimed,
+                       min(id) FILTER (WHERE state = 'ready') AS first_ready
+                FROM baton.jobs WHERE queue = ${name} GROUP BY group_key) c`.execute(database.db);
         worstInFlight = Math.max(worstInFlight, rows[0]!.n);
+        outOfOrder += rows[0]!.bad;
         await new Promise((r) => setTimeout(r, 5));
       }
     })();
 
-    // The receivers' own view: a message is in flight from its receive until its delete is sent.
+    // The receivers' own view: a group is in flight from its receive until its last delete is sent.
     const inFlight = new Set<string>();
     const overlaps: string[] = [];
     const received: Record<string, string[]> = {};
@@ -230,20 +238,25 @@ describe('FIFO queues', () => {
         );
         const messages = out.Messages ?? [];
         idle = messages.length === 0 ? idle + 1 : 0;
-        const groups = messages.map((m) => m.Attributes!.MessageGroupId!);
-        expect(new Set(groups).size, 'one message per group per receive').toBe(groups.length);
-        for (const group of groups) {
+        // A receive's messages of one group come together, in order: each group is worked through in turn.
+        const byGroup = new Map<string, Message[]>();
+        for (const m of messages) {
+          const group = m.Attributes!.MessageGroupId!;
+          byGroup.set(group, [...(byGroup.get(group) ?? []), m]);
+        }
+        for (const group of byGroup.keys()) {
           if (inFlight.has(group)) overlaps.push(group);
           inFlight.add(group);
         }
         await Promise.all(
-          messages.map(async (m) => {
-            const group = m.Attributes!.MessageGroupId!;
-            received[group] = [...(received[group] ?? []), m.Body!];
-            await new Promise((r) => setTimeout(r, Math.random() * 15));
-            inFlight.delete(group);
-            await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
-            total++;
+          [...byGroup].map(async ([group, list]) => {
+            for (const m of list) {
+              received[group] = [...(received[group] ?? []), m.Body!];
+              await new Promise((r) => setTimeout(r, Math.random() * 15));
+              if (m === list.at(-1)) inFlight.delete(group);
+              await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+              total++;
+            }
           }),
         );
       }
@@ -255,30 +268,30 @@ describe('FIFO queues', () => {
     expect(total).toBe(GROUPS * PER_GROUP);
     expect(received).toEqual(sent);
     expect(overlaps).toEqual([]);
-    expect(worstInFlight).toBe(1);
+    expect(outOfOrder).toBe(0);
+    expect(worstInFlight).toBeGreaterThan(1);
   }, 120_000);
 
   it('a redelivered message keeps its place: after its visibility timeout and after ChangeMessageVisibility 0', async () => {
     const url = await createFifo('fifo-redeliver.fifo', { ContentBasedDeduplication: 'true' });
     for (const body of ['m1', 'm2', 'm3']) await send(url, body, 'g');
-    const [m1] = await receive(url);
+    const [m1] = await receive(url, 1);
     expect(m1!.Body).toBe('m1');
     expect(await receive(url)).toEqual([]);
 
     // The visibility timeout runs out (the leader re-arms the lease, keeping the message's place).
     await timeOut(m1!);
-    const [again] = await receive(url);
+    const [again] = await receive(url, 1);
     expect([again!.Body, again!.Attributes!.ApproximateReceiveCount]).toEqual(['m1', '2']);
 
     // Made visible at once by its receiver: still before m2 (a plain nack would put it behind m2).
     await release(url, again!);
-    const [third] = await receive(url);
+    const [third] = await receive(url, 1);
     expect([third!.Body, third!.Attributes!.ApproximateReceiveCount]).toEqual(['m1', '3']);
     expect(third!.Attributes!.SequenceNumber).toBe(m1!.MessageId);
 
     await remove(url, third!);
-    const [next] = await receive(url);
-    expect(next!.Body).toBe('m2');
+    expect(bodies(await receive(url))).toEqual(['m2', 'm3']);
   });
 
   it('deduplicates for five minutes: the same id answers the original MessageId and SequenceNumber', async () => {
@@ -305,7 +318,7 @@ describe('FIFO queues', () => {
     expect(b!.SequenceNumber).toBe(b!.MessageId);
 
     // Received once each, and a duplicate sent after the delete is still not delivered again.
-    const [m] = await receive(url);
+    const [m] = await receive(url, 1);
     expect([m!.Body, m!.Attributes!.MessageDeduplicationId]).toEqual(['first', 'order-17']);
     await remove(url, m!);
     expect((await send(url, 'after delete', 'g1', 'order-17')).MessageId).toBe(first.MessageId);
@@ -346,7 +359,8 @@ describe('FIFO queues', () => {
     const y = await send(url, 'another body', 'g3');
     expect(y.MessageId).not.toBe(x.MessageId);
     const got = await receive(url);
-    expect(bodies(got).sort()).toEqual(['another body', 'same body']);
+    expect(bodies(got)).toEqual(['same body', 'same body', 'another body']);
+    expect(got.map((m) => m.MessageId)).toEqual([x.MessageId, explicit.MessageId, y.MessageId]);
     const hashed = got.find((m) => m.MessageId === x.MessageId)!;
     expect(hashed.Attributes!.MessageDeduplicationId).toBe(
       createHash('sha256').update('same body', 'utf8').digest('hex'),
@@ -382,43 +396,161 @@ describe('FIFO queues', () => {
     await send(source, 'fine', 'g');
     await send(source, 'other group', 'h');
 
-    const first = await receive(source);
-    expect(bodies(first).sort()).toEqual(['other group', 'poison 1']);
+    // One message at a time here, so each receive of the group is seen.
+    const first = [...(await receive(source, 1)), ...(await receive(source, 1))];
+    expect(bodies(first)).toEqual(['poison 1', 'other group']);
     await remove(source, first.find((m) => m.Body === 'other group')!);
     // poison 1 fails twice (maxReceiveCount 2), coming back first each time, then it is dead...
     await release(source, first.find((m) => m.Body === 'poison 1')!);
-    const [retry] = await receive(source);
+    const [retry] = await receive(source, 1);
     expect([retry!.Body, retry!.Attributes!.ApproximateReceiveCount]).toEqual(['poison 1', '2']);
     await release(source, retry!);
     // ...and its group goes on at once with the next message, which fails too (once by timing out).
-    const [second] = await receive(source);
+    const [second] = await receive(source, 1);
     expect(second!.Body).toBe('poison 2');
     await timeOut(second!);
-    const [secondRetry] = await receive(source);
+    const [secondRetry] = await receive(source, 1);
     expect(secondRetry!.Body).toBe('poison 2');
     await release(source, secondRetry!);
-    const [fine] = await receive(source);
+    const [fine] = await receive(source, 1);
     expect(fine!.Body).toBe('fine');
     await remove(source, fine!);
 
-    // The leader moves both dead messages to the dead-letter queue: same ids, same group, in order,
-    // still one in flight at a time.
+    // The leader moves both dead messages to the dead-letter queue: same ids, same group, in order.
     await server.app.maintainer!.runOnce();
     expect((await api(server.app).get(p1.MessageId!)).body).toMatchObject({
       queue: 'fifo-dlq.fifo',
       state: 'ready',
       group: 'g',
     });
-    const [d1, ...more] = await receive(dlq);
+    const [d1, d2, ...more] = await receive(dlq);
     expect(more).toEqual([]);
     expect([d1!.MessageId, d1!.Body, d1!.Attributes!.MessageGroupId]).toEqual([
       p1.MessageId,
       'poison 1',
       'g',
     ]);
-    await remove(dlq, d1!);
-    const [d2] = await receive(dlq);
-    expect([d2!.MessageId, d2!.Body]).toEqual([p2.MessageId, 'poison 2']);
+    expect([d2!.MessageId, d2!.Body, d2!.Attributes!.MessageGroupId]).toEqual([
+      p2.MessageId,
+      'poison 2',
+      'g',
+    ]);
+  });
+
+  it('ReceiveRequestAttemptId: the same receive sent again answers the same messages and receipt handles, on any replica, until one of them changes', async () => {
+    const url = await createFifo('fifo-attempt.fifo', { ContentBasedDeduplication: 'true' });
+    for (const [body, group] of [
+      ['f1', 'f'],
+      ['f2', 'f'],
+      ['h1', 'h'],
+    ] as const)
+      await send(url, body, group);
+    const attempt = (client: typeof sqs, id: string, extra: Record<string, unknown> = {}) =>
+      client
+        .send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            ReceiveRequestAttemptId: id,
+            MessageSystemAttributeNames: ['All'],
+            ...extra,
+          }),
+        )
+        .then((out) => out.Messages ?? []);
+    const leases = async () =>
+      (
+        await sql<{ until: string }>`SELECT lease_expires_at::text AS until FROM baton.jobs
+          WHERE queue = 'fifo-attempt.fifo' ORDER BY id`.execute(database.db)
+      ).rows.map((r) => r.until);
+
+    const first = await attempt(sqs, 'try-1', { VisibilityTimeout: 60 });
+    expect(bodies(first)).toEqual(['f1', 'f2', 'h1']);
+    const before = await leases();
+    // Sent again, to the other replica: the same messages, the same receipt handles, the receive
+    // counted once, the visibility timeout started again.
+    const again = await attempt(sqs2, 'try-1', { VisibilityTimeout: 60 });
+    expect(again.map((m) => [m.MessageId, m.ReceiptHandle, m.Attributes!.ApproximateReceiveCount])).toEqual(
+      first.map((m) => [m.MessageId, m.ReceiptHandle, '1']),
+    );
+    const after = await leases();
+    for (const [i, until] of after.entries()) expect(until > before[i]!).toBe(true);
+    // Another attempt id is another receive: everything is in flight.
+    expect(await attempt(sqs, 'try-2')).toEqual([]);
+    // The same id from another caller (another access key), or on another queue, is not this attempt.
+    const stranger = sqsClient(server.url, { credentials: { accessKeyId: 'OTHER', secretAccessKey: 'x' } });
+    try {
+      expect(
+        await stranger.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            ReceiveRequestAttemptId: 'try-1',
+          }),
+        ),
+      ).not.toHaveProperty('Messages');
+    } finally {
+      stranger.destroy();
+    }
+    const other = await createFifo('fifo-attempt-other.fifo', { ContentBasedDeduplication: 'true' });
+    await send(other, 'o1', 'f');
+    const elsewhere = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: other,
+        MaxNumberOfMessages: 10,
+        ReceiveRequestAttemptId: 'try-1',
+      }),
+    );
+    expect(bodies(elsewhere.Messages ?? [])).toEqual(['o1']);
+
+    // Once one of its messages is deleted, the attempt cannot be sent again.
+    await remove(url, first[0]!);
+    const refused = await failure(attempt(sqs, 'try-1'));
+    expect(refused.name).toBe('InvalidParameterValue');
+    expect(refused.message).toMatch(/ReceiveRequestAttemptId is invalid.*not valid anymore/);
+    // Nor once one timed out (its visibility changed or ran out).
+    await timeOut(first[2]!);
+    const [h1] = await attempt(sqs, 'try-3');
+    expect(h1!.Body).toBe('h1');
+    await sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: h1!.ReceiptHandle!,
+        VisibilityTimeout: 90,
+      }),
+    );
+    expect((await failure(attempt(sqs, 'try-3'))).name).toBe('InvalidParameterValue');
+
+    // After five minutes the id is new again; the leader forgets attempts past the window.
+    await sql`UPDATE baton.receive_attempts SET created_at = now() - interval '301 seconds'
+              WHERE queue = 'fifo-attempt.fifo' AND attempt_id = 'try-3'`.execute(database.db);
+    expect(await attempt(sqs, 'try-3')).toEqual([]);
+    await sql`UPDATE baton.receive_attempts SET created_at = now() - interval '301 seconds'`.execute(
+      database.db,
+    );
+    const results = await server.app.maintainer!.runOnce();
+    expect(results.sqs_receive_attempts).toBeGreaterThan(0);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM baton.receive_attempts`.execute(
+      database.db,
+    );
+    expect(rows[0]!.n).toBe(0);
+  });
+
+  it('ReceiveRequestAttemptId is checked (1-128 letters, digits and punctuation) and, as in SQS, ignored on a standard queue', async () => {
+    const url = await createFifo('fifo-attempt-check.fifo');
+    for (const id of ['has space', 'x'.repeat(129)]) {
+      const err = await failure(
+        sqs.send(new ReceiveMessageCommand({ QueueUrl: url, ReceiveRequestAttemptId: id })),
+      );
+      expect(err.name, id).toBe('InvalidParameterValue');
+    }
+    const standard = (await sqs.send(new CreateQueueCommand({ QueueName: 'attempt-standard' }))).QueueUrl!;
+    await sqs.send(new SendMessageCommand({ QueueUrl: standard, MessageBody: 'one' }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: standard, MessageBody: 'two' }));
+    const receive1 = (id: string) =>
+      sqs.send(new ReceiveMessageCommand({ QueueUrl: standard, ReceiveRequestAttemptId: id }));
+    const a = await receive1('same');
+    const b = await receive1('same');
+    expect(bodies([...(a.Messages ?? []), ...(b.Messages ?? [])]).sort()).toEqual(['one', 'two']);
   });
 
   it("stays FIFO: Baton's own API refuses a group limit other than 1 on it", async () => {

@@ -118,20 +118,52 @@ export async function claimWithFlow(
         return { outcomes: claimOutcomes(rows, claimants, held), next: 'limited' as const };
       }
       const next: NextRoute = flow.limited || flow.overrides ? 'walk' : 'grouped';
-      let heldBack: HeldBack | undefined = flow.reason === null ? undefined : heldBackOf(flow);
-      const visits = await walkGroups(trx, queue, flow, flow.n);
-      const plan = shareOut(visits, flow.n);
-      if (plan.shares.length === 0)
-        return { outcomes: claimOutcomes([], claimants, heldBack ?? plan.heldBack), next };
-      heldBack ??= plan.heldBack;
-      const claimed = await claimStatementSql(queue, defaultLeaseMs, claimantsJsonOf(claimants), {
-        pick: groupPick(queue, plan.shares),
-      }).execute(trx);
-      const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
-      await recordClaims(trx, queue, flow, plan.shares, taken);
-      return { outcomes: claimOutcomes(claimed.rows, claimants, heldBack), next };
+      if (!claimants.some((c) => c.wholeGroups)) {
+        return { outcomes: await walkAndClaim(trx, queue, defaultLeaseMs, flow, flow.n, claimants), next };
+      }
+      // Whole groups (SQS FIFO receives): a group's jobs go to one claimant, so each claimant has a
+      // walk and a claim of its own, in this transaction, within the queue's budget. A later walk sees
+      // the jobs an earlier one claimed (this transaction's own writes), so it passes over their groups.
+      const outcomes: ClaimOutcome[] = [];
+      let budget = flow.n;
+      for (const claimant of claimants) {
+        const wanted = Math.min(budget, claimant.maxJobs);
+        const [outcome] = await walkAndClaim(trx, queue, defaultLeaseMs, flow, wanted, [claimant]);
+        outcomes.push(outcome!);
+        budget -= outcome!.jobs.length;
+        // The next walk counts these as in flight (walkFrom skips counting a group's claimed jobs when
+        // the queue's count says its limit cannot bind), and the turn moves on, as from one claim to
+        // the next.
+        flow.in_flight += outcome!.jobs.length;
+        const last = outcome!.jobs.at(-1);
+        if (last) flow.last_group = last.group_key;
+      }
+      return { outcomes, next };
     }),
   );
+}
+
+/** Walk the groups, deal `wanted` jobs out over them, claim those for the claimants, and record it. */
+async function walkAndClaim(
+  trx: Db,
+  queue: string,
+  defaultLeaseMs: number,
+  flow: QueueFlow,
+  wanted: number,
+  claimants: Claimant[],
+): Promise<ClaimOutcome[]> {
+  let heldBack: HeldBack | undefined = flow.reason === null ? undefined : heldBackOf(flow);
+  const whole = claimants.length === 1 && claimants[0]!.wholeGroups === true;
+  const visits = wanted > 0 ? await walkGroups(trx, queue, flow, wanted, whole) : [];
+  const plan = shareOut(visits, wanted, whole);
+  if (plan.shares.length === 0) return claimOutcomes([], claimants, heldBack ?? plan.heldBack);
+  heldBack ??= plan.heldBack;
+  const claimed = await claimStatementSql(queue, defaultLeaseMs, claimantsJsonOf(claimants), {
+    pick: groupPick(queue, plan.shares),
+  }).execute(trx);
+  const taken = claimed.rows.filter((r) => Number(r.claimant) > 0);
+  await recordClaims(trx, queue, flow, plan.shares, taken);
+  return claimOutcomes(claimed.rows, claimants, heldBack);
 }
 
 /**
@@ -139,7 +171,13 @@ export async function claimWithFlow(
  * limits: read a claim's worth of groups at a time, until the groups read can fill the claim or
  * WALK_SLACK more have been passed over.
  */
-async function walkGroups(db: Db, queue: string, flow: QueueFlow, wanted: number): Promise<GroupVisit[]> {
+async function walkGroups(
+  db: Db,
+  queue: string,
+  flow: QueueFlow,
+  wanted: number,
+  whole: boolean,
+): Promise<GroupVisit[]> {
   const max = wanted + WALK_SLACK;
   const start = flow.last_group;
   // No group served yet: from the first name (''), once round. Else after the last one served, to
@@ -152,7 +190,7 @@ async function walkGroups(db: Db, queue: string, flow: QueueFlow, wanted: number
     visits.push(...batch);
     // Enough groups to fill the claim in one round: stop. Otherwise read on, so that every group with
     // jobs gets its turn before any gets a second one; a walk that came back short has gone round.
-    if (shareOut(visits, wanted).firstRound >= wanted || batch.length < n) break;
+    if (shareOut(visits, wanted, whole).firstRound >= wanted || batch.length < n) break;
     const last = batch[n - 1]!;
     cursor = { after: last.group_key, inclusive: false, wrapped: last.wrapped };
   }
@@ -247,10 +285,14 @@ function walkFrom(db: Db, queue: string, flow: QueueFlow, cursor: Cursor, max: n
  * Deal `wanted` jobs out over the visited groups, round by round: each group that is not paused and
  * has room under its limits gets up to its weight per round. Answers the shares and, when nothing
  * could be given to some group, why.
+ *
+ * With `whole` (Claimant.wholeGroups), a group limited to one job at a time that has none claimed has
+ * room for all it has ready, and gives it at once (no rounds) before the next group is served.
  */
 function shareOut(
   visits: GroupVisit[],
   wanted: number,
+  whole = false,
 ): { shares: Shares; total: number; firstRound: number; heldBack?: HeldBack } {
   let heldBack: HeldBack | undefined;
   const hold = (reason: LimitReason, retryAfterMs?: number) => {
@@ -264,7 +306,11 @@ function shareOut(
       return [];
     }
     let room = v.ready < Math.min(wanted, READY_COUNTED) ? v.ready : Number.POSITIVE_INFINITY;
-    if (v.concurrency_limit !== null) room = Math.min(room, v.concurrency_limit - v.in_flight);
+    // One at a time, taken whole: nothing in flight lets the group give all it has, in order.
+    const wholeGroup = whole && v.concurrency_limit === 1 && v.in_flight === 0;
+    if (v.concurrency_limit !== null && !wholeGroup) {
+      room = Math.min(room, v.concurrency_limit - v.in_flight);
+    }
     if (v.rate_room !== null) {
       if (v.rate_room <= 0) hold('group_rate', v.rate_retry_after_ms ?? undefined);
       room = Math.min(room, v.rate_room);
@@ -274,7 +320,7 @@ function shareOut(
       return [];
     }
     const ratePeriodMs = v.rate_room === null ? null : v.rate_period_ms;
-    return [{ group: v.group_key, weight: v.weight, room, k: 0, ratePeriodMs }];
+    return [{ group: v.group_key, weight: wholeGroup ? room : v.weight, room, k: 0, ratePeriodMs }];
   });
   const firstRound = open.reduce((sum, g) => sum + Math.min(g.weight, g.room), 0);
   let total = 0;

@@ -10,6 +10,13 @@ export interface Claimant {
   /** Requested lease; undefined means the queue's setting. */
   leaseMs?: number;
   workerId?: string;
+  /**
+   * A group whose limit is one job at a time (group_concurrency_limit 1) and that has none claimed
+   * gives this claimant its next jobs together, in claim order, up to maxJobs, before other groups
+   * are served; none of its jobs is claimed again while any of them is. What an SQS FIFO queue's
+   * receive does (sqs/actions/receive.ts). Without it, such a group gives one job per claim.
+   */
+  wholeGroups?: boolean;
 }
 
 /** A claim on a queue, as a request makes it. */

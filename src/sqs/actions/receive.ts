@@ -1,7 +1,9 @@
 import type { ClaimedRow } from '../../jobs/claim/types.js';
 import { parseDatabaseJson } from '../../json/exact.js';
+import type { Caller } from '../access.js';
 import { type Action, queueOf } from '../call.js';
-import { optionalInt, stringList } from '../input.js';
+import { invalidValue } from '../errors.js';
+import { type Input, optionalInt, optionalString, stringList } from '../input.js';
 import { md5Hex, md5OfAttributes } from '../md5.js';
 import { selectAttributes } from '../message.js';
 import { leaseOf } from '../queue-attributes.js';
@@ -14,11 +16,13 @@ import type { MessageMeta } from './send.js';
  * ReceiveMessageWaitTimeSeconds) with Baton's wake-up. Each job comes back as a message: its id is
  * the MessageId, its lease the ReceiptHandle, its attempts ApproximateReceiveCount.
  *
- * On a FIFO queue the claim is the flow claim of a queue with group_concurrency_limit 1: at most one
- * message per group in flight, each group's first in claim order (its oldest, since priority is
- * always 0 here), groups served in turn. So a receive returns at most one message of a group, and
- * the group's next one only once that one is deleted or visible again. ReceiveRequestAttemptId is
- * accepted and ignored (docs/sqs.md, "FIFO queues").
+ * On a FIFO queue the claim is the flow claim of a queue with group_concurrency_limit 1, taking
+ * whole groups (Claimant.wholeGroups): a group with no message in flight gives its next messages
+ * together, in order, up to MaxNumberOfMessages, before the next group is served; while any of them
+ * is in flight, none of the group's later messages is received. A FIFO receive with a
+ * ReceiveRequestAttemptId sent again within five minutes answers the same messages and receipt
+ * handles, their visibility timeout reset (service claimOnce, jobs/receive-attempts.ts); once one of
+ * them was deleted, made visible or timed out, the attempt id is refused (docs/sqs.md, "FIFO queues").
  */
 
 /** System attributes a receive can return; others it may name (queue attributes, ...) are ignored. */
@@ -49,19 +53,58 @@ export const receiveMessage: Action = async (call, input) => {
   const handles = await deps.receiptHandles();
 
   // A receiver that goes away gets nothing: the service gives back what it claimed meanwhile.
-  const rows = await deps.service.jobs.claim({
+  const claim = {
     queue: name,
     maxJobs,
     leaseMs: visibility === undefined ? undefined : leaseOf(visibility),
     workerId: call.caller.senderId,
+    // FIFO: a group with nothing in flight gives its next messages together, in order.
+    wholeGroups: queue.fifo,
     waitMs: (wait ?? queue.waitSeconds) * 1000,
     signal: call.signal,
     log: call.log,
-  });
+  };
+  // SQS reads ReceiveRequestAttemptId on FIFO queues only (a standard queue's receive ignores it).
+  const attemptId = receiveAttemptId(input);
+  const rows =
+    attemptId !== undefined && queue.fifo
+      ? await deps.service.jobs.claimOnce(claim, {
+          queue: name,
+          caller: callerScope(call.caller),
+          attemptId,
+        })
+      : await deps.service.jobs.claim(claim);
+  if (rows === 'stale') {
+    throw invalidValue(
+      'ReceiveRequestAttemptId',
+      attemptId,
+      'The receiveRequestAttemptId is not valid anymore since the receive call is not retryable.',
+    );
+  }
   if (rows.length === 0) return {};
   const wanted = systemNames.some((n) => n === 'All') ? SYSTEM_ATTRIBUTES : systemNames;
   return { Messages: rows.map((row) => toMessage(row, handles, queue.fifo, wanted, attributeNames)) };
 };
+
+/** ReceiveRequestAttemptId: 1-128 letters, digits and punctuation, as SQS allows. */
+function receiveAttemptId(input: Input): string | undefined {
+  const id = optionalString(input, 'ReceiveRequestAttemptId');
+  if (id === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,128}$/.test(id)) {
+    throw invalidValue(
+      'ReceiveRequestAttemptId',
+      id,
+      'ReceiveRequestAttemptId can only include alphanumeric and punctuation characters. 1 to 128 in length.',
+    );
+  }
+  return id;
+}
+
+/**
+ * Whose receive an attempt id belongs to: the API key the request acts as (a tenant, whatever key pair
+ * signed it), else the access key id it signed with (a server without keys).
+ */
+const callerScope = (caller: Caller) => (caller.key ? `key:${caller.key.name}` : `sender:${caller.senderId}`);
 
 function toMessage(
   row: ClaimedRow,
