@@ -96,7 +96,13 @@ async function run(root: string) {
         .catch(() => ''),
     ),
   );
-  const { rows } = await pool.query<{ renewals: number; takeovers: number; gaps: number; max_ms: number; total_ms: number }>(`
+  const { rows } = await pool.query<{
+    renewals: number;
+    takeovers: number;
+    gaps: number;
+    max_ms: number;
+    total_ms: number;
+  }>(`
     SELECT count(*) FILTER (WHERE holder = old_holder)::int AS renewals,
            count(*) FILTER (WHERE holder <> old_holder)::int AS takeovers,
            count(*) FILTER (WHERE at > old_expires)::int AS gaps,

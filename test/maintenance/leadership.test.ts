@@ -9,6 +9,8 @@ import { until } from '../support/until.js';
 
 const database = useTestDatabase();
 const TICK = 1000;
+/** What a loaded machine adds to a timer and a round trip (up to ~130 ms seen in full runs). */
+const SLACK = 300;
 
 describe('leadership', () => {
   it('one of many contenders leads; the others wait for the lease to expire', async () => {
@@ -46,7 +48,7 @@ describe('leadership', () => {
     expect(await b.tryLead()).toBe(true);
   });
 
-  it('two servers: exactly one leads; stop it and the other leads within two ticks; expired leases keep coming back', async () => {
+  it('two servers: exactly one leads; stop it and the other leads within a quarter tick; expired leases keep coming back', async () => {
     const env = { BATON_MAINTENANCE: 'true', BATON_TICK_MS: String(TICK), BATON_PROMOTE_INTERVAL_MS: '100' };
     const servers: BatonApp[] = [await createTestApp(database, env), await createTestApp(database, env)];
     const leaders = () => servers.filter((s) => s.maintainer?.isLeader);
@@ -54,18 +56,28 @@ describe('leadership', () => {
       await until(() => leaders().length === 1, 3 * TICK);
       const first = leaders()[0]!;
       const second = servers.find((s) => s !== first)!;
-      // Hold it a while: never two, and the lease never changes hands. (A leader whose renewal is
-      // late on a loaded machine stops starting duties for a moment by its own clock, so "none"
-      // is allowed between samples; a new term is not.)
+      // Hold it a while: never two leaders, never a moment without one longer than a tick (a renewal
+      // every quarter tick; a lease lapses only when one is 3/4 of a tick late), and the lease never
+      // changes hands.
       const held = () =>
         database.db.selectFrom('baton.leader').select(['holder', 'term']).where('name', '=', 'maintenance');
       const lease = await held().executeTakeFirstOrThrow();
       expect(lease.holder).toBe(first.maintainer!.leadership.holder);
-      for (let i = 0; i < 10; i++) {
-        await new Promise((r) => setTimeout(r, TICK / 4));
-        expect(leaders().length).toBeLessThanOrEqual(1);
+      let leaderlessSince: number | undefined;
+      let longestGap = 0;
+      for (const end = Date.now() + 3 * TICK; Date.now() < end; ) {
+        await new Promise((r) => setTimeout(r, TICK / 20));
+        const now = leaders().length;
+        expect(now).toBeLessThanOrEqual(1);
         expect(second.maintainer!.isLeader).toBe(false);
+        if (now === 0) leaderlessSince ??= Date.now();
+        else if (leaderlessSince !== undefined) {
+          longestGap = Math.max(longestGap, Date.now() - leaderlessSince);
+          leaderlessSince = undefined;
+        }
       }
+      if (leaderlessSince !== undefined) longestGap = Math.max(longestGap, Date.now() - leaderlessSince);
+      expect(longestGap).toBeLessThan(TICK);
       expect(await held().executeTakeFirstOrThrow()).toEqual(lease);
       await until(() => first.maintainer!.isLeader, TICK);
       expect(await first.metrics.registry.getSingleMetricAsString('baton_leader')).toMatch(/baton_leader 1/);
@@ -83,11 +95,12 @@ describe('leadership', () => {
       const before = await expireOne('lead-a');
       await until(async () => (await api(second).get(before)).body.state === 'ready', 3 * TICK);
 
-      // ...the leader stops (graceful: it resigns) and the other takes over within two ticks...
+      // ...the leader stops (graceful: it resigns) and the other takes over at its next attempt...
       await first.close();
       servers.splice(servers.indexOf(first), 1);
+      // Resigned: the other takes the lease at its next attempt, a quarter tick away at most.
       const takeover = await until(() => second.maintainer!.isLeader, 2 * TICK);
-      expect(takeover).toBeLessThanOrEqual(2 * TICK);
+      expect(takeover).toBeLessThanOrEqual(TICK / 4 + SLACK);
 
       // ...and expired leases keep coming back.
       const after = await expireOne('lead-b');
@@ -97,7 +110,7 @@ describe('leadership', () => {
     }
   });
 
-  it('a leader that dies without resigning is replaced within two ticks', async () => {
+  it('a leader that dies without resigning is replaced within a tick and a quarter', async () => {
     // The dead leader: took the lease at tick length and then never renewed (as after SIGKILL).
     await database.db.deleteFrom('baton.leader').execute();
     const dead = new Leadership(database.db, 'killed', TICK);
@@ -109,9 +122,10 @@ describe('leadership', () => {
     });
     try {
       await until(() => survivor.maintainer!.isLeader, 3 * TICK);
-      // Two ticks, plus what a busy machine adds to timers and to the survivor's start (127 ms
-      // seen once under load); a follower that waited a third tick would be a full second late.
-      expect(Date.now() - diedAt).toBeLessThanOrEqual(2 * TICK + 400);
+      // Its lease (one tick) plus the survivor's next attempt (a quarter tick), plus what a busy
+      // machine adds to a timer and a round trip; a survivor that missed an attempt would be a
+      // quarter tick later still.
+      expect(Date.now() - diedAt).toBeLessThanOrEqual(TICK + TICK / 4 + SLACK);
       const row = await database.db.selectFrom('baton.leader').selectAll().executeTakeFirstOrThrow();
       expect(row.holder).toBe(survivor.maintainer!.leadership.holder);
     } finally {
