@@ -1,13 +1,19 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createDatabase } from '../../src/db/database.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
 import { claimJobs } from '../../src/jobs/claim/claim.js';
 import { enqueueJobs } from '../../src/jobs/enqueue.js';
 import { renewLease, renewLeases } from '../../src/jobs/renew.js';
 import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';
-import { createTestDatabase, useTestDatabase } from '../support/database.js';
+import { useTestDatabase } from '../support/database.js';
 import { api, enqueueAndClaim, enqueueAndClaimMany } from '../support/http.js';
+import { freePort } from '../support/ports.js';
 
 const database = useTestDatabase();
 const app = useTestApp(database, { BATON_BACKOFF_BASE_MS: '1000' });
@@ -38,16 +44,27 @@ describe('renew', () => {
   });
 
   it('is a HOT update: a burst of renewals writes no index entries', async () => {
-    // A database of its own with a single connection doing all the work, so the table statistics
-    // count exactly this test's statements (statistics are flushed per session, lazily).
-    const own = await createTestDatabase();
+    // A PostgreSQL of its own: page pruning, which makes room for the next in-place update, keeps
+    // every row version that a snapshot anywhere in the cluster may still see, in any database. A
+    // transaction held open in another database of a shared server took single renewals from 100%
+    // HOT to 48%, and batch renewals from 77% to 31%; the tests running beside this one do that by
+    // moments. Alone on its cluster, the figures are the design's, every time.
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'baton-hot-'));
+    await fs.chmod(dir, 0o755);
+    const server = await startEmbeddedPostgres({
+      dataDir: path.join(dir, 'pgdata'),
+      port: await freePort(),
+      log: quiet,
+    });
+    // One connection does all the work, so the table statistics count exactly its statements.
     const handle = createDatabase(
-      own.url,
+      server.url,
       { poolSize: 1, statementTimeoutMs: 30_000, connectTimeoutMs: 5000 },
       quiet,
     );
     try {
       const single = handle.db;
+      await migrateToLatest(single);
       const opts = {
         autoCreate: { enabled: true, maxQueues: 1000 },
         defaultMaxAttempts: 5,
@@ -58,10 +75,9 @@ describe('renew', () => {
       const jobs = await claimJobs(single, { queue: 'hot', maxJobs: 200, defaultLeaseMs: 60_000 });
       const stats = async () => {
         await sql`SELECT pg_stat_force_next_flush()`.execute(single);
-        await new Promise((r) => setTimeout(r, 50));
         const { rows } = await sql<{ upd: number; hot: number }>`
           SELECT sum(n_tup_upd)::int AS upd, sum(n_tup_hot_upd)::int AS hot FROM pg_stat_user_tables
-          WHERE schemaname = 'baton' AND relname ~ '^jobs_[0-9]+$'`.execute(own.db);
+          WHERE schemaname = 'baton' AND relname ~ '^jobs_[0-9]+$'`.execute(single);
         return rows[0]!;
       };
       const before = await stats();
@@ -73,19 +89,16 @@ describe('renew', () => {
       }
       let after = await stats();
       for (let i = 0; i < 50 && after.upd - before.upd < 600; i++) after = await stats();
-      const updates = after.upd - before.upd;
-      const hot = after.hot - before.hot;
-      expect(updates).toBe(600);
-      // Over 90% alone; 76% once in a full run on a machine loaded by other work, where page pruning
-      // found less room. A renewal that updated an indexed column would be 0% HOT.
-      expect(hot / updates).toBeGreaterThanOrEqual(0.6);
+      expect(after.upd - before.upd).toBe(600);
+      // Every one: the renewal changes no indexed column, and each page has room (fillfactor 70,
+      // and the versions the previous renewals left are pruned when the page is next read).
+      expect(after.hot - before.hot).toBe(600);
 
       // Batch renewals (POST /v1/jobs/renew) are the same update, 200 rows a statement. Mostly HOT,
-      // but less than single renewals: PostgreSQL prunes a page's dead versions when a statement
-      // first reads it, so one statement rewriting every row of a page can run out of room on it
-      // (about 80% HOT here, where the 200 jobs share a few pages; 60% once in a full run on a loaded
-      // machine, where pruning found less room). A non-HOT renewal still adds nothing to the ready
-      // index that claims walk (a claimed row is not in it).
+      // but not all: PostgreSQL prunes a page when a statement first reads it, so one statement
+      // rewriting every row of a page can run out of room on it (77% here, where the 200 jobs share
+      // a few pages). A non-HOT renewal still adds nothing to the ready index that claims walk (a
+      // claimed row is not in it).
       const leases = jobs.map((j) => ({ id: j.id, leaseToken: j.lease_token }));
       for (let round = 0; round < 3; round++) {
         expect((await renewLeases(single, leases)).every(Boolean)).toBe(true);
@@ -93,12 +106,13 @@ describe('renew', () => {
       let batched = await stats();
       for (let i = 0; i < 50 && batched.upd - after.upd < 600; i++) batched = await stats();
       expect(batched.upd - after.upd).toBe(600);
-      expect((batched.hot - after.hot) / 600).toBeGreaterThanOrEqual(0.5);
+      expect((batched.hot - after.hot) / 600).toBeGreaterThanOrEqual(0.75);
     } finally {
       await handle.close();
-      await own.drop();
+      await server.stop();
+      await fs.rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   it('with an id or token that cannot be one is 400 naming it (409 and 404: lease-lost.test.ts)', async () => {
     const job = await enqueueAndClaim(app, 'r-wrong');
