@@ -12,6 +12,7 @@ import * as m0010 from './0010_schedule_job_fields.js';
 import * as m0011 from './0011_flow_budget.js';
 import * as m0012 from './0012_server_secrets.js';
 import * as m0013 from './0013_unique_key_generation.js';
+import * as m0014 from './0014_history_partitions.js';
 import * as m0015 from './0015_receive_attempts.js';
 
 /**
@@ -32,5 +33,6 @@ export const migrations: Record<string, Migration> = {
   '0011_flow_budget': m0011,
   '0012_server_secrets': m0012,
   '0013_unique_key_generation': m0013,
+  '0014_history_partitions': m0014,
   '0015_receive_attempts': m0015,
 };

@@ -8,6 +8,7 @@ import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
 import { ExpiryDuty } from './expiry.js';
 import { GroupStatsDuty } from './group-stats.js';
+import { HistoryPartitionsDuty } from './history-partitions.js';
 import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
 import { PruneDuty } from './prune.js';
@@ -24,6 +25,9 @@ import { VacuumDuty } from './vacuum.js';
  * sooner, and an ack is cheaper than a carry.
  */
 const CARRY_AFTER_MS = 1000;
+
+/** History's day partitions are checked once a minute: they change once a day. */
+const HISTORY_PARTITIONS_INTERVAL_MS = 60_000;
 
 export interface MaintainerDeps {
   db: Db;
@@ -79,6 +83,10 @@ export class Maintainer {
         carryBatch: MAINTENANCE_BATCH,
       }),
       new PruneDuty(db, metrics, config.tickMs, {
+        lockTimeoutMs: config.pruneLockTimeoutMs,
+        defaults: config,
+      }),
+      new HistoryPartitionsDuty(db, metrics, HISTORY_PARTITIONS_INTERVAL_MS, config.tickMs, {
         lockTimeoutMs: config.pruneLockTimeoutMs,
         defaults: config,
       }),

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isLockTimeout } from '../db/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -18,10 +18,16 @@ import { type Duty, MAINTENANCE_BATCH } from './duty.js';
  * error: nothing is half-done, and the next attempt (after a backoff) starts clean. The job rows
  * themselves are taken FOR UPDATE SKIP LOCKED, so a second leader's prune simply skips them.
  *
- * Cost: a row DELETE per job, 1.43 s and 11 MiB of WAL per 100,000 jobs, where dropping a partition
- * holding them takes 5.4 ms and 8 KiB (docs/benchmarks.md, "Results against the targets", the prune
- * row). At very large volumes, time-partitioned history dropped a partition at a time would be cheaper;
- * the storage layer keeps that door open (only src/jobs and src/maintenance touch job_history).
+ * Most rows never come here: history is partitioned by the day jobs finished
+ * (migrations/0014_history_partitions.ts), and a day whose rows are all past retention is emptied
+ * whole by the history-partitions duty (history-partitions.ts). A row DELETE costs 1.43 s and 11 MiB
+ * of WAL per 100,000 jobs, a TRUNCATE of a day a few milliseconds (docs/benchmarks.md, "Pruning
+ * history"). So this leaves alone every row in a day that duty will empty within a day: the days
+ * before `date_trunc('day', now() + 1 day - longest retention)` of its class (completed and
+ * cancelled share one retention, dead has its own), the longest over the queues present. What it
+ * still deletes are the rows of queues whose retention is shorter than the longest, in the newer
+ * days held for the others (docs/adr/0001-history-partitions.md). A finished job therefore stays at
+ * least its retention and at most a day longer.
  */
 
 export type PruneOutcome = 'pruned' | 'noop' | 'blocked';
@@ -34,6 +40,22 @@ export interface PruneOptions {
   batchSize: number;
   lockTimeoutMs: number;
   defaults: Pick<QueueDefaults, 'completedRetentionMs' | 'deadRetentionMs'>;
+}
+
+/**
+ * The retention of rows of `state` (a column or literal) of the queue whose baton.queues row is `q`
+ * (NULL when the queue was collected: the defaults). Shared with the history-partitions duty.
+ */
+export function retentionMs(
+  state: RawBuilder<unknown>,
+  q: string,
+  defaults: Pick<QueueDefaults, 'completedRetentionMs' | 'deadRetentionMs'>,
+) {
+  const queue = sql.table(q);
+  return sql`CASE WHEN ${state} = 'dead'
+                THEN coalesce(${queue}.dead_retention_ms, ${defaults.deadRetentionMs}::bigint)
+                ELSE coalesce(${queue}.completed_retention_ms, ${defaults.completedRetentionMs}::bigint)
+           END`;
 }
 
 export async function pruneFinishedJobs(db: Db, opts: PruneOptions): Promise<PruneResult> {
@@ -49,21 +71,25 @@ export async function pruneFinishedJobs(db: Db, opts: PruneOptions): Promise<Pru
           SELECT (SELECT h.queue FROM baton.job_history h WHERE h.queue > p.queue ORDER BY h.queue LIMIT 1)
           FROM present p WHERE p.queue IS NOT NULL
         ), targets AS (
-          SELECT p.queue, s.state,
-                 CASE WHEN s.state = 'dead'
-                      THEN coalesce(q.dead_retention_ms, ${opts.defaults.deadRetentionMs}::bigint)
-                      ELSE coalesce(q.completed_retention_ms, ${opts.defaults.completedRetentionMs}::bigint)
-                 END AS retention_ms
+          SELECT p.queue, s.state, ${retentionMs(sql`s.state`, 'q', opts.defaults)} AS retention_ms
           FROM present p
           LEFT JOIN baton.queues q ON q.name = p.queue
           CROSS JOIN (VALUES ('completed'), ('cancelled'), ('dead')) AS s(state)
           WHERE p.queue IS NOT NULL
+        ), classes AS (
+          -- The longest retention of each partition class: days before the horizon are the
+          -- history-partitions duty's, emptied whole.
+          SELECT t.*, date_trunc('day', now() + interval '1 day'
+                        - max(t.retention_ms) OVER (PARTITION BY t.state = 'dead') * interval '1 millisecond', 'UTC')
+                      AS horizon
+          FROM targets t
         ), doomed AS (
-          SELECT d.id FROM targets t
+          SELECT d.id FROM classes t
           CROSS JOIN LATERAL (
             SELECT h.id FROM baton.job_history h
             WHERE h.queue = t.queue AND h.state = t.state
               AND h.finished_at < now() - t.retention_ms * interval '1 millisecond'
+              AND h.finished_at >= t.horizon
               AND NOT EXISTS (
                 SELECT 1 FROM baton.idempotency_keys k
                 WHERE k.queue = h.queue AND k.key = h.idempotency_key AND k.job_id = h.id AND k.expires_at > now())

@@ -16,6 +16,7 @@ export class Metrics {
   constructor(private readonly maxQueues = 200) {
     this.leader.set(0);
     for (const outcome of ['pruned', 'noop', 'blocked', 'error']) this.prune.inc({ outcome }, 0);
+    for (const outcome of ['created', 'dropped', 'blocked']) this.historyPartitions.inc({ outcome }, 0);
     for (const outcome of ['ready', 'dead']) this.leasesRearmed.inc({ outcome }, 0);
     this.rearmFailures.inc(0);
     this.jobsPromoted.inc(0);
@@ -185,6 +186,12 @@ export class Metrics {
   readonly prune = new Counter({
     name: 'baton_prune_total',
     help: 'Prune attempts by outcome: pruned, noop, blocked (a lock timeout; rolled back, retried later) or error.',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly historyPartitions = new Counter({
+    name: 'baton_history_partitions_total',
+    help: 'Day partitions of finished-job history, by outcome: created (ahead of their day), dropped (every row past retention: TRUNCATE, then DROP), or blocked (a lock timeout; rolled back, tried again).',
     labelNames: ['outcome'],
     registers: [this.registry],
   });
