@@ -36,7 +36,6 @@ const COLUMNS = sql`id, queue, group_key, state, priority, run_at, attempts, max
   idempotency_key, dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload,
   ack_token, meta, timeout_ms, expires_at, unique_key`;
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations run against any schema version
 async function createIndexes(db: Kysely<any>): Promise<void> {
   await sql`ALTER TABLE baton.job_history ADD CONSTRAINT job_history_pkey PRIMARY KEY (id, state, finished_at)`.execute(
     db,
@@ -48,7 +47,6 @@ async function createIndexes(db: Kysely<any>): Promise<void> {
             WHERE group_key <> ''`.execute(db);
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see above
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`LOCK TABLE baton.job_history IN EXCLUSIVE MODE`.execute(db);
   await sql`
@@ -86,7 +84,6 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`ANALYZE baton.job_history`.execute(db);
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see above
 export async function down(db: Kysely<any>): Promise<void> {
   await sql`LOCK TABLE baton.job_history IN EXCLUSIVE MODE`.execute(db);
   await sql`

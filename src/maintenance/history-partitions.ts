@@ -93,7 +93,9 @@ export async function listHistoryPartitions(db: Db): Promise<DayPartition[]> {
   const { rows } = await sql<{ name: string }>`
     SELECT c.relname AS name FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid
-    WHERE i.inhparent IN ('baton.job_history_done'::regclass, 'baton.job_history_dead'::regclass)`.execute(db);
+    WHERE i.inhparent IN ('baton.job_history_done'::regclass, 'baton.job_history_dead'::regclass)`.execute(
+    db,
+  );
   const out: DayPartition[] = [];
   for (const { name } of rows) {
     const m = /^job_history_(done|dead)_(\d{8})$/.exec(name);
@@ -107,7 +109,9 @@ async function step<T>(db: Db, lockTimeoutMs: number, body: (trx: Db) => Promise
   try {
     return await db.transaction().execute(async (trx) => {
       await sql`SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
-      const { rows } = await sql<{ got: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS got`.execute(trx);
+      const { rows } = await sql<{
+        got: boolean;
+      }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS got`.execute(trx);
       if (!rows[0]!.got) return 'blocked' as const;
       return body(trx);
     });
@@ -128,7 +132,8 @@ export async function createHistoryPartitions(
   const today = rows[0]!.today.getTime();
   for (const cls of Object.keys(HISTORY_CLASSES) as HistoryClass[]) {
     const days = new Set<string>();
-    for (let n = 0; n <= (opts.daysAhead ?? HISTORY_DAYS_AHEAD); n++) days.add(dayName(new Date(today + n * DAY_MS)));
+    for (let n = 0; n <= (opts.daysAhead ?? HISTORY_DAYS_AHEAD); n++)
+      days.add(dayName(new Date(today + n * DAY_MS)));
     const stray = await sql<{ day: string }>`
       SELECT DISTINCT to_char(date_trunc('day', finished_at, 'UTC'), 'YYYYMMDD') AS day
       FROM ${defaultOf(cls)} ORDER BY 1 LIMIT ${DROPS_PER_PASS}`.execute(db);
@@ -137,9 +142,9 @@ export async function createHistoryPartitions(
       if (existing.has(`${cls}_${day}`)) continue;
       const p = dayOf(cls, day);
       const outcome = await step(db, opts.lockTimeoutMs, async (trx) => {
-        const there = await sql<{ t: string | null }>`SELECT to_regclass(${`baton.job_history_${cls}_${day}`})::text AS t`.execute(
-          trx,
-        );
+        const there = await sql<{
+          t: string | null;
+        }>`SELECT to_regclass(${`baton.job_history_${cls}_${day}`})::text AS t`.execute(trx);
         if (there.rows[0]!.t) return 0;
         await sql`LOCK TABLE ${defaultOf(cls)} IN ACCESS EXCLUSIVE MODE`.execute(trx);
         await sql`
@@ -154,7 +159,9 @@ export async function createHistoryPartitions(
           INSERT INTO ${tableOf(p)} SELECT * FROM moved`.execute(trx);
         await sql`
           ALTER TABLE ${parentOf(cls)} ATTACH PARTITION ${tableOf(p)}
-          FOR VALUES FROM (${sql.lit(p.from.toISOString())}) TO (${sql.lit(p.to.toISOString())})`.execute(trx);
+          FOR VALUES FROM (${sql.lit(p.from.toISOString())}) TO (${sql.lit(p.to.toISOString())})`.execute(
+          trx,
+        );
         result.created.push(`${cls}_${day}`);
         return Number(moved.numAffectedRows ?? 0);
       });

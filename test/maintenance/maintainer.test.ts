@@ -29,6 +29,7 @@ describe('maintainer', () => {
       'expire_keys',
       'expiry',
       'group_stats',
+      'history_partitions',
       'promote',
       'prune',
       'queue_gc',
