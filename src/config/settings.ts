@@ -238,14 +238,14 @@ export const settings = {
     env: 'BATON_COMPLETED_RETENTION_MS',
     default: DAY,
     unit: 'ms',
-    doc: 'How long completed and cancelled jobs stay visible before the leader prunes them.',
+    doc: 'How long completed and cancelled jobs stay visible at least; the leader removes them within a day after (history is dropped a day partition at a time).',
     parse: integer(0, RETENTION_MS_MAX),
   }),
   deadRetentionMs: setting({
     env: 'BATON_DEAD_RETENTION_MS',
     default: 14 * DAY,
     unit: 'ms',
-    doc: 'How long dead jobs stay (for inspection and redrive) before the leader prunes them.',
+    doc: 'How long dead jobs stay at least (for inspection and redrive); the leader removes them within a day after.',
     parse: integer(0, RETENTION_MS_MAX),
   }),
   idempotencyRetentionMs: setting({
@@ -356,7 +356,7 @@ export const settings = {
     env: 'BATON_PRUNE_LOCK_TIMEOUT_MS',
     default: 50,
     unit: 'ms',
-    doc: 'lock_timeout of a prune attempt; a prune that would wait longer rolls back and backs off.',
+    doc: 'lock_timeout of a prune attempt and of each step on history partitions (create, TRUNCATE, DROP); one that would wait longer rolls back and is tried again later.',
     parse: integer(1, MINUTE),
   }),
   pollIntervalMs: setting({
