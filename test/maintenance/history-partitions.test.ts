@@ -135,8 +135,13 @@ describe('history partitions', () => {
     const statuses: number[] = [];
     let dropping = true;
     const drops: string[] = [];
+    // Meanwhile the leader keeps creating (ATTACH) and dropping (TRUNCATE, DROP) days: each pass
+    // finds one more past day in the default partition, makes its partition and empties it.
     const dropper = (async () => {
-      while (dropping) {
+      for (let i = 5; dropping; i++) {
+        await sql`INSERT INTO baton.job_history (id, queue, state, priority, run_at, attempts, max_attempts, created_at, finished_at, payload)
+                  VALUES (nextval('baton.jobs_id_seq'), 'hp-race-old', 'completed', 0, now(), 1, 1, now(),
+                          now() - ${i}::integer * interval '1 day', '1')`.execute(database.db);
         const r = await duty().runOnce();
         drops.push(...r.dropped);
       }
@@ -156,6 +161,7 @@ describe('history partitions', () => {
       const r = await duty().runOnce();
       drops.push(...r.dropped);
     }
+    expect(drops.length).toBeGreaterThan(2);
     expect(statuses).toHaveLength(200);
     expect(statuses.every((s) => s === 200)).toBe(true);
     const { rows } = await sql<{ n: number }>`

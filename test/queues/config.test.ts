@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { HistoryPartitionsDuty } from '../../src/maintenance/history-partitions.js';
 import { pruneFinishedJobs } from '../../src/maintenance/prune.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api, enqueueAndClaim } from '../support/http.js';
@@ -96,18 +98,33 @@ describe('per-queue settings take effect at once', () => {
   });
 
   it('retention on prune', async () => {
+    const defaults = { completedRetentionMs: 86_400_000, deadRetentionMs: 86_400_000 };
+    const prune = async () => {
+      await new HistoryPartitionsDuty(database.db, new Metrics(), 60_000, 1000, {
+        lockTimeoutMs: 100,
+        defaults,
+      }).runOnce();
+      await pruneFinishedJobs(database.db, { batchSize: 100, lockTimeoutMs: 100, defaults });
+    };
     await put('q-ret', { retention: { completed_ms: 1000 } });
+    await put('q-ret-long', { retention: { completed_ms: 2 * 86_400_000 } });
     const job = await enqueueAndClaim(app, 'q-ret');
+    const held = await enqueueAndClaim(app, 'q-ret-long');
     await api(app).ack(job.id, { lease_token: job.lease_token });
+    await api(app).ack(held.id, { lease_token: held.lease_token });
+    // Held in its day by another queue's longer retention: pruned on its own, a row.
     await sql`UPDATE baton.job_history SET finished_at = now() - interval '2 seconds' WHERE id = ${job.id}`.execute(
       database.db,
     );
-    await pruneFinishedJobs(database.db, {
-      batchSize: 100,
-      lockTimeoutMs: 100,
-      defaults: { completedRetentionMs: 86_400_000, deadRetentionMs: 86_400_000 },
-    });
+    await prune();
     expect((await api(app).get(job.id)).status).toBe(404);
+    expect((await api(app).get(held.id)).status).toBe(200);
+    // Past its queue's retention in a day past every retention: its day partition goes.
+    await sql`UPDATE baton.job_history SET finished_at = now() - interval '4 days' WHERE id = ${held.id}`.execute(
+      database.db,
+    );
+    await prune();
+    expect((await api(app).get(held.id)).status).toBe(404);
   });
 });
 
