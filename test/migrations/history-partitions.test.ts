@@ -27,7 +27,7 @@ describe('upgrading to partitioned history', () => {
       migrationTableSchema: 'baton',
     });
     try {
-      const before = await migrator.migrateTo('0012_server_secrets');
+      const before = await migrator.migrateTo('0013_unique_key_generation');
       expect(before.error).toBeUndefined();
       await sql`INSERT INTO baton.queues (name, auto_created) VALUES ('up', false)`.execute(handle.db);
       await sql`
@@ -82,7 +82,7 @@ describe('upgrading to partitioned history', () => {
         db: down.db,
         provider: { getMigrations: async () => migrations },
         migrationTableSchema: 'baton',
-      }).migrateTo('0012_server_secrets');
+      }).migrateTo('0013_unique_key_generation');
       expect(back.error).toBeUndefined();
       const { rows } = await sql<{ n: number; kind: string }>`
         SELECT (SELECT count(*)::int FROM baton.job_history) AS n,
