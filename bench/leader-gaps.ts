@@ -115,7 +115,11 @@ async function run(root: string) {
   const counted = metrics
     .flatMap((m) => m.split('\n').filter((l) => /^baton_leader_gap_seconds_(count|sum)/.test(l)))
     .join('; ');
-  return { ...rows[0]!, counted: counted || 'n/a (no baton_leader_gap_seconds in this build)' };
+  const has = metrics.some((m) => m.includes('# HELP baton_leader_gap_seconds'));
+  return {
+    ...rows[0]!,
+    counted: counted || (has ? 'none' : 'n/a (no baton_leader_gap_seconds in this build)'),
+  };
 }
 
 console.log(
