@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { COMPONENTS } from '../http/schemas/components.js';
 import { problemResponse } from '../http/schemas/responses.js';
+import { BATON_VERSION } from '../version.js';
 import type { Access } from './auth.js';
 
 const DESCRIPTION = `Baton is a job queue over plain HTTP with PostgreSQL as its only state.
@@ -71,7 +72,7 @@ export default fp(
         openapi: '3.1.0',
         info: {
           title: 'Baton',
-          version: '1.0.0',
+          version: BATON_VERSION,
           description: DESCRIPTION,
           license: { name: 'MIT', identifier: 'MIT' },
         },
@@ -118,6 +119,12 @@ export default fp(
       routePrefix: '/docs',
       uiConfig: { docExpansion: 'list', deepLinking: true },
       theme: { title: 'Baton API' },
+      // The page's "Try it out" calls the server that served the page, whatever its address or port
+      // (a relative server URL; /openapi.json keeps the default a generated client starts from).
+      transformSpecification: (doc) => ({
+        ...doc,
+        servers: [{ url: '/', description: 'This server (the one serving this page)' }],
+      }),
     });
     // Someone who opens the server's address in a browser lands on the dashboard, or without it on
     // the API page.

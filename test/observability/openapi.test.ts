@@ -153,6 +153,17 @@ describe('the OpenAPI document', () => {
     expect(checkedIn().servers).toEqual([{ url: 'http://127.0.0.1:8080', description: expect.any(String) }]);
   });
 
+  it('gives the /docs page a relative server, so Try it out calls the server that served it, on any port', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json();
+    expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    expect(doc.paths).toEqual(checkedIn().paths);
+  });
+
+  it("says the package's version", () => {
+    const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8'));
+    expect(checkedIn().info.version).toBe(pkg.version);
+  });
+
   it('drives the full job loop through the generated client', async () => {
     const baton = createBatonClient({ baseUrl: server.url });
     const queue = { params: { path: { queue: 'client-loop' } } };
