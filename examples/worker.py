@@ -2,7 +2,7 @@
 """A Baton worker in Python, with nothing but the standard library.
 
     BATON_URL=http://127.0.0.1:8080 QUEUE=emails python3 examples/worker.py
-    BATON_URL=... QUEUE=emails HANDLER=my_handlers.py:send_mail python3 examples/worker.py
+    BATON_URL=... QUEUE=emails HANDLER=examples/send_mail.py:send_mail python3 examples/worker.py
     BATON_URL=... QUEUE=emails HANDLER_COMMAND=examples/send-mail.sh python3 examples/worker.py
 
 It long-polls for up to CONCURRENCY jobs, runs them side by side in a thread pool, renews every

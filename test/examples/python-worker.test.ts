@@ -244,6 +244,26 @@ describe('examples/worker.py', () => {
       worker.child.kill('SIGKILL');
     }
   }, 30_000);
+
+  it('runs the shipped handler the README names (examples/send_mail.py:send_mail)', async () => {
+    const q = 'py-mail';
+    const [good, bad] = await enqueue(q, [{ to: 'ada@example.com' }, { subject: 'no address' }]);
+    const worker = python(q, { HANDLER: 'examples/send_mail.py:send_mail' });
+    try {
+      await until(async () => {
+        const [g, b] = await Promise.all([good, bad].map((id) => admin('GET', `/v1/jobs/${id}`)));
+        return g.state === 'completed' && b.state === 'dead';
+      });
+      expect((await admin('GET', `/v1/jobs/${good}`)).result).toEqual({ sent_to: 'ada@example.com' });
+      expect(await admin('GET', `/v1/jobs/${bad}`)).toMatchObject({
+        dead_reason: 'nacked_dead',
+        last_error: { message: 'payload has no "to" address' },
+      });
+      await stop(worker);
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  }, 30_000);
 });
 
 describe('examples/worker.py through outages', () => {
