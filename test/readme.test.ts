@@ -23,4 +23,12 @@ describe('README', () => {
       expect(errors, code).toMatch(new RegExp(`\`${code}\`[^(]*\\(${status}`));
     }
   });
+
+  it("pins the client generator's recipe to the versions npm test runs it with", () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    const dev = JSON.parse(fs.readFileSync('package.json', 'utf8')).devDependencies as Record<string, string>;
+    expect(readme).toContain(`@hey-api/openapi-ts@${dev['@hey-api/openapi-ts']}`);
+    expect(readme).toContain(`typescript@${dev.typescript}`);
+    expect(readme).toContain(`zod@${dev.zod!.split('.')[0]}`);
+  });
 });
