@@ -32,6 +32,7 @@ export function createLogger(config: LoggerConfig, destination?: DestinationStre
     level: config.logLevel,
     base: { service: 'baton' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    serializers: { err: briefError },
     redact: {
       paths: [
         'req.headers.authorization',
@@ -117,3 +118,18 @@ export function requestLogController(): LogController {
 
 /** A Log that drops everything (for tools and tests that have no use for the lines). */
 export const noLog: Log = { info() {}, warn() {}, error() {} };
+
+/**
+ * An error as a log line carries it: pino's own serializer, without the objects libraries hang on
+ * errors (node-postgres puts the whole client on a connection error: 11 KB a line, with its
+ * configuration). Plain values stay (code, severity, routine, ...), and the stack.
+ */
+function briefError(err: unknown): unknown {
+  const serialized = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
+  if (!serialized || typeof serialized !== 'object') return serialized;
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(serialized)) {
+    if (value === null || typeof value !== 'object' || key === 'cause') kept[key] = value;
+  }
+  return kept;
+}

@@ -106,7 +106,10 @@ export function createDatabase(
   });
   // An idle client whose server connection dies emits 'error' on the pool; unhandled, that would
   // crash the process. The pool drops the client and the next query opens a fresh one.
-  pool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
+  // One short line: a database shutting down ends every idle connection at once.
+  pool.on('error', (err: Error & { code?: string }) =>
+    log.warn({ code: err.code, error: err.message }, 'idle database connection failed'),
+  );
   // A client borrowed by Kysely has no pool listener while it runs a query, and node-postgres emits
   // 'error' on a connection lost mid-query as well as rejecting the query. Without a listener of our
   // own that event would crash the process; the query's rejection already reaches the caller.

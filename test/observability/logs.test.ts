@@ -60,6 +60,25 @@ describe('request logs', () => {
 });
 
 describe('log format', () => {
+  it('an error is logged with its plain fields and stack, never the objects a library hangs on it', () => {
+    const out = capture();
+    const log = createLogger({ logLevel: 'info', logFormat: 'json' }, out.stream);
+    // node-postgres puts the whole client (its configuration, connection, queues) on a connection error.
+    const err = Object.assign(new Error('terminating connection due to administrator command'), {
+      code: '57P01',
+      client: {
+        connectionParameters: { password: 'hunter2', host: 'db' },
+        queryQueue: new Array(50).fill({}),
+      },
+    });
+    log.warn({ err }, 'LISTEN connection lost; reconnecting');
+    const [line] = out.json();
+    expect(line!.err).toMatchObject({ type: 'Error', code: '57P01', message: err.message });
+    expect(line!.err.stack).toContain('terminating connection');
+    expect(line!.err.client).toBeUndefined();
+    expect(out.lines[0]).not.toContain('hunter2');
+  });
+
   it('pretty: one readable line per event, still without lease tokens', () => {
     const out = capture();
     const log = createLogger({ logLevel: 'info', logFormat: 'pretty' }, out.stream);
