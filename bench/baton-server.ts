@@ -29,6 +29,8 @@ export function productionNodeFlags(): string[] {
 
 export interface BatonServerOptions {
   databaseUrl: string;
+  /** A checkout holding the build to start (its `dist/`); this one by default. */
+  root?: string;
   port: number;
   /** Extra environment (BATON_* settings). */
   env?: Record<string, string>;
@@ -52,15 +54,17 @@ export class BatonServer {
   }
 
   async start(): Promise<void> {
-    if (!existsSync(SERVER_JS)) throw new Error(`${SERVER_JS} is missing: run npm run build first`);
+    const root = this.opts.root ?? ROOT;
+    const serverJs = this.opts.root ? resolve(root, 'dist/src/server.js') : SERVER_JS;
+    if (!existsSync(serverJs)) throw new Error(`${serverJs} is missing: run npm run build first`);
     const args = [
       ...productionNodeFlags(),
       ...(this.opts.nodeOptions ?? []),
       ...(this.opts.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${this.opts.cpuProfileDir}`] : []),
-      SERVER_JS,
+      serverJs,
     ];
     const child = spawn(process.execPath, args, {
-      cwd: ROOT,
+      cwd: root,
       env: {
         ...process.env,
         DATABASE_URL: this.opts.databaseUrl,

@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { untilReady } from './baton-server.js';
+import { BatonServer } from './baton-server.js';
 import { adminPool, DATABASES, databaseUrl, recreateDatabase } from './databases.js';
 
 /**
@@ -43,31 +43,18 @@ const LOG = `
   DROP TRIGGER IF EXISTS log_leader ON baton.leader;
   CREATE TRIGGER log_leader AFTER INSERT OR UPDATE ON baton.leader FOR EACH ROW EXECUTE FUNCTION public.log_leader();`;
 
-function server(root: string, port: number): ChildProcess {
-  return spawn(process.execPath, [resolve(root, 'dist/src/server.js')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl(DATABASES.baton),
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'error',
-      BATON_MAINTENANCE: 'true',
-      BATON_TICK_MS: String(tick),
-    },
-    stdio: 'ignore',
-  });
-}
-
 async function run(root: string) {
   await recreateDatabase(DATABASES.baton);
   const ports = [3301, 3302, 3303];
-  const first = server(root, ports[0]!);
-  if (!(await untilReady(`http://127.0.0.1:${ports[0]}`))) throw new Error('first replica not ready');
+  const env = { BATON_MAINTENANCE: 'true', BATON_TICK_MS: String(tick), LOG_LEVEL: 'error' };
+  const replicas = ports.map(
+    (port) => new BatonServer({ databaseUrl: databaseUrl(DATABASES.baton), port, env, root }),
+  );
+  // The first migrates; then the trigger that logs the leases goes on baton.leader.
+  await replicas[0]!.start();
   const pool = adminPool(DATABASES.baton, 1);
   await pool.query(LOG);
-  const replicas = [first, ...ports.slice(1).map((p) => server(root, p))];
-  for (const p of ports) if (!(await untilReady(`http://127.0.0.1:${p}`))) throw new Error('not ready');
+  await Promise.all(replicas.slice(1).map((r) => r.start()));
   const hogs = Array.from({ length: Number(values.hogs) }, () =>
     spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
   );
@@ -80,11 +67,10 @@ async function run(root: string) {
       );
       // holder is host:pid:random; stop the leader's process for a moment.
       const pid = Number(rows[0]?.holder.split(':')[1]);
-      const leader = replicas.find((r) => r.pid === pid);
-      if (!leader) continue;
-      leader.kill('SIGSTOP');
+      if (!replicas.some((r) => r.pid === pid)) continue;
+      process.kill(pid, 'SIGSTOP');
       await new Promise((r) => setTimeout(r, Number(values.stall)));
-      leader.kill('SIGCONT');
+      process.kill(pid, 'SIGCONT');
     }
   })();
   await stalls;
@@ -110,8 +96,7 @@ async function run(root: string) {
            coalesce(sum(extract(epoch FROM at - old_expires) * 1000) FILTER (WHERE at > old_expires), 0)::float8 AS total_ms
     FROM public.leader_log WHERE old_expires IS NOT NULL`);
   await pool.end();
-  for (const r of replicas) r.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 1500));
+  await Promise.all(replicas.map((r) => r.stop()));
   const counted = metrics
     .flatMap((m) => m.split('\n').filter((l) => /^baton_leader_gap_seconds_(count|sum)/.test(l)))
     .join('; ');
