@@ -194,7 +194,8 @@ async function insertJobsGated(
 }
 
 /**
- * The waiting jobs holding these keys, as one snapshot sees them (for `keep`: answering a job that
+ * The waiting jobs holding these keys (scheduled, or ready in the ring, and not expired; a retry too,
+ * which took its key back: unique-return.ts), as one snapshot sees them (for `keep`: answering a job that
  * waited at that moment is as if this enqueue came just then, and it changes nothing). A key whose
  * job does not wait in the snapshot is absent. A separate statement from the insert, so that the
  * insert's plan carries no probe of the ring for what only conflicting keys need.
@@ -205,21 +206,15 @@ async function waitingHolders(db: Db, queue: string, keys: string[]): Promise<Ma
     CROSS JOIN LATERAL (
       SELECT s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts,
              s.max_attempts, s.idempotency_key, s.created_at, s.timeout_ms, s.expires_at, s.unique_key
-      FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND s.unique_key = k.key AND ${waitingIn('s')}
+      FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND s.unique_key = k.key AND ${notExpired('s')}
       UNION ALL
       SELECT j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts,
              j.max_attempts, j.idempotency_key, j.created_at, j.timeout_ms, j.expires_at, j.unique_key
-      FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${waitingIn('j')}
+      FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${notExpired('j')}
     ) w
     WHERE k.queue = ${queue} AND k.key = ANY(${keys}::text[])`.execute(db);
   return new Map(rows.map(({ key, ...job }) => [key, job]));
 }
-
-/**
- * A job waiting for its key (unique.ts): scheduled, or ready in the ring, and not expired, in the
- * statement's snapshot. A retry waits too (it took its key back, unique-return.ts).
- */
-const waitingIn = (alias: string) => notExpired(alias);
 
 /** The insert's values: queue, whether any item has a group, the items as JSON text, default. */
 type InsertValues = [queue: string, grouped: boolean, items: string, defaultMaxAttempts: number];
@@ -282,8 +277,8 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
         -- (unique-return.ts), which the snapshot shows still claimed or dead.
         WHERE k.generation = (SELECT s.generation FROM baton.unique_keys s WHERE s.queue = k.queue AND s.key = k.key)
           AND (EXISTS (SELECT 1 FROM baton.job_history h WHERE h.id = k.job_id)
-               OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ${waitingIn('j')}))
-               OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${waitingIn('s')})))
+               OR EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND NOT (j.state = 'ready' AND ${notExpired('j')}))
+               OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id AND NOT (${notExpired('s')})))
       RETURNING job_id
     ), go AS MATERIALIZED (
       SELECT * FROM input i WHERE i.unique_key IS NULL OR i.id IN (SELECT job_id FROM held)

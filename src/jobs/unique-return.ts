@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMillis } from '../db/sql-time.js';
-import { appendError, finishedRow, liveCommonColumns } from './job-row.js';
+import { appendError, finishedRow, liveCommonColumns, notExpired } from './job-row.js';
 
 /**
  * A job that comes back to waiting without an enqueue (a retry after a nack, a re-arm of an expired
@@ -71,9 +71,9 @@ export async function settleReturnedKeys(trx: Db, returned: readonly ReturnedJob
       SELECT k.queue, k.key,
              CASE WHEN k.job_id NOT IN (SELECT id FROM r)
                    AND (EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready'
-                                  AND (j.expires_at IS NULL OR j.expires_at > now()))
+                                  AND ${notExpired('j')})
                         OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id
-                                     AND (s.expires_at IS NULL OR s.expires_at > now())))
+                                     AND ${notExpired('s')}))
                   THEN k.job_id
                   ELSE (SELECT min(r2.id) FROM r r2 WHERE r2.queue = k.queue AND r2.key = k.key)
              END AS job_id
