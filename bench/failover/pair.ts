@@ -82,10 +82,9 @@ export class FailoverPair {
 
   private async build(): Promise<void> {
     const { opts } = this;
-    const pair = this;
     // runuser's pg_autoctl writes here as postgres.
-    if (pair.asRoot) chownSync(opts.dir, ...postgresIds());
-    pair.keep('monitor', [
+    if (this.asRoot) chownSync(opts.dir, ...postgresIds());
+    this.keep('monitor', [
       'create',
       'monitor',
       '--pgdata',
@@ -99,10 +98,10 @@ export class FailoverPair {
       '--no-ssl',
       '--run',
     ]);
-    await pair.until(
+    await this.until(
       'the monitor answers',
       async () => {
-        await pair.monitor.query('SELECT 1 FROM pgautofailover.node LIMIT 1');
+        await this.monitor.query('SELECT 1 FROM pgautofailover.node LIMIT 1');
         return true;
       },
       60_000,
@@ -119,11 +118,11 @@ export class FailoverPair {
       // against two primaries. 30 s by default; most of the time without service after a kill.
       ['primary_demote_timeout', 6000],
     ] as const) {
-      await pair.monitor.query(`ALTER SYSTEM SET pgautofailover.${name} = ${value}`);
+      await this.monitor.query(`ALTER SYSTEM SET pgautofailover.${name} = ${value}`);
     }
-    await pair.monitor.query('SELECT pg_reload_conf()');
+    await this.monitor.query('SELECT pg_reload_conf()');
     for (const [i, name] of NODE_NAMES.entries()) {
-      pair.startNode(name, [
+      this.startNode(name, [
         'create',
         'postgres',
         '--pgdata',
@@ -135,7 +134,7 @@ export class FailoverPair {
         '--name',
         name,
         '--monitor',
-        pair.monitorUrl,
+        this.monitorUrl,
         '--auth',
         'trust',
         '--no-ssl',
@@ -144,22 +143,22 @@ export class FailoverPair {
         '--run',
       ]);
       // One after the other: the second must find a primary to follow.
-      await pair.until(
+      await this.until(
         `${name} registered`,
-        async () => (await pair.states()).some((s) => s.name === name),
+        async () => (await this.states()).some((s) => s.name === name),
         60_000,
       );
     }
-    await pair.settled();
+    await this.settled();
     for (const name of NODE_NAMES) {
       const pgdata = join(opts.dir, name);
-      await pair.autoctl(['config', 'set', '--pgdata', pgdata, 'timeout.network_partition_timeout', '4']);
-      await pair.autoctl(['reload', '--pgdata', pgdata]);
+      await this.autoctl(['config', 'set', '--pgdata', pgdata, 'timeout.network_partition_timeout', '4']);
+      await this.autoctl(['reload', '--pgdata', pgdata]);
     }
     if (opts.synchronous === false) {
       for (const name of NODE_NAMES)
-        await pair.autoctl(['set', 'node', 'replication-quorum', 'false', '--pgdata', join(opts.dir, name)]);
-      await pair.settled();
+        await this.autoctl(['set', 'node', 'replication-quorum', 'false', '--pgdata', join(opts.dir, name)]);
+      await this.settled();
     }
   }
 
