@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -68,6 +68,7 @@ export class FailoverPair {
         'pg_auto_failover is not installed: apt-get install postgresql-15-auto-failover pg-auto-failover-cli',
       );
     }
+    killLeftovers(opts.dir);
     rmSync(opts.dir, { recursive: true, force: true });
     mkdirSync(opts.dir, { recursive: true });
     const pair = new FailoverPair(opts);
@@ -308,6 +309,23 @@ export class FailoverPair {
     throw new Error(
       `failover pair: ${what} not reached in ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}; logs in ${this.opts.dir}`,
     );
+  }
+}
+
+/**
+ * Processes of an earlier pair in the same folder (a run that crashed before stop()): killed with
+ * their process groups, or the new monitor and nodes would find their ports taken.
+ */
+function killLeftovers(dir: string): void {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (!cmdline.includes(`${dir}/`) || Number(pid) === process.pid) continue;
+      const pgid = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]);
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
   }
 }
 

@@ -30,7 +30,7 @@ try {
   const sorted = [...s.windows].sort((a, b) => a - b);
   const p50 = sorted[Math.floor((sorted.length - 1) / 2)]!;
   console.log(`replication ${values.async ? 'asynchronous' : 'synchronous'}, ${s.rounds} rounds, ${replicas.length} replicas
-  jobs enqueued ${s.enqueued}, acked ${s.acked}
+  jobs enqueued ${s.enqueued}, acked ${s.acked}, not yet worked when the drain ended ${s.unfinished}
   lost enqueues ${s.lostEnqueues.length}, lost acks ${s.lostAcks.length}, double acks ${s.doubleAcks}, hung ${s.hung}
   without service after a kill: p50 ${p50.toFixed(1)} s, max ${sorted.at(-1)!.toFixed(1)} s (${s.windows.map((w) => w.toFixed(1)).join(', ')})
   503s around a switchover: ${s.switchoverWindows.map((w) => w.toFixed(1)).join(', ')} s

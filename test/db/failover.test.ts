@@ -37,6 +37,7 @@ describe('PostgreSQL failover under load', () => {
     );
     expect(summary.enqueued).toBeGreaterThan(0);
     expect(summary.lostEnqueues).toEqual([]);
+    expect(summary.unfinished).toBe(0);
     expect(summary.lostAcks).toEqual([]);
     expect(summary.doubleAcks).toBe(0);
     expect(summary.hung).toBe(0);
