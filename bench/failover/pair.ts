@@ -205,7 +205,11 @@ export class FailoverPair {
         await this.checkpointPrimary();
         const stable = states.every((s) => s.reported === s.assigned);
         const roles = states.map((s) => s.reported).sort();
-        return stable && roles.length === 2 && roles[0] === 'primary' && roles[1] === 'secondary';
+        if (!(stable && roles.length === 2 && roles[0] === 'primary' && roles[1] === 'secondary'))
+          return false;
+        // The monitor's view lags: also the primary itself, writing, with its standby streaming.
+        const primary = states.find((s) => s.reported === 'primary')!.name as NodeName;
+        return (await this.streamingStandbys(primary)) >= 1;
       },
       timeoutMs,
     );
@@ -277,6 +281,22 @@ export class FailoverPair {
   private async autoctl(args: string[]): Promise<void> {
     const [cmd, argv] = this.command(args);
     await exec(cmd, argv, { env: this.env(), timeout: 120_000 });
+  }
+
+  private async streamingStandbys(name: NodeName): Promise<number> {
+    const client = new pg.Client({ connectionString: this.nodeUrl(name), connectionTimeoutMillis: 1000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT (SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming')::int AS n WHERE NOT pg_is_in_recovery()",
+      );
+      return rows[0]?.n ?? 0;
+    } catch {
+      return 0;
+    } finally {
+      await client.end().catch(() => {});
+    }
   }
 
   private async checkpointPrimary(): Promise<void> {

@@ -25,6 +25,7 @@ const pair = await FailoverPair.start({
   synchronous: !values.async,
 });
 const replicas = await startReplicas(pair.url, Number(values.replicas));
+let failed = false;
 try {
   const s = await runFailoverScenario({ pair, replicas, rounds: Number(values.rounds), log });
   const sorted = [...s.windows].sort((a, b) => a - b);
@@ -35,8 +36,12 @@ try {
   without service after a kill: p50 ${p50.toFixed(1)} s, max ${sorted.at(-1)!.toFixed(1)} s (${s.windows.map((w) => w.toFixed(1)).join(', ')})
   503s around a switchover: ${s.switchoverWindows.map((w) => w.toFixed(1)).join(', ')} s
   answers other than success: ${JSON.stringify(s.failures)}, 503 without Retry-After ${s.withoutRetryAfter}`);
+} catch (err) {
+  failed = true;
+  console.error(err);
 } finally {
   for (const app of replicas) await app.close();
-  await pair.stop();
+  // After a failure the data folders and the keepers' logs stay, for reading.
+  await pair.stop(!failed);
 }
-process.exit(0);
+process.exit(failed ? 1 : 0);

@@ -15,9 +15,9 @@ import type { FailoverPair, NodeName } from './pair.js';
  *
  * Each round: a planned switchover, then the primary killed (SIGKILL of its keeper and PostgreSQL),
  * then the killed node back as the standby. Producers enqueue batches of 5 and keep the ids answered
- * 201; workers claim, then ack each job until an answer (the same lease again after a 503), and keep
- * the acks answered 200 with their lease tokens; a probe asks /readyz. A request that takes longer
- * than REQUEST_LIMIT_MS counts as hung.
+ * 201; workers claim 10, then ack them in one request until it is answered (the same leases again
+ * after a 503), and keep the jobs answered `acked` with their lease tokens; a probe asks /readyz.
+ * A request that takes longer than REQUEST_LIMIT_MS counts as hung.
  */
 
 export const REQUEST_LIMIT_MS = 15_000;
@@ -145,18 +145,23 @@ export async function runFailoverScenario(opts: {
       const jobs: { id: string; lease_token: string }[] = res.json().jobs;
       // When the claim was asked, so one already under way at a kill does not count as service.
       if (jobs.length > 0) claims.push(asked);
-      for (const job of jobs) {
-        for (let attempt = 0; attempt < 100; attempt++) {
-          const ack = await request('POST', `/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token });
-          if (ack?.statusCode === 200) {
-            const leases = acked.get(job.id) ?? new Set<string>();
-            leases.add(job.lease_token);
-            acked.set(job.id, leases);
-            break;
-          }
-          if (ack?.statusCode === 409) break;
+      // One batch ack per claim; sent again with the same leases after a 503, until answered.
+      for (let attempt = 0; attempt < 100 && jobs.length > 0; attempt++) {
+        const ack = await request('POST', '/v1/jobs/ack', {
+          acks: jobs.map((job) => ({ id: job.id, lease_token: job.lease_token })),
+        });
+        if (ack?.statusCode !== 200) {
           await settle(200);
+          continue;
         }
+        const results: { id: string; outcome: string }[] = ack.json().results;
+        for (const [k, result] of results.entries()) {
+          if (result.outcome !== 'acked') continue;
+          const leases = acked.get(result.id) ?? new Set<string>();
+          leases.add(jobs[k]!.lease_token);
+          acked.set(result.id, leases);
+        }
+        break;
       }
     }
   };
