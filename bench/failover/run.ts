@@ -35,7 +35,8 @@ try {
   lost enqueues ${s.lostEnqueues.length}, lost acks ${s.lostAcks.length}, double acks ${s.doubleAcks}, hung ${s.hung}
   without service after a kill: p50 ${p50.toFixed(1)} s, max ${sorted.at(-1)!.toFixed(1)} s (${s.windows.map((w) => w.toFixed(1)).join(', ')})
   503s around a switchover: ${s.switchoverWindows.map((w) => w.toFixed(1)).join(', ')} s
-  answers other than success: ${JSON.stringify(s.failures)}, 503 without Retry-After ${s.withoutRetryAfter}`);
+  answers other than success: ${JSON.stringify(s.failures)}, 503 without Retry-After ${s.withoutRetryAfter}
+  leaders at the end ${s.leadersAtEnd}, the lease row on the primary names it: ${s.leaseRowNamesLeader}`);
 } catch (err) {
   failed = true;
   console.error(err);

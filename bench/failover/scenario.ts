@@ -44,6 +44,10 @@ export interface FailoverSummary {
   switchoverWindows: number[];
   readinessFalseSeen: boolean;
   readyAtEnd: boolean;
+  /** Replicas that hold the maintenance lease at the end by their own account (one is right). */
+  leadersAtEnd: number;
+  /** Whether the lease row on the surviving primary names that leader. */
+  leaseRowNamesLeader: boolean;
 }
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -232,6 +236,11 @@ export async function runFailoverScenario(opts: {
     UNION ALL SELECT id::text, state::text FROM baton.jobs WHERE queue = ${queue}
     UNION ALL SELECT id::text, 'scheduled' FROM baton.scheduled_jobs WHERE queue = ${queue}`.execute(db);
   const held = new Set(rows.map((r) => r.id));
+  // The leader is whoever the lease row on the new primary names, once a tick has passed.
+  await settle(2000);
+  const leaders = replicas.filter((app) => app.maintainer?.isLeader);
+  const lease = await sql<{ holder: string }>`
+    SELECT holder FROM baton.leader WHERE name = 'maintenance' AND expires_at > now()`.execute(db);
   const completed = new Set(rows.filter((r) => r.state === 'completed').map((r) => r.id));
   return {
     rounds,
@@ -248,5 +257,8 @@ export async function runFailoverScenario(opts: {
     switchoverWindows,
     readinessFalseSeen: readiness.includes(503),
     readyAtEnd: readiness.at(-1) === 200,
+    leadersAtEnd: leaders.length,
+    leaseRowNamesLeader:
+      leaders.length === 1 && lease.rows[0]?.holder === leaders[0]!.maintainer!.leadership.holder,
   };
 }

@@ -47,5 +47,8 @@ describe('PostgreSQL failover under load', () => {
     expect(summary.withoutRetryAfter).toBe(0);
     expect(summary.readinessFalseSeen).toBe(true);
     expect(summary.readyAtEnd).toBe(true);
+    // The maintenance leader is the one the lease row on the new primary names.
+    expect(summary.leadersAtEnd).toBe(1);
+    expect(summary.leaseRowNamesLeader).toBe(true);
   }, 300_000);
 });
