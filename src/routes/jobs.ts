@@ -22,6 +22,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
+import { PROGRESS_MAX_BYTES } from '../jobs/limits.js';
 
 /** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
 
@@ -92,11 +93,13 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
+      const { progress } = request.body;
       const item = {
         id,
         queue: request.jobQueues?.get(id),
         leaseToken: request.body.lease_token,
         leaseMs: request.body.lease_ms,
+        progressJson: progress === undefined ? undefined : jsonText(progress, 'progress', PROGRESS_MAX_BYTES),
       };
       const [out] = await leases.renew([item]);
       if (out!.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
@@ -128,11 +131,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { renewals } = request.body;
       checkDistinctIds('renewals', renewals);
       const scope = request.jobQueues;
-      const items = renewals.map((r) => ({
+      const items = renewals.map((r, i) => ({
         id: r.id,
         queue: scope?.get(r.id),
         leaseToken: r.lease_token,
         leaseMs: r.lease_ms,
+        progressJson:
+          r.progress === undefined
+            ? undefined
+            : jsonText(r.progress, `renewals[${i}].progress`, PROGRESS_MAX_BYTES),
       }));
       const outcomes = await leases.renew(items, scope);
       const results = outcomes.map((out, i) => {

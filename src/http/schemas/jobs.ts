@@ -322,6 +322,10 @@ export const Job = Type.Object(
       description: `Failed attempts, oldest first (the last ${ERRORS_KEPT}).`,
     }),
     dead_reason: Nullable(ref(DeadReason)),
+    progress: Json(
+      "What the job's worker last reported with a renewal (renew's `progress`), or null. Kept when the " +
+        'job finishes; a retry keeps it until the next attempt reports; a redrive clears it.',
+    ),
     ...traceFields,
     meta: Json(
       'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
