@@ -159,7 +159,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease ' +
           'expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of ' +
           'the lease. A job with a budget per attempt (timeout_ms) is never renewed past its deadline_at: the ' +
-          'expiry is capped there, and once it has passed the answer is 409 deadline_exceeded.',
+          'expiry is capped there, and once it has passed the answer is 409 deadline_exceeded. With `progress`, ' +
+          'also keeps how far the worker got on the job (latest wins).',
         params: JobParams,
         body: ref(RenewRequest),
         response: { 200: ok(ref(RenewResponse), 'The new expiry.'), ...errorResponses(404, 409) },
@@ -193,7 +194,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or ' +
           "fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; " +
-          'or not_found) in request order, so one lost lease does not fail the others.',
+          'or not_found) in request order, so one lost lease does not fail the others. Each item may carry ' +
+          '`progress`, kept on its job (latest wins).',
         body: ref(BatchRenewRequest),
         response: {
           200: ok(ref(BatchRenewResponse), 'Each renewal’s outcome, in request order.'),
