@@ -118,7 +118,7 @@ const progressStatements = new StatementShapes(
     const at = sql`array_position(${sql`${ids}::bigint[]`}, j.id)`;
     const given = sql`(${progress}::text[])[${at}]`;
     return renewStatement([ids, tokens, leaseMs, queues], slots, {
-      progress: sql`CASE WHEN ${given} IS NULL THEN j.progress ELSE nullif(${given}::jsonb, 'null'::jsonb) END`,
+      progress: sql`CASE WHEN ${given} IS NULL THEN j.progress ELSE nullif((${given})::jsonb, 'null'::jsonb) END`,
     });
   },
 );
