@@ -148,6 +148,21 @@ describe('GET /v1/jobs/{id}?wait_ms', () => {
     await until(() => other.wake.finishWaits.waiting() === 0, 2000);
   });
 
+  it('may wait longer than BATON_REQUEST_TIMEOUT_MS (which counts only the request coming in)', async () => {
+    const strict = await createTestApp(database, { ...SLOW_POLL, BATON_REQUEST_TIMEOUT_MS: '1000' });
+    try {
+      const url = await listen(strict);
+      const job = await enqueueAndClaim(app, 'aw-request-timeout');
+      const started = Date.now();
+      const res = await fetch(`${url}/v1/jobs/${job.id}?wait_ms=2500`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { state: string }).state).toBe('claimed');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2400);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('ends at once on shutdown, answering the job as it is', async () => {
     const closing = await createTestApp(database, SLOW_POLL);
     const job = await enqueueAndClaim(app, 'aw-close');
