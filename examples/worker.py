@@ -52,6 +52,7 @@ CONCURRENCY = int(os.environ.get("CONCURRENCY", "10"))
 LEASE_MS = int(os.environ.get("LEASE_MS", "30000"))
 WAIT_MS = int(os.environ.get("WAIT_MS", "20000"))
 WORKER_ID = os.environ.get("WORKER_ID", f"py-worker-{os.getpid()}")
+PROGRESS_MAX_BYTES = 4096  # what Baton keeps of a progress report (renew's `progress`)
 
 _log_lock = threading.Lock()
 
@@ -104,7 +105,10 @@ class Job:
     def report(self, progress):
         """Say how far the job got (any JSON-able value). It goes out with the lease's next renewal,
         brought forward to within a second; reports made meanwhile are replaced by the latest."""
-        json.dumps(progress)  # a report that cannot be sent fails here, in the handler
+        # A report that cannot be sent fails here, in the handler, not in the renewal of every lease.
+        size = len(json.dumps(progress, separators=(",", ":")).encode())
+        if size > PROGRESS_MAX_BYTES:
+            raise ValueError(f"progress is {size} bytes of JSON; Baton keeps at most {PROGRESS_MAX_BYTES}")
         with self._progress_lock:
             self._progress = progress
             self._reported += 1

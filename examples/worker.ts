@@ -25,6 +25,8 @@ const QUEUE = process.env.QUEUE ?? 'default';
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 10);
 const LEASE_MS = Number(process.env.LEASE_MS ?? 30_000);
 const WORKER_ID = process.env.WORKER_ID ?? `ts-worker-${process.pid}`;
+/** What Baton keeps of a progress report (renew's `progress`). */
+const PROGRESS_MAX_BYTES = 4096;
 
 const baton = createBatonClient({ baseUrl: BATON_URL });
 const log = (event: string, fields: Record<string, unknown> = {}) =>
@@ -104,6 +106,10 @@ async function work(job: ClaimedJob): Promise<ClaimedJob | undefined> {
   };
   const renewer = setInterval(renew, renewEvery);
   const report = (progress: unknown) => {
+    // A report that cannot be sent fails here, in the handler, not in every renewal of the lease.
+    const bytes = Buffer.byteLength(JSON.stringify(progress ?? null));
+    if (bytes > PROGRESS_MAX_BYTES)
+      throw new Error(`progress is ${bytes} bytes of JSON; Baton keeps at most ${PROGRESS_MAX_BYTES}`);
     unsent = { progress };
     soon ??= setTimeout(() => {
       soon = undefined;
