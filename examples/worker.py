@@ -406,6 +406,12 @@ class Worker:
             answer = call("POST", "/v1/jobs/renew", {"renewals": renewals}, retry_while=lambda: False)
         except (Unavailable, Refused) as err:
             log("renew_failed", ids=[job.id for job in due], reason=str(err))
+            if isinstance(err, Refused) and err.code in ("validation_failed", "payload_too_large") and reports:
+                # A report Baton would not keep must not cost the leases: drop the reports, renew again.
+                for job in due:
+                    if job.id in reports:
+                        job.progress_sent(reports[job.id])
+                return self.renew(due, now)
             for job in due:  # try again soon, well inside the lease
                 job.renew_at = now + min(1.0, LEASE_MS / 10000)
             return

@@ -98,7 +98,13 @@ async function work(job: ClaimedJob): Promise<ClaimedJob | undefined> {
       ...path,
       body: { lease_token: job.lease_token, ...(sending ? { progress: sending.progress } : {}) },
     });
-    if (error && sending && !unsent) unsent = sending; // the next renewal tries it again
+    if (error?.code === 'validation_failed' || error?.code === 'payload_too_large') {
+      // A report Baton would not keep must not cost the lease: drop it and renew without it.
+      if (sending) {
+        log('progress_refused', { id: job.id, detail: error.detail });
+        return renew();
+      }
+    } else if (error && sending && !unsent) unsent = sending; // the next renewal tries it again
     if (error?.code === 'lease_lost' || error?.code === 'not_found') {
       log('lease_lost', { id: job.id });
       lost.abort();
