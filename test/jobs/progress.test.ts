@@ -110,7 +110,7 @@ describe('progress on renew', () => {
     const dead = (await api(app).get(job.id)).body;
     expect(dead).toMatchObject({ state: 'dead', progress: { at: 'second' } });
     expect((await list('p-moves', 'dead')).body.jobs[0].progress).toEqual({ at: 'second' });
-    await api(app).call('POST', '/v1/queues/p-moves/redrive', {});
+    await api(app).call('POST', '/v1/queues/p-moves/redrive', { all: true });
     expect((await api(app).get(job.id)).body).toMatchObject({ state: 'ready', progress: null });
 
     const acked = await enqueueAndClaim(app, 'p-ack');
