@@ -92,6 +92,25 @@ describe('GET /v1/jobs/{id}?wait_ms', () => {
     expect(Date.now() - t).toBeLessThan(1000);
   });
 
+  it('ends with a purge of its queue, and with a forced delete of it', async () => {
+    const purged = (await api(app).enqueue('aw-purge', { payload: 1 })).body;
+    const deleted = (await api(app).enqueue('aw-delete', { payload: 1 })).body;
+    const purgedAnswer = get(other, purged.id, 20_000);
+    const deletedAnswer = get(other, deleted.id, 20_000);
+    await waiting(other, 2);
+    await until(
+      () =>
+        (app.wake.notifier as unknown as { awaitedElsewhere: Map<string, number> }).awaitedElsewhere.size >=
+        2,
+    );
+    expect((await api(app).call('POST', '/v1/queues/aw-purge/purge')).status).toBe(200);
+    expect((await api(app).call('DELETE', '/v1/queues/aw-delete?force=true')).status).toBe(200);
+    const t = Date.now();
+    expect((await purgedAnswer).body).toMatchObject({ state: 'cancelled' });
+    expect((await deletedAnswer).body).toMatchObject({ state: 'cancelled' });
+    expect(Date.now() - t).toBeLessThan(1000);
+  });
+
   it("ends when the leader's re-arm buries the job on its last attempt", async () => {
     const job = await enqueueAndClaim(app, 'aw-rearm', { payload: 1, max_attempts: 1 }, { lease_ms: 1000 });
     const answer = get(other, job.id, 20_000);
