@@ -16,11 +16,13 @@ Retry-After); a 409 lease_lost drops the job, whose lease is someone else's now.
 
 The handler is a Python function taking a Job and returning a JSON-able result:
 HANDLER=module:function or HANDLER=path/to/file.py:function. Raise an exception to nack (the
-queue's backoff decides the retry), PermanentFailure to send the job to dead at once. Or
+queue's backoff decides the retry), PermanentFailure to send the job to dead at once. A handler
+may call job.report(progress) (any JSON-able value) to say how far it got: the job's next renewal,
+brought forward to within a second, carries the latest report (GET /v1/jobs/{id} shows it). Or
 HANDLER_COMMAND runs a shell command per job, as examples/worker.sh does: the payload on stdin,
 exit 0 acks (stdout, if JSON, is the result), any other status nacks with stderr as the message.
-With neither, a demo handler understands {"sleep_ms": 500}, {"fail": "why"},
-{"fail_until_attempt": 2} and {"dead": "why"}.
+With neither, a demo handler understands {"sleep_ms": 500}, {"steps": 3, "sleep_ms": 3000} (reports
+{"done": n, "of": 3} after each step), {"fail": "why"}, {"fail_until_attempt": 2} and {"dead": "why"}.
 
 Settings: BATON_URL, BATON_API_KEY (sent as a bearer token when set), QUEUE, CONCURRENCY (10),
 LEASE_MS (30000), WAIT_MS (20000), WORKER_ID. Each event is a JSON line on stdout.
@@ -50,6 +52,7 @@ CONCURRENCY = int(os.environ.get("CONCURRENCY", "10"))
 LEASE_MS = int(os.environ.get("LEASE_MS", "30000"))
 WAIT_MS = int(os.environ.get("WAIT_MS", "20000"))
 WORKER_ID = os.environ.get("WORKER_ID", f"py-worker-{os.getpid()}")
+PROGRESS_MAX_BYTES = 4096  # what Baton keeps of a progress report (renew's `progress`)
 
 _log_lock = threading.Lock()
 
@@ -94,6 +97,31 @@ class Job:
         now = time.monotonic()
         self.deadline = now + LEASE_MS / 1000  # by our clock; the lease is surely gone after it
         self.renew_at = now + LEASE_MS / 3000
+        self._progress_lock = threading.Lock()
+        self._progress = None
+        self._reported = 0  # reports made; the renewals sent the first `_sent` of them
+        self._sent = 0
+
+    def report(self, progress):
+        """Say how far the job got (any JSON-able value). It goes out with the lease's next renewal,
+        brought forward to within a second; reports made meanwhile are replaced by the latest."""
+        # A report that cannot be sent fails here, in the handler, not in the renewal of every lease.
+        size = len(json.dumps(progress, separators=(",", ":")).encode())
+        if size > PROGRESS_MAX_BYTES:
+            raise ValueError(f"progress is {size} bytes of JSON; Baton keeps at most {PROGRESS_MAX_BYTES}")
+        with self._progress_lock:
+            self._progress = progress
+            self._reported += 1
+            self.renew_at = min(self.renew_at, time.monotonic() + 1)
+
+    def progress_to_send(self):
+        """(report number, progress) of a report not sent yet, else None."""
+        with self._progress_lock:
+            return (self._reported, self._progress) if self._reported > self._sent else None
+
+    def progress_sent(self, number):
+        with self._progress_lock:
+            self._sent = max(self._sent, number)
 
 
 # --- HTTP --------------------------------------------------------------------------------------
@@ -366,11 +394,24 @@ class Worker:
             self.finished.wait(timeout=min(max(next_at - time.monotonic(), 0.05), 1))
 
     def renew(self, due, now):
-        renewals = [{"id": job.id, "lease_token": job.lease_token, "lease_ms": LEASE_MS} for job in due]
+        renewals, reports = [], {}
+        for job in due:
+            renewal = {"id": job.id, "lease_token": job.lease_token, "lease_ms": LEASE_MS}
+            report = job.progress_to_send()
+            if report is not None:
+                reports[job.id] = report[0]
+                renewal["progress"] = report[1]
+            renewals.append(renewal)
         try:
             answer = call("POST", "/v1/jobs/renew", {"renewals": renewals}, retry_while=lambda: False)
         except (Unavailable, Refused) as err:
             log("renew_failed", ids=[job.id for job in due], reason=str(err))
+            if isinstance(err, Refused) and err.code in ("validation_failed", "payload_too_large") and reports:
+                # A report Baton would not keep must not cost the leases: drop the reports, renew again.
+                for job in due:
+                    if job.id in reports:
+                        job.progress_sent(reports[job.id])
+                return self.renew(due, now)
             for job in due:  # try again soon, well inside the lease
                 job.renew_at = now + min(1.0, LEASE_MS / 10000)
             return
@@ -380,6 +421,10 @@ class Worker:
             if item["outcome"] == "renewed":
                 job.deadline = now + item["lease_ms"] / 1000
                 job.renew_at = now + item["lease_ms"] / 3000
+                if job.id in reports:
+                    job.progress_sent(reports[job.id])
+                if job.progress_to_send() is not None:  # reported while this renewal was on its way
+                    job.renew_at = min(job.renew_at, now + 1)
             elif not job.settling:  # (a renew that crosses the job's own ack finds it gone: no news)
                 job.lost.set()
                 log("lease_lost", id=job.id, attempt=job.attempt, during="renew", code=item["outcome"])
@@ -390,7 +435,12 @@ class Worker:
 
 def demo_handler(job):
     payload = job.payload if isinstance(job.payload, dict) else {}
-    if payload.get("sleep_ms"):
+    steps = payload.get("steps", 0)
+    if steps:
+        for step in range(1, steps + 1):
+            job.lost.wait(payload.get("sleep_ms", 0) / 1000 / steps)
+            job.report({"done": step, "of": steps})
+    elif payload.get("sleep_ms"):
         job.lost.wait(payload["sleep_ms"] / 1000)  # returns early if the lease is lost
     if payload.get("dead"):
         raise PermanentFailure(payload["dead"])

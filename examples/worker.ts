@@ -12,8 +12,11 @@
  * (or SIGINT) it stops claiming at once (an unanswered long-poll is abandoned, and the server hands
  * back anything it claimed for it), lets the jobs in hand finish and report, then exits 0.
  *
- * The handler below is a stand-in: replace `handle` with your work. For the demo it understands
- * payloads like {"sleep_ms": 500}, {"fail": "message"} and {"dead": "message"}.
+ * The handler below is a stand-in: replace `handle` with your work. It may call `report(progress)`
+ * (any JSON) to say how far it got: the lease's next renewal, brought forward to within a second,
+ * carries the latest report (GET /v1/jobs/{id} shows it). For the demo it understands payloads like
+ * {"sleep_ms": 500}, {"steps": 3, "sleep_ms": 3000} (reports {"done": n, "of": 3} after each step),
+ * {"fail": "message"} and {"dead": "message"}.
  */
 import { type ClaimedJob, createBatonClient } from '../openapi/client.js';
 
@@ -22,6 +25,8 @@ const QUEUE = process.env.QUEUE ?? 'default';
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 10);
 const LEASE_MS = Number(process.env.LEASE_MS ?? 30_000);
 const WORKER_ID = process.env.WORKER_ID ?? `ts-worker-${process.pid}`;
+/** What Baton keeps of a progress report (renew's `progress`). */
+const PROGRESS_MAX_BYTES = 4096;
 
 const baton = createBatonClient({ baseUrl: BATON_URL });
 const log = (event: string, fields: Record<string, unknown> = {}) =>
@@ -30,18 +35,31 @@ const log = (event: string, fields: Record<string, unknown> = {}) =>
 /** Thrown by a handler to give up on a job for good (nack with dead: true). */
 class PermanentFailure extends Error {}
 
-/** Your work goes here. `signal` aborts when the lease is lost (someone else may now run the job). */
-async function handle(job: ClaimedJob, signal: AbortSignal): Promise<unknown> {
-  const payload = (job.payload ?? {}) as { sleep_ms?: number; fail?: string; dead?: string };
-  if (payload.sleep_ms) {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, payload.sleep_ms);
+/** What a handler gets besides its job. */
+interface JobContext {
+  /** Aborts when the lease is lost (someone else may now run the job). */
+  signal: AbortSignal;
+  /** How far the job got (any JSON): sent with the lease's next renewal, within a second; latest wins. */
+  report: (progress: unknown) => void;
+}
+
+/** Your work goes here. */
+async function handle(job: ClaimedJob, { signal, report }: JobContext): Promise<unknown> {
+  const payload = (job.payload ?? {}) as { sleep_ms?: number; steps?: number; fail?: string; dead?: string };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, ms);
       signal.addEventListener('abort', () => {
         clearTimeout(timer);
         reject(new Error('lease lost'));
       });
     });
+  const steps = payload.steps ?? 0;
+  for (let done = 1; done <= steps; done++) {
+    await sleep((payload.sleep_ms ?? 0) / steps);
+    report({ done, of: steps });
   }
+  if (payload.sleep_ms && !steps) await sleep(payload.sleep_ms);
   if (payload.dead) throw new PermanentFailure(payload.dead);
   if (payload.fail) throw new Error(payload.fail);
   return { handled_by: WORKER_ID };
@@ -70,18 +88,42 @@ async function work(job: ClaimedJob): Promise<ClaimedJob | undefined> {
   const path = { params: { path: { id: job.id } } };
   const lost = new AbortController();
   const renewEvery = Math.max(1000, Math.floor(LEASE_MS / 3));
-  const renewer = setInterval(async () => {
+  // The latest report not yet sent, and the renewal a report brought forward.
+  let unsent: { progress: unknown } | undefined;
+  let soon: NodeJS.Timeout | undefined;
+  const renew = async () => {
+    const sending = unsent;
+    unsent = undefined;
     const { error } = await baton.POST('/v1/jobs/{id}/renew', {
       ...path,
-      body: { lease_token: job.lease_token },
+      body: { lease_token: job.lease_token, ...(sending ? { progress: sending.progress } : {}) },
     });
+    if (error?.code === 'validation_failed' || error?.code === 'payload_too_large') {
+      // A report Baton would not keep must not cost the lease: drop it and renew without it.
+      if (sending) {
+        log('progress_refused', { id: job.id, detail: error.detail });
+        return renew();
+      }
+    } else if (error && sending && !unsent) unsent = sending; // the next renewal tries it again
     if (error?.code === 'lease_lost' || error?.code === 'not_found') {
       log('lease_lost', { id: job.id });
       lost.abort();
     }
-  }, renewEvery);
+  };
+  const renewer = setInterval(renew, renewEvery);
+  const report = (progress: unknown) => {
+    // A report that cannot be sent fails here, in the handler, not in every renewal of the lease.
+    const bytes = Buffer.byteLength(JSON.stringify(progress ?? null));
+    if (bytes > PROGRESS_MAX_BYTES)
+      throw new Error(`progress is ${bytes} bytes of JSON; Baton keeps at most ${PROGRESS_MAX_BYTES}`);
+    unsent = { progress };
+    soon ??= setTimeout(() => {
+      soon = undefined;
+      void renew();
+    }, 1000);
+  };
   try {
-    const result = await handle(job, lost.signal);
+    const result = await handle(job, { signal: lost.signal, report });
     if (lost.signal.aborted) return undefined;
     const { data, error } = await baton.POST('/v1/jobs/{id}/ack', {
       ...path,
@@ -110,6 +152,7 @@ async function work(job: ClaimedJob): Promise<ClaimedJob | undefined> {
     return following(data?.next);
   } finally {
     clearInterval(renewer);
+    clearTimeout(soon);
   }
 }
 

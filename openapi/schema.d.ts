@@ -144,14 +144,36 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read a job in any state
-         * @description Live or finished: state, attempts, error history, result and timestamps. Never the lease token.
+         * Read a job in any state, or await its end
+         * @description Live or finished: state, attempts, error history, result, progress and timestamps. Never the lease token. With `wait_ms`, waits (a long-poll holding no database connection) until the job has finished (completed, dead or cancelled) and answers it with its result; when the wait runs out first, answers the job as it is then, still live: look at `state`. A job finished on another replica ends the wait as quickly as one finished on this one.
          *
          *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
         get: operations["getJob"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/await": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Await the end of many jobs
+         * @description Up to 1000 jobs. Waits up to `wait_ms` (a long-poll holding no database connection) until every one of them has finished (completed, dead or cancelled), then answers them all with their results; when the wait runs out first, answers them as they are then (`unfinished` counts those still live). Ids of no job, or of jobs in queues the key may not use, are listed in `not_found` and not awaited.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["awaitJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -169,7 +191,7 @@ export interface paths {
         put?: never;
         /**
          * Extend your lease
-         * @description Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of the lease. A job with a budget per attempt (timeout_ms) is never renewed past its deadline_at: the expiry is capped there, and once it has passed the answer is 409 deadline_exceeded.
+         * @description Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of the lease. A job with a budget per attempt (timeout_ms) is never renewed past its deadline_at: the expiry is capped there, and once it has passed the answer is 409 deadline_exceeded. With `progress`, also keeps how far the worker got on the job (latest wins).
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -191,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * Extend many leases at once
-         * @description Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; or not_found) in request order, so one lost lease does not fail the others.
+         * @description Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; or not_found) in request order, so one lost lease does not fail the others. Each item may carry `progress`, kept on its job (latest wins).
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -968,6 +990,8 @@ export interface components {
             /** @description Failed attempts, oldest first (the last 20). */
             errors: components["schemas"]["JobError"][];
             dead_reason: components["schemas"]["DeadReason"] | null;
+            /** @description What the job's worker last reported with a renewal (renew's `progress`), or null. Kept when the job finishes; a retry keeps it until the next attempt reports; a redrive clears it. */
+            progress: unknown;
             traceparent: string | null;
             tracestate: string | null;
             /** @description Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload. */
@@ -997,6 +1021,41 @@ export interface components {
         };
         /**
          * @example {
+         *       "ids": [
+         *         "42",
+         *         "43"
+         *       ],
+         *       "wait_ms": 30000
+         *     }
+         */
+        AwaitRequest: {
+            /** @description The jobs to await, each named once. */
+            ids: string[];
+            /**
+             * Format: int32
+             * @description Wait up to this long (at most 60000 ms) for the job to finish (completed, dead or cancelled), holding the request open; 0 answers at once. The answer is the job as it is then: finished, or still live when the wait ran out (look at `state`).
+             * @default 0
+             */
+            wait_ms?: number;
+        };
+        AwaitResponse: {
+            /** @description Every job found, in request order: finished, or still live when the wait ran out. */
+            jobs: components["schemas"]["Job"][];
+            /** @description Ids of no job (or of a job in a queue this key may not use), in request order. */
+            not_found: string[];
+            /**
+             * Format: int32
+             * @description How many of `jobs` are completed, dead or cancelled.
+             */
+            finished: number;
+            /**
+             * Format: int32
+             * @description How many of `jobs` are still live: 0 when all have finished.
+             */
+            unfinished: number;
+        };
+        /**
+         * @example {
          *       "lease_token": "3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001",
          *       "lease_ms": 60000
          *     }
@@ -1012,6 +1071,8 @@ export interface components {
              * @description New lease length from now. Default: the length the claim (or the last renew) used.
              */
             lease_ms?: number;
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has. */
+            progress?: unknown;
         };
         RenewResponse: {
             id: string;
@@ -1053,6 +1114,8 @@ export interface components {
              * @description New lease length from now. Default: the length the claim (or the last renew) used.
              */
             lease_ms?: number;
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has. */
+            progress?: unknown;
         };
         BatchRenewResult: {
             id: string;
@@ -2100,7 +2163,10 @@ export interface operations {
     };
     getJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long (at most 60000 ms) for the job to finish (completed, dead or cancelled), holding the request open; 0 answers at once. The answer is the job as it is then: finished, or still live when the wait ran out (look at `state`). */
+                wait_ms?: number;
+            };
             header?: never;
             path: {
                 /**
@@ -2113,7 +2179,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The job, without its lease token. */
+            /** @description The job, without its lease token (with wait_ms: finished, or as it is when the wait ran out). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2160,6 +2226,93 @@ export interface operations {
             };
             /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    awaitJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AwaitRequest"];
+            };
+        };
+        responses: {
+            /** @description The jobs found, in request order, and the ids of none. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AwaitResponse"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -78,6 +78,12 @@ describe('README walk-through', () => {
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
 
+  it('runs every command of "Await a result, and report progress"; each prints what the README shows', async () => {
+    const { printed, shown } = await runBlock('await');
+    expect(shown).toHaveLength(3);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+  });
+
   it('runs every command of "Deadlines, expiry and unique jobs"; each prints what the README shows', async () => {
     const { printed, shown } = await runBlock('time');
     expect(shown).toHaveLength(7);

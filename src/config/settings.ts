@@ -363,7 +363,7 @@ export const settings = {
     env: 'BATON_POLL_INTERVAL_MS',
     default: SECOND,
     unit: 'ms',
-    doc: 'Long-poll fallback: a waiting claim re-checks the database this often even without a wake-up.',
+    doc: 'Long-poll fallback: a waiting claim, or a request awaiting a job (GET /v1/jobs/{id}?wait_ms), re-checks the database this often even without a wake-up.',
     parse: integer(10, MINUTE),
   }),
   metricsMaxQueues: setting({

@@ -83,6 +83,8 @@ export interface JobsTable {
   deadline_at: Timestamp | null;
   expires_at: Timestamp | null;
   unique_key: string | null;
+  /** What the worker last reported with a renewal (migrations/0017_job_progress.ts), or null. */
+  progress: Json | null;
 }
 
 /** Jobs waiting for their run_at, out of the ring until the promoter moves them in. */
@@ -105,6 +107,7 @@ export interface ScheduledJobsTable {
   timeout_ms: number | null;
   expires_at: Timestamp | null;
   unique_key: string | null;
+  progress: Json | null;
 }
 
 export interface JobHistoryTable {
@@ -131,6 +134,7 @@ export interface JobHistoryTable {
   timeout_ms: number | null;
   expires_at: Timestamp | null;
   unique_key: string | null;
+  progress: Json | null;
 }
 
 /** The waiting job that holds a unique key (src/jobs/unique.ts); stale once that job no longer waits. */

@@ -66,6 +66,7 @@ export function toJob(row: JobRow) {
     last_error: row.last_error && withIsoTime(row.last_error),
     errors: (row.errors ?? []).map(withIsoTime),
     dead_reason: row.dead_reason,
+    progress: row.progress ?? null,
     ...traceView(row.meta),
     meta: row.meta ?? null,
   };

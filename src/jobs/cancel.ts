@@ -45,11 +45,19 @@ export async function cancelJob(
 /** How many live jobs of a queue to cancel per transaction. */
 const CANCEL_BATCH = 1000;
 
+/** Told the ids of each batch of jobs cancelled, once its statement has run (committed, unless `db` is a transaction). */
+export type OnCancelled = (ids: string[]) => void;
+
 /**
  * Cancel live jobs of a queue in bounded batches (each its own transaction), so cancelling a
  * million jobs never holds one giant transaction. `states` picks which live states.
  */
-export async function cancelQueueJobs(db: Db, queue: string, states: readonly LiveState[]): Promise<number> {
+export async function cancelQueueJobs(
+  db: Db,
+  queue: string,
+  states: readonly LiveState[],
+  onCancelled: OnCancelled = () => {},
+): Promise<number> {
   const inRing = states.filter((s) => s !== 'scheduled');
   let total = 0;
   if (inRing.length > 0) {
@@ -58,6 +66,7 @@ export async function cancelQueueJobs(db: Db, queue: string, states: readonly Li
       sql`SELECT id, slot FROM baton.jobs WHERE queue = ${queue} AND state = ANY(${inRing}::text[])`,
       (picked) => sql`DELETE FROM baton.jobs j USING ${picked} p WHERE j.id = p.id AND j.slot = p.slot
                       RETURNING ${liveCommonColumns('j')}`,
+      onCancelled,
     );
   }
   if (states.includes('scheduled')) {
@@ -66,6 +75,7 @@ export async function cancelQueueJobs(db: Db, queue: string, states: readonly Li
       sql`SELECT id FROM baton.scheduled_jobs WHERE queue = ${queue}`,
       (picked) => sql`DELETE FROM baton.scheduled_jobs s USING ${picked} p WHERE s.id = p.id
                       RETURNING ${liveCommonColumns('s')}`,
+      onCancelled,
     );
   }
   return total;
@@ -76,6 +86,7 @@ async function cancelInBatches(
   db: Db,
   select: RawBuilder<unknown>,
   remove: (picked: RawBuilder<unknown>) => RawBuilder<unknown>,
+  onCancelled: OnCancelled,
 ): Promise<number> {
   let total = 0;
   while (true) {
@@ -88,6 +99,7 @@ async function cancelInBatches(
         RETURNING h.id`.execute(db),
     );
     total += rows.length;
+    if (rows.length > 0) onCancelled(rows.map((row) => row.id));
     if (rows.length < CANCEL_BATCH) {
       // A short batch may mean rows locked by someone else (an ack in flight): check before stopping.
       const left = await sql`${select} LIMIT 1`.execute(db);
@@ -98,7 +110,7 @@ async function cancelInBatches(
 }
 
 /** Purge: cancel every ready and scheduled job of a queue (claimed ones are left to their workers). */
-export async function purgeQueue(db: Db, queue: string): Promise<number> {
+export async function purgeQueue(db: Db, queue: string, onCancelled?: OnCancelled): Promise<number> {
   if (!(await getQueue(db, queue))) throw queueNotFound(queue);
-  return cancelQueueJobs(db, queue, ['ready', 'scheduled']);
+  return cancelQueueJobs(db, queue, ['ready', 'scheduled'], onCancelled);
 }

@@ -36,6 +36,8 @@ export interface JobRow {
   /** No attempt starts after this (null: never expires). */
   expires_at: Date | null;
   unique_key: string | null;
+  /** What the worker last reported with a renewal (migrations/0017_job_progress.ts), or null. */
+  progress: unknown;
 }
 
 /**
@@ -67,6 +69,7 @@ export const jobRowColumns = {
   deadline_at: 'timestamptz',
   expires_at: 'timestamptz',
   unique_key: 'text',
+  progress: 'jsonb',
 } as const satisfies Record<keyof JobRow, string>;
 
 export interface JobErrorEntry {
@@ -84,28 +87,28 @@ export const liveJobColumns = sql`
   j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
   NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload, j.meta,
-  j.timeout_ms, j.deadline_at, j.expires_at, j.unique_key`;
+  j.timeout_ms, j.deadline_at, j.expires_at, j.unique_key, j.progress`;
 
 /** Select list of a baton.scheduled_jobs row (alias `s`) as a JobRow. */
 export const scheduledJobColumns = sql`
   s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
   s.idempotency_key, s.created_at, s.claimed_at, NULL::timestamptz AS lease_expires_at, s.worker_id,
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
-  s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key`;
+  s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key, s.progress`;
 
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
   h.result, h.last_error, h.errors, h.dead_reason, h.payload, h.meta, h.timeout_ms, NULL::timestamptz AS deadline_at,
-  h.expires_at, h.unique_key`;
+  h.expires_at, h.unique_key, h.progress`;
 
 /** The columns every live job has, in the ring or scheduled (of table alias `a`): what finishedRow() reads. */
 export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
   return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
     ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta,
-    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key`;
+    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key, ${t}.progress`;
 }
 
 /**
@@ -126,6 +129,7 @@ const CARRIED = [
   'timeout_ms',
   'expires_at',
   'unique_key',
+  'progress',
 ] as const;
 export const carriedColumns = sql.join(CARRIED.map((c) => sql.ref(c)));
 export function carriedValues(changed: Partial<Record<(typeof CARRIED)[number], RawBuilder<unknown>>> = {}) {
@@ -152,11 +156,11 @@ export function finishedRow(
   return {
     columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
-      timeout_ms, expires_at, unique_key`,
+      timeout_ms, expires_at, unique_key, progress`,
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
       ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta,
-      timeout_ms, expires_at, unique_key`,
+      timeout_ms, expires_at, unique_key, progress`,
   };
 }
 

@@ -103,6 +103,16 @@ export const HISTORY_MINUTES_MAX = 24 * 60;
 /** Jobs per batch enqueue, claim or batch ack. */
 export const MAX_BATCH = 1000;
 export const MAX_WAIT_MS = 20_000;
+/**
+ * Longest wait for jobs to finish (GET /v1/jobs/{id}?wait_ms, POST /v1/jobs/await): a minute, under
+ * the idle timeouts of common proxies and load balancers (60 s), so a waiting client is answered
+ * before something between it and Baton drops the connection.
+ */
+export const MAX_AWAIT_MS = 60_000;
+/** Ids per POST /v1/jobs/await. */
+export const MAX_AWAIT_IDS = 1000;
+/** A job's progress report (renew's `progress`), as JSON text: small, since every renewal may carry it. */
+export const PROGRESS_MAX_BYTES = 4096;
 /** Longest delay or retry a job may be given: ten years. */
 export const MAX_DELAY_MS = 10 * YEAR;
 export const PRIORITY_MIN = -2_147_483_648;

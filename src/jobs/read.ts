@@ -27,6 +27,35 @@ export async function getJobs(db: Db, ids: string[], queue?: string): Promise<Ma
 }
 
 /**
+ * Read jobs by id, live or finished, each only in its own item's queue when it names one (a
+ * queue-limited key's scope, matched by position as the lease writes do); those not found are absent.
+ */
+export async function getScopedJobs(
+  db: Db,
+  items: readonly { id: string; queue?: string }[],
+): Promise<Map<string, JobRow>> {
+  if (items.length === 0) return new Map();
+  if (items.every((item) => item.queue === undefined)) {
+    return getJobs(
+      db,
+      items.map((item) => item.id),
+    );
+  }
+  const ids = sql`${items.map((item) => item.id)}::bigint[]`;
+  const queues = sql`${items.map((item) => item.queue ?? null)}::text[]`;
+  const scope = (a: string) => inScope(a, sql`(${queues})[array_position(${ids}, ${sql.ref(`${a}.id`)})]`);
+  const { rows } = await sql<JobRow>`
+    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}) AND ${scope('j')}
+    UNION ALL
+    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}) AND ${scope('s')}
+    UNION ALL
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}) AND ${scope('h')}`.execute(
+    db,
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
  * The queue of each of these ids that exists at all (live or finished). Used after a guarded write
  * touched nothing, to tell "not yours any more" (409 lease_lost) from "never existed" (404).
  */

@@ -53,8 +53,12 @@ export async function redriveDeadJobs(
       const q = await sql<{ max_attempts: number | null }>`
         SELECT max_attempts FROM baton.queues WHERE name = ${target} FOR KEY SHARE`.execute(trx);
       if (q.rows.length === 0) return undefined;
-      // An expires_at already past would only expire the job again: a redrive drops it.
-      const expiry = { expires_at: sql`CASE WHEN expires_at > now() THEN expires_at END` };
+      // An expires_at already past would only expire the job again: a redrive drops it. The job starts
+      // over (attempts 0), so the last attempt's progress report goes too.
+      const expiry = {
+        expires_at: sql`CASE WHEN expires_at > now() THEN expires_at END`,
+        progress: sql`NULL::jsonb`,
+      };
       const moved =
         target === queue
           ? expiry

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
 import { inScope, leaseHeld } from './job-row.js';
@@ -16,11 +16,18 @@ import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring
  * The UPDATE changes only lease_expires_at and lease_ms. Neither is in any index and the table has
  * free space on each page (fillfactor 70), so PostgreSQL can do it as a HOT update: no index entry
  * is written, however often workers renew.
+ *
+ * A renewal may carry the worker's progress (any JSON, latest wins). Only a batch in which some item
+ * carries it runs the statement that writes the column (its own shape, `progress:<slot>`), so a
+ * renewal without progress sends the same statement as before. `progress` is in no index either: its
+ * update stays HOT while the grown row still fits on its page.
  */
 
 export interface RenewItem extends ScopedId {
   leaseToken: string;
   leaseMs?: number;
+  /** The progress to keep, as JSON text ('null' clears it); undefined keeps what the job has. */
+  progressJson?: string;
 }
 
 export interface RenewedLease {
@@ -63,7 +70,11 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
       batch.map((i) => i.leaseMs ?? null),
       batch.map((i) => i.queue ?? null),
     ];
-    const { rows } = await retryWhenMoved(() => renewStatements.execute(db, slots, values));
+    const { rows } = await retryWhenMoved(() =>
+      batch.some((i) => i.progressJson !== undefined)
+        ? progressStatements.execute(db, slots, [...values, batch.map((i) => i.progressJson ?? null)])
+        : renewStatements.execute(db, slots, values),
+    );
     for (const row of rows) done.set(row.id, row);
   };
   const slots = slotShapeOf(items.map((i) => i.id));
@@ -92,12 +103,31 @@ export async function renewLeases(db: Db, items: RenewItem[]): Promise<RenewOutc
 /** The statement's values by item: ids, lease tokens, lease lengths (null: keep the lease's own), scopes. */
 type RenewValues = [ids: string[], tokens: string[], leaseMs: (number | null)[], queues: (string | null)[]];
 
+/** With each item's progress as JSON text (null: keep the job's). */
+type ProgressValues = [...RenewValues, progress: (string | null)[]];
+
 /** Compiled once per slot (db/statement-shapes.ts, ring.ts's SlotShape). */
 const renewStatements = new StatementShapes((slots: SlotShape, ...values: RenewValues) =>
   renewStatement(values, slots),
 );
 
-function renewStatement([ids, tokens, leaseMs, queues]: RenewValues, slots: SlotShape) {
+/** The same renewal writing progress too, for batches that carry some; compiled once per slot. */
+const progressStatements = new StatementShapes(
+  (slots: SlotShape, ...[ids, tokens, leaseMs, queues, progress]: ProgressValues) => {
+    // An item without progress keeps the job's; JSON null clears it.
+    const at = sql`array_position(${sql`${ids}::bigint[]`}, j.id)`;
+    const given = sql`(${progress}::text[])[${at}]`;
+    return renewStatement([ids, tokens, leaseMs, queues], slots, {
+      progress: sql`CASE WHEN ${given} IS NULL THEN j.progress ELSE nullif((${given})::jsonb, 'null'::jsonb) END`,
+    });
+  },
+);
+
+function renewStatement(
+  [ids, tokens, leaseMs, queues]: RenewValues,
+  slots: SlotShape,
+  also: { progress?: RawBuilder<unknown> } = {},
+) {
   // As in the batch ack (ack.ts): the primary key of the batch's slot (every slot's, for 'any') is
   // probed for the batch's ids (`j.id = ANY`), and each row found is matched to its item by position
   // (array_position), not joined to the items. Joined, with the state in the WHERE, the planner read
@@ -108,6 +138,11 @@ function renewStatement([ids, tokens, leaseMs, queues]: RenewValues, slots: Slot
   // naming a job twice.
   const idList = sql`${ids}::bigint[]`;
   const at = sql`array_position(${idList}, j.id)`;
+  // Without progress the statement's text is the renewal's as it always was.
+  const setProgress = also.progress
+    ? sql`
+      progress = ${also.progress},`
+    : sql``;
   return sql<RenewedLease>`
     WITH locked AS (
       SELECT j.slot, j.id FROM baton.jobs j
@@ -117,7 +152,7 @@ function renewStatement([ids, tokens, leaseMs, queues]: RenewValues, slots: Slot
       ORDER BY j.id
       FOR UPDATE OF j
     )
-    UPDATE baton.jobs j SET
+    UPDATE baton.jobs j SET${setProgress}
       lease_ms = coalesce((${leaseMs}::integer[])[${at}], j.lease_ms),
       lease_expires_at = least(clock_timestamp() + coalesce((${leaseMs}::integer[])[${at}], j.lease_ms) * interval '1 millisecond',
                                j.deadline_at)

@@ -180,9 +180,11 @@ async function replaceWaiting(
         ? sql`DELETE FROM baton.scheduled_jobs WHERE id = ${id}::bigint AND ${waitingFilter(queue, key)} RETURNING *`
         : sql`DELETE FROM baton.jobs WHERE id = ${id}::bigint AND state = 'ready' AND ${waitingFilter(queue, key)}
               RETURNING *`;
+    // The job takes the new data; a progress report from an earlier attempt was about the old.
     const changed = {
       payload: sql`${by.payloadJson}::jsonb`,
       priority: sql`${by.priority}::integer`,
+      progress: sql`NULL::jsonb`,
     };
     const { rows } = await sql<EnqueuedRow>`
       WITH gone AS (${gone}), moved AS MATERIALIZED (

@@ -13,5 +13,8 @@ export interface Duty<R = unknown> {
 /** Who to tell when jobs became ready (wakes long-polling claimers here and on other replicas). */
 export type JobsReady = (queue: string, count: number) => void;
 
+/** Who to tell when jobs finished (wakes requests awaiting them here and on other replicas). */
+export type JobsFinished = (ids: string[]) => void;
+
 /** How many rows one statement of a duty touches at most. */
 export const MAINTENANCE_BATCH = 1000;

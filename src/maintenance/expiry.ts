@@ -4,7 +4,7 @@ import { isoMillis } from '../db/sql-time.js';
 import { appendError, finishedRow } from '../jobs/job-row.js';
 import { removeStaleUniqueKeys, type UniqueKeyCursor } from '../jobs/unique.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { type Duty, MAINTENANCE_BATCH } from './duty.js';
+import { type Duty, type JobsFinished, MAINTENANCE_BATCH } from './duty.js';
 
 /**
  * Expiry: waiting jobs (ready or scheduled) past their expires_at go to `dead` with reason
@@ -41,19 +41,19 @@ const expiredRow = finishedRow('dead', {
 });
 
 function sweep(db: Db, picked: RawBuilder<unknown>, remove: RawBuilder<unknown>) {
-  return sql<{ queue: string; n: number }>`
+  return sql<{ queue: string; n: number; ids: string[] }>`
     WITH picked AS (${picked}), gone AS (${remove}), buried AS (
       INSERT INTO baton.job_history (${expiredRow.columns})
       SELECT ${expiredRow.values} FROM gone
-      RETURNING queue
+      RETURNING queue, id
     )
-    SELECT queue, count(*)::int AS n FROM buried GROUP BY queue`.execute(db);
+    SELECT queue, count(*)::int AS n, array_agg(id::text) AS ids FROM buried GROUP BY queue`.execute(db);
 }
 
 export async function expireJobs(
   db: Db,
   batchSize: number,
-): Promise<{ byQueue: Map<string, number>; full: boolean }> {
+): Promise<{ byQueue: Map<string, number>; ids: string[]; full: boolean }> {
   const ring = await sweep(
     db,
     sql`SELECT slot, id FROM baton.jobs WHERE state = 'ready' AND expires_at <= now()
@@ -70,6 +70,7 @@ export async function expireJobs(
         RETURNING s.*, ${entry} AS entry`,
   );
   const byQueue = new Map<string, number>();
+  const ids = [...ring.rows, ...later.rows].flatMap((r) => r.ids);
   let ringTotal = 0;
   let laterTotal = 0;
   for (const r of ring.rows) {
@@ -80,7 +81,7 @@ export async function expireJobs(
     byQueue.set(r.queue, (byQueue.get(r.queue) ?? 0) + r.n);
     laterTotal += r.n;
   }
-  return { byQueue, full: ringTotal >= batchSize || laterTotal >= batchSize };
+  return { byQueue, ids, full: ringTotal >= batchSize || laterTotal >= batchSize };
 }
 
 /** The expiry duty: every tick, and again at once while a batch comes back full. */
@@ -93,10 +94,12 @@ export class ExpiryDuty implements Duty<ExpiryResult> {
     private readonly metrics: Metrics,
     private readonly tickMs: number,
     private readonly batchSize = MAINTENANCE_BATCH,
+    private readonly jobsFinished: JobsFinished = () => {},
   ) {}
 
   async runOnce(): Promise<ExpiryResult> {
-    const { byQueue, full } = await expireJobs(this.db, this.batchSize);
+    const { byQueue, ids, full } = await expireJobs(this.db, this.batchSize);
+    if (ids.length > 0) this.jobsFinished(ids);
     let total = 0;
     for (const [queue, n] of byQueue) {
       this.metrics.jobsExpired.inc({ queue: this.metrics.queue(queue) }, n);

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
+import { type Duty, type JobsFinished, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
 import { ExpiryDuty } from './expiry.js';
 import { GroupStatsDuty } from './group-stats.js';
@@ -36,6 +36,8 @@ export interface MaintainerDeps {
   metrics: Metrics;
   log: Log;
   jobsReady: JobsReady;
+  /** Told the ids of jobs a duty finished (re-armed to dead, expired): their awaiters wake. */
+  jobsFinished?: JobsFinished;
   config: Pick<
     Config,
     | 'tickMs'
@@ -75,7 +77,7 @@ export class Maintainer {
     const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.leadership = new Leadership(deps.electionDb ?? db, holder, config.tickMs);
     this.duties = [
-      new RearmDuty(db, metrics, jobsReady, config.tickMs),
+      new RearmDuty(db, metrics, jobsReady, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new PromoteDuty(db, metrics, jobsReady, config.promoteIntervalMs),
       new RingDuty(db, metrics, config.ringIntervalMs, {
         lockTimeoutMs: config.ringLockTimeoutMs,
@@ -91,7 +93,7 @@ export class Maintainer {
         defaults: config,
       }),
       new ExpireKeysDuty(db, metrics, config.tickMs),
-      new ExpiryDuty(db, metrics, config.tickMs),
+      new ExpiryDuty(db, metrics, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),
       new GroupStatsDuty(db),

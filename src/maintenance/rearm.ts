@@ -4,7 +4,7 @@ import { isoMillis } from '../db/sql-time.js';
 import { appendError, clearedLease, finishedRow } from '../jobs/job-row.js';
 import { type ReturnedJob, settleReturnedKeys } from '../jobs/unique-return.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { type Duty, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
+import { type Duty, type JobsFinished, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 
 /**
  * Re-arm: claimed jobs whose lease expired (the worker died, hung or lost its network) go back to
@@ -31,6 +31,8 @@ export interface RearmResult {
   ready: Map<string, number>;
   /** Jobs dead-lettered with reason lease_expired, by queue. */
   dead: Map<string, number>;
+  /** The ids of the jobs that went dead (their awaiters are told). */
+  deadIds: string[];
   total: number;
 }
 
@@ -48,13 +50,14 @@ export async function rearmExpiredLeases(db: Db, batchSize: number): Promise<Rea
     db.isTransaction ? fn(db) : db.transaction().execute(fn);
   return inTransaction(async (trx) => {
     const { rows } = await rearmStatement(trx, batchSize);
-    const result: RearmResult = { ready: new Map(), dead: new Map(), total: 0 };
+    const result: RearmResult = { ready: new Map(), dead: new Map(), deadIds: [], total: 0 };
     const keyed: ReturnedJob[] = [];
     for (const r of rows) {
       if (r.outcome === 'keyed') {
         keyed.push({ id: r.id!, queue: r.queue, unique_key: r.unique_key });
         continue;
       }
+      if (r.outcome === 'dead') result.deadIds.push(...r.ids!);
       result[r.outcome].set(r.queue, r.n);
       result.total += r.n;
     }
@@ -73,6 +76,7 @@ function rearmStatement(db: Db, batchSize: number) {
     n: number;
     id: string | null;
     unique_key: string | null;
+    ids: string[] | null;
   }>`
     WITH expired AS (
       SELECT slot, id, lease_token FROM baton.jobs
@@ -105,14 +109,15 @@ function rearmStatement(db: Db, batchSize: number) {
     ), buried AS (
       INSERT INTO baton.job_history (${buried.columns})
       SELECT ${buried.values} FROM gone
-      RETURNING queue
+      RETURNING queue, id
     )
-    SELECT 'ready' AS outcome, queue, count(*)::int AS n, NULL::bigint AS id, NULL::text AS unique_key
+    SELECT 'ready' AS outcome, queue, count(*)::int AS n, NULL::bigint AS id, NULL::text AS unique_key,
+           NULL::text[] AS ids
     FROM back GROUP BY queue
     UNION ALL
-    SELECT 'dead', queue, count(*)::int, NULL, NULL FROM buried GROUP BY queue
+    SELECT 'dead', queue, count(*)::int, NULL, NULL, array_agg(id::text) FROM buried GROUP BY queue
     UNION ALL
-    SELECT 'keyed', queue, 1, id, unique_key FROM back WHERE unique_key IS NOT NULL`.execute(db);
+    SELECT 'keyed', queue, 1, id, unique_key, NULL FROM back WHERE unique_key IS NOT NULL`.execute(db);
 }
 
 /** Age in seconds of the oldest expired lease not yet re-armed (0 when none). */
@@ -132,6 +137,7 @@ export class RearmDuty implements Duty<RearmResult> {
     private readonly jobsReady: JobsReady,
     private readonly tickMs: number,
     private readonly batchSize = MAINTENANCE_BATCH,
+    private readonly jobsFinished: JobsFinished = () => {},
   ) {}
 
   async runOnce(): Promise<RearmResult> {
@@ -151,6 +157,7 @@ export class RearmDuty implements Duty<RearmResult> {
       // Nothing new to claim, but each frees a slot of a concurrency limit: wake the queue's waiters.
       this.jobsReady(queue, n);
     }
+    if (result.deadIds.length > 0) this.jobsFinished(result.deadIds);
     this.metrics.oldestExpiredLease.set(await oldestExpiredLeaseSeconds(this.db));
     return result;
   }

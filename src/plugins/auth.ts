@@ -83,8 +83,8 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** The jobs a batch route names, for the queue check. */
 function batchIds(request: FastifyRequest): string[] {
-  const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[] };
-  return (body.acks ?? body.renewals ?? []).map((item) => item.id);
+  const body = request.body as { acks?: { id: string }[]; renewals?: { id: string }[]; ids?: string[] };
+  return body.ids ?? (body.acks ?? body.renewals ?? []).map((item) => item.id);
 }
 
 export interface AuthPluginOptions {

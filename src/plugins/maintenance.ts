@@ -19,6 +19,7 @@ export default fp(
           metrics: app.metrics,
           log: app.log,
           jobsReady: (queue, count) => app.wake.notifier.jobsReady(queue, count),
+          jobsFinished: (ids) => app.wake.notifier.jobsFinished(ids.map((id) => ({ id }))),
           config: app.config,
         })
       : undefined;

@@ -2,26 +2,34 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { connectionOptions } from '../db/database.js';
 import { newReplicaId } from '../wake/channel.js';
+import { FinishWaitList } from '../wake/finish-wait-list.js';
 import { Listener } from '../wake/listener.js';
 import { Notifier } from '../wake/notifier.js';
 import { WaitList } from '../wake/wait-list.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    wake: { waitList: WaitList; notifier: Notifier; listener: Listener; replicaId: string };
+    wake: {
+      waitList: WaitList;
+      finishWaits: FinishWaitList;
+      notifier: Notifier;
+      listener: Listener;
+      replicaId: string;
+    };
   }
 }
 
 /**
- * Long-poll wake-ups: the in-process wait list, the NOTIFY sender and the LISTEN connection.
- * On close, waiting claims return at once (before in-flight requests are awaited), pending
+ * Long-poll wake-ups: the in-process wait lists (claims per queue, awaits per job), the NOTIFY sender
+ * and the LISTEN connection. On close, waiting claims and awaits return at once (before in-flight requests are awaited), pending
  * notifications are flushed and the LISTEN connection is closed.
  */
 export default fp<{ url: string }>(
   async function wake(app: FastifyInstance, opts) {
     const replicaId = newReplicaId();
     const waitList = new WaitList();
-    const notifier = new Notifier(app.db, waitList, replicaId, app.log);
+    const finishWaits = new FinishWaitList();
+    const notifier = new Notifier(app.db, waitList, replicaId, app.log, finishWaits);
     // Behind a transaction pooler, LISTEN needs a direct connection (BATON_LISTEN_DATABASE_URL).
     const listenUrl = app.config.listenDatabaseUrl ?? opts.url;
     const listener = new Listener(
@@ -30,11 +38,14 @@ export default fp<{ url: string }>(
       replicaId,
       app.log,
       (queue) => notifier.watchSlots(queue, true),
+      finishWaits,
+      (entries) => notifier.awaitedElsewhereFor(entries),
     );
     listener.start();
-    app.decorate('wake', { waitList, notifier, listener, replicaId });
+    app.decorate('wake', { waitList, finishWaits, notifier, listener, replicaId });
     app.addHook('preClose', async () => {
       waitList.close();
+      finishWaits.close();
     });
     app.addHook('onClose', async () => {
       await notifier.flush();

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { deadlineExceeded, jobNotFound, leaseLost } from '../errors.js';
+import { deadlineExceeded, invalidField, jobNotFound, leaseLost } from '../errors.js';
 import { sendJsonText, withNextJson } from '../http/claim-response.js';
 import { claimOf, whileConnected } from '../http/claims.js';
 import { isoTime } from '../http/iso-time.js';
 import { jsonText } from '../http/json-input.js';
-import { Job, JobParams } from '../http/schemas/jobs.js';
+import { AwaitRequest, AwaitResponse, Job, JobParams, JobReadQuery } from '../http/schemas/jobs.js';
 import {
   AckRequest,
   BatchAckRequest,
@@ -22,8 +22,12 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
+import { MAX_AWAIT_IDS, PROGRESS_MAX_BYTES } from '../jobs/limits.js';
 
-/** Routes under /v1/jobs: read a job, and the lease holder's renew, ack and nack; cancel. */
+/**
+ * Routes under /v1/jobs: read a job (and await its end), await many; the lease holder's renew, ack
+ * and nack; cancel.
+ */
 
 /** What `next` does, for the descriptions of the ack, the batch ack and the nack. */
 const ackAndClaim = (verb: 'ack' | 'nack') =>
@@ -57,18 +61,89 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['jobs'],
         operationId: 'getJob',
-        summary: 'Read a job in any state',
+        summary: 'Read a job in any state, or await its end',
         description:
-          'Live or finished: state, attempts, error history, result and timestamps. Never the lease token.',
+          'Live or finished: state, attempts, error history, result, progress and timestamps. Never the lease ' +
+          'token. With `wait_ms`, waits (a long-poll holding no database connection) until the job has ' +
+          'finished (completed, dead or cancelled) and answers it with its result; when the wait runs out first, ' +
+          'answers the job as it is then, still live: look at `state`. A job finished on another replica ' +
+          'ends the wait as quickly as one finished on this one.',
         params: JobParams,
-        response: { 200: ok(ref(Job), 'The job, without its lease token.'), ...errorResponses(404) },
+        querystring: JobReadQuery,
+        response: {
+          200: ok(
+            ref(Job),
+            'The job, without its lease token (with wait_ms: finished, or as it is when the wait ran out).',
+          ),
+          ...errorResponses(404),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const row = await app.service.jobs.read(id, request.jobQueues?.get(id));
+      const queue = request.jobQueues?.get(id);
+      const waitMs = request.query.wait_ms ?? 0;
+      const row =
+        waitMs === 0
+          ? await app.service.jobs.read(id, queue)
+          : (
+              await whileConnected(reply, (signal) =>
+                app.service.jobs.awaitFinished({ items: [{ id, queue }], waitMs, signal }),
+              )
+            ).get(id);
       if (!row) throw jobNotFound(id);
       return toJob(row);
+    },
+  );
+
+  app.post(
+    '/v1/jobs/await',
+    {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'batch' } },
+      schema: {
+        tags: ['jobs'],
+        operationId: 'awaitJobs',
+        summary: 'Await the end of many jobs',
+        description:
+          `Up to ${MAX_AWAIT_IDS} jobs. Waits up to \`wait_ms\` (a long-poll holding no database connection) until ` +
+          'every one of them has finished (completed, dead or cancelled), then answers them all with their ' +
+          'results; when the wait runs out first, answers them as they are then (`unfinished` counts those still ' +
+          'live). Ids of no job, or of jobs in queues the key may not use, are listed in `not_found` and not ' +
+          'awaited.',
+        body: ref(AwaitRequest),
+        response: {
+          200: ok(ref(AwaitResponse), 'The jobs found, in request order, and the ids of none.'),
+          ...errorResponses(),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { ids, wait_ms: waitMs = 0 } = request.body;
+      const seen = new Set<string>();
+      for (const [i, id] of ids.entries()) {
+        if (seen.has(id)) throw invalidField(`ids[${i}]`, `repeats job ${id}`);
+        seen.add(id);
+      }
+      // A queue-limited key sees only the jobs of its queues (plugins/auth.ts); the others are not found.
+      const scope = request.jobQueues;
+      const items = (scope ? ids.filter((id) => scope.has(id)) : ids).map((id) => ({
+        id,
+        queue: scope?.get(id),
+      }));
+      const found = await whileConnected(reply, (signal) =>
+        app.service.jobs.awaitFinished({ items, waitMs, signal }),
+      );
+      const jobs = ids.flatMap((id) => {
+        const row = found.get(id);
+        return row ? [toJob(row)] : [];
+      });
+      const finished = jobs.filter((job) => job.finished_at !== null).length;
+      return {
+        jobs,
+        not_found: ids.filter((id) => !found.has(id)),
+        finished,
+        unfinished: jobs.length - finished,
+      };
     },
   );
 
@@ -84,7 +159,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'Succeeds only while the job is claimed under `lease_token`; otherwise 409 lease_lost (the lease ' +
           'expired and the job was re-armed, or it was acked, nacked or cancelled). Renew at about a third of ' +
           'the lease. A job with a budget per attempt (timeout_ms) is never renewed past its deadline_at: the ' +
-          'expiry is capped there, and once it has passed the answer is 409 deadline_exceeded.',
+          'expiry is capped there, and once it has passed the answer is 409 deadline_exceeded. With `progress`, ' +
+          'also keeps how far the worker got on the job (latest wins).',
         params: JobParams,
         body: ref(RenewRequest),
         response: { 200: ok(ref(RenewResponse), 'The new expiry.'), ...errorResponses(404, 409) },
@@ -92,11 +168,13 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
+      const { progress } = request.body;
       const item = {
         id,
         queue: request.jobQueues?.get(id),
         leaseToken: request.body.lease_token,
         leaseMs: request.body.lease_ms,
+        progressJson: progress === undefined ? undefined : jsonText(progress, 'progress', PROGRESS_MAX_BYTES),
       };
       const [out] = await leases.renew([item]);
       if (out!.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
@@ -116,7 +194,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Up to 1,000 renewals in one statement, for a worker holding a claimed batch. Each item succeeds or ' +
           "fails on its own: the answer gives every item's outcome (renewed, with its new expiry; lease_lost; " +
-          'or not_found) in request order, so one lost lease does not fail the others.',
+          'or not_found) in request order, so one lost lease does not fail the others. Each item may carry ' +
+          '`progress`, kept on its job (latest wins).',
         body: ref(BatchRenewRequest),
         response: {
           200: ok(ref(BatchRenewResponse), 'Each renewal’s outcome, in request order.'),
@@ -128,11 +207,15 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const { renewals } = request.body;
       checkDistinctIds('renewals', renewals);
       const scope = request.jobQueues;
-      const items = renewals.map((r) => ({
+      const items = renewals.map((r, i) => ({
         id: r.id,
         queue: scope?.get(r.id),
         leaseToken: r.lease_token,
         leaseMs: r.lease_ms,
+        progressJson:
+          r.progress === undefined
+            ? undefined
+            : jsonText(r.progress, `renewals[${i}].progress`, PROGRESS_MAX_BYTES),
       }));
       const outcomes = await leases.renew(items, scope);
       const results = outcomes.map((out, i) => {

@@ -4,11 +4,14 @@ import { releaseClaims } from '../jobs/claim/release.js';
 import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
 import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue.js';
 import type { JobRow } from '../jobs/job-row.js';
-import { getJob } from '../jobs/read.js';
+import type { ScopedId } from '../jobs/lease-outcome.js';
+import { getJob, getScopedJobs } from '../jobs/read.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import { FINISHED_STATES, type JobState } from '../jobs/states.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { awaitFinished } from '../wake/await-finish.js';
 import { claimWithWait } from '../wake/long-poll.js';
 import type { Notifier } from '../wake/notifier.js';
 import type { WaitList } from '../wake/wait-list.js';
@@ -43,6 +46,17 @@ export interface ClaimCall extends Claimant {
   signal: AbortSignal;
   log: Log;
 }
+
+/** Jobs awaited until they finish (GET /v1/jobs/{id}?wait_ms, POST /v1/jobs/await). */
+export interface AwaitCall {
+  /** Each job, with the queue a queue-limited key may see it in (undefined: any queue). */
+  items: ScopedId[];
+  waitMs: number;
+  /** Aborted when the client goes away: the wait ends. */
+  signal: AbortSignal;
+}
+
+const FINISHED: ReadonlySet<JobState> = new Set(FINISHED_STATES);
 
 /**
  * The job use cases of one replica, whichever protocol asks (routes/, sqs/): each does its writes
@@ -108,6 +122,24 @@ export class JobUseCases {
   /** A job in any state; with `queue` (a queue-limited key's scope), only a job of that queue. */
   read(id: string, queue?: string): Promise<JobRow | undefined> {
     return getJob(this.deps.db, id, queue);
+  }
+
+  /**
+   * Jobs by id (those that exist in the caller's scope), once every one of them has finished, or as
+   * they are when the wait ends (waitMs, the client leaving, shutdown). Waiting holds no connection
+   * (wake/await-finish.ts): an ack, nack or cancel of one of them here wakes it at once, one on
+   * another replica through a notice sent only because this replica said it awaits the job.
+   */
+  awaitFinished(call: AwaitCall): Promise<Map<string, JobRow>> {
+    const { db, notifier, config } = this.deps;
+    return awaitFinished(notifier, {
+      ids: call.items.map((item) => item.id),
+      read: () => getScopedJobs(db, call.items),
+      isFinished: (job) => FINISHED.has(job.state),
+      waitMs: this.deps.shuttingDown() ? 0 : call.waitMs,
+      pollIntervalMs: config.pollIntervalMs,
+      signal: call.signal,
+    });
   }
 
   /**

@@ -24,7 +24,8 @@ type Hidden = { outcome: 'not_found' };
  * What a worker does with its lease: renew, ack, nack (each with `next`, the claim of its queue's
  * next jobs in the same call), and an operator's cancel. Every write is guarded by the lease token
  * (jobs/), counted in the metrics, and wakes what it frees: an ack or a nack to dead frees a slot of
- * a limited queue (slotsFreed), a nack retried at once makes a job ready (jobsReady).
+ * a limited queue (slotsFreed), a nack retried at once makes a job ready (jobsReady), and a job that
+ * finishes (ack, nack to dead, cancel) wakes the requests awaiting it (jobsFinished).
  *
  * `scope`, for a key limited to queue patterns, maps each job the key may see to its queue
  * (plugins/auth.ts): items outside it are left out of the write and answered not_found.
@@ -102,6 +103,7 @@ export class LeaseUseCases {
     if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'nack'), next: [] };
     const { job, readyNow } = outcome.value;
     this.deps.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
+    if (job.state === 'dead') this.deps.notifier.jobsFinished([job]);
     if (readyNow) this.deps.notifier.jobsReady(job.queue, 1);
     else this.deps.notifier.slotsFreed(job.queue, 1);
     return { outcome, next: next ? await this.claimNext(job.queue, next) : [] };
@@ -125,15 +127,17 @@ export class LeaseUseCases {
     if (!already) {
       this.deps.metrics.cancelled(job.queue, 1);
       this.deps.notifier.slotsFreed(job.queue, 1);
+      this.deps.notifier.jobsFinished([job]);
     }
     return job;
   }
 
-  /** Acked jobs: counted, and each frees its slot of a limited queue. */
-  private acked(jobs: Pick<AckedJob, 'queue' | 'claimed_at' | 'finished_at'>[]): void {
+  /** Acked jobs: counted, each frees its slot of a limited queue, and their awaiters are told. */
+  private acked(jobs: AckedJob[]): void {
     if (jobs.length === 0) return;
     this.deps.metrics.acked(jobs);
     for (const job of jobs) this.deps.notifier.slotsFreed(job.queue, 1);
+    this.deps.notifier.jobsFinished(jobs);
   }
 
   /** A lease write that missed: a lost lease is counted (a stale or confused worker). */

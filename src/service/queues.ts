@@ -19,6 +19,9 @@ import type { ServiceDeps } from './jobs.js';
 export class QueueUseCases {
   constructor(private readonly deps: ServiceDeps) {}
 
+  /** Jobs a purge or a forced delete cancelled: requests awaiting them are told (Notifier.jobsFinished). */
+  private readonly finished = (ids: string[]) => this.deps.notifier.jobsFinished(ids.map((id) => ({ id })));
+
   /** Create or configure a queue; whether it was created. */
   async configure(queue: string, changes: QueueChanges): Promise<{ created: boolean }> {
     const { created } = await this.deps.db.transaction().execute(async (trx) => {
@@ -43,7 +46,7 @@ export class QueueUseCases {
 
   /** Delete a queue (with `force`, cancelling its live jobs first); how many jobs were cancelled. */
   async delete(queue: string, force: boolean): Promise<number> {
-    const cancelled = await deleteQueue(this.deps.db, queue, force);
+    const cancelled = await deleteQueue(this.deps.db, queue, force, this.finished);
     this.deps.metrics.cancelled(queue, cancelled);
     return cancelled;
   }
@@ -54,8 +57,8 @@ export class QueueUseCases {
    */
   async purge(queue: string, states?: readonly LiveState[]): Promise<number> {
     const cancelled = states
-      ? await cancelQueueJobs(this.deps.db, queue, states)
-      : await purgeQueue(this.deps.db, queue);
+      ? await cancelQueueJobs(this.deps.db, queue, states, this.finished)
+      : await purgeQueue(this.deps.db, queue, this.finished);
     this.deps.metrics.cancelled(queue, cancelled);
     return cancelled;
   }

@@ -9,12 +9,19 @@ export const MAX_PAYLOAD_BYTES = 7000;
 /**
  * Payload: the sending replica (so it can ignore its own echo), a count of ready jobs per queue, and
  * the queues whose claims a flow-control limit held back there (`w`), which every replica then
- * watches for freed slots (Notifier.watchSlots).
+ * watches for freed slots (Notifier.watchSlots). For awaited jobs (Notifier.awaiting): the jobs a
+ * request on the sending replica awaits, each with how long at most (`a`, id → ms), and the jobs
+ * that finished on the sending replica which another replica said it awaits (`f`).
  */
 export interface JobsNotice {
   r: string;
   q: Record<string, number>;
   w?: string[];
+  a?: Record<string, number>;
+  f?: string[];
 }
+
+/** Job ids per notice of `a` or `f`: an id is at most 18 digits, so 200 stay far below the limit. */
+export const IDS_PER_NOTICE = 200;
 
 export const newReplicaId = () => randomUUID();

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Log } from '../logger.js';
 import { JOBS_CHANNEL, type JobsNotice } from './channel.js';
+import type { FinishWaitList } from './finish-wait-list.js';
 import type { WaitList } from './wait-list.js';
 
 /**
@@ -22,6 +23,10 @@ export class Listener {
     private readonly log: Log,
     /** Another replica's claims of these queues were held back by a limit (JobsNotice.w). */
     private readonly onWatch: (queue: string) => void = () => {},
+    /** Requests of this replica awaiting jobs' ends: woken by another replica's `f`. */
+    private readonly finishWaits?: FinishWaitList,
+    /** A request on another replica awaits these jobs (JobsNotice.a: id → ms). */
+    private readonly onAwaited: (entries: Record<string, number>) => void = () => {},
   ) {}
 
   start(): void {
@@ -48,6 +53,7 @@ export class Listener {
       // Anything enqueued while we were not listening is found by the waiters' polling; wake them
       // all once now so they look right away instead of at their next poll.
       this.waitList.wakeEveryone();
+      this.finishWaits?.wakeEveryone();
       this.log.info({}, 'listening for job notifications');
     } catch (err) {
       this.lost(client, err as Error);
@@ -79,6 +85,8 @@ export class Listener {
     for (const [queue, count] of Object.entries(notice.q)) this.waitList.wake(queue, Number(count) || 1);
     if (Array.isArray(notice.w))
       for (const queue of notice.w) if (typeof queue === 'string') this.onWatch(queue);
+    if (notice.a && typeof notice.a === 'object') this.onAwaited(notice.a);
+    if (Array.isArray(notice.f)) this.finishWaits?.wake(notice.f.filter((id) => typeof id === 'string'));
   }
 
   async stop(): Promise<void> {

@@ -1,11 +1,19 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Log } from '../logger.js';
-import { JOBS_CHANNEL, type JobsNotice, MAX_PAYLOAD_BYTES } from './channel.js';
+import { IDS_PER_NOTICE, JOBS_CHANNEL, type JobsNotice, MAX_PAYLOAD_BYTES } from './channel.js';
+import { FinishWaitList } from './finish-wait-list.js';
 import type { WaitList } from './wait-list.js';
 
 /** How long a queue stays watched after its last limited claim. */
 const SLOT_WATCH_MS = 60_000;
+/**
+ * An awaited job stays known to the other replicas this much longer than its waiter waits, for the
+ * clocks of two processes and a notice on its way.
+ */
+const AWAIT_SLACK_MS = 2_000;
+/** How often the maps of awaited jobs drop entries whose wait is over. */
+const AWAIT_SWEEP_MS = 10_000;
 
 /**
  * Tells waiting claimers that jobs became ready. Waiters in this process are woken at once. Other
@@ -20,6 +28,17 @@ export class Notifier {
   private pendingWatch = new Set<string>();
   /** Queues whose claims a limit held back lately, until when (see watchSlots). */
   private readonly limited = new Map<string, number>();
+  /** Jobs a request on another replica awaits (their `a` notices), until when by this replica's clock. */
+  private readonly awaitedElsewhere = new Map<string, number>();
+  /** Jobs this replica told the others it awaits, until when: not told again while that covers a wait. */
+  private readonly announced = new Map<string, number>();
+  /** Awaited jobs to tell the other replicas about with the next notification (id → ms). */
+  private pendingAwaited = new Map<string, number>();
+  /** Finished jobs another replica awaits, for the next notification. */
+  private pendingFinished = new Set<string>();
+  /** Told when the next notification has been sent. */
+  private afterFlush: (() => void)[] = [];
+  private lastSweep = Date.now();
   private timer: NodeJS.Timeout | undefined;
   private inflight: Promise<void> = Promise.resolve();
 
@@ -28,6 +47,8 @@ export class Notifier {
     private readonly waitList: WaitList,
     private readonly replicaId: string,
     private readonly log: Log,
+    /** The requests of this replica awaiting jobs' ends (GET /v1/jobs/{id}?wait_ms). */
+    readonly finishWaits = new FinishWaitList(),
     private readonly windowMs = 2,
   ) {}
 
@@ -63,14 +84,85 @@ export class Notifier {
     else this.jobsReady(queue, count);
   }
 
+  /**
+   * A request on this replica awaits these jobs' ends for at most waitMs. The other replicas are
+   * told (one coalesced notice, `a`), so that when one of the jobs finishes there, that replica tells
+   * this one (`f`, jobsFinished); resolves once the notice is sent, so the waiter's next read comes
+   * after it. A job already announced for at least as long is not announced again. Only jobs someone
+   * awaits are ever named in a notification: an ack of any other job sends nothing.
+   */
+  awaiting(ids: readonly string[], waitMs: number): Promise<void> {
+    const now = Date.now();
+    this.sweep(now);
+    const until = now + waitMs;
+    for (const id of ids) {
+      if ((this.announced.get(id) ?? 0) >= until) continue;
+      this.announced.set(id, until);
+      this.pendingAwaited.set(id, Math.max(waitMs, this.pendingAwaited.get(id) ?? 0));
+    }
+    if (this.pendingAwaited.size === 0) return this.inflight;
+    this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+    return new Promise((resolve) => this.afterFlush.push(resolve));
+  }
+
+  /** Another replica awaits these jobs (its notice's `a`: id → ms). */
+  awaitedElsewhereFor(entries: Record<string, number>): void {
+    const now = Date.now();
+    this.sweep(now);
+    for (const [id, ms] of Object.entries(entries)) {
+      const until = now + Math.min(Number(ms) || 0, 10 * 60_000) + AWAIT_SLACK_MS;
+      if ((this.awaitedElsewhere.get(id) ?? 0) < until) this.awaitedElsewhere.set(id, until);
+    }
+  }
+
+  /**
+   * These jobs finished (committed): this replica's requests awaiting them are woken, and the other
+   * replicas are told about those of them that a request there awaits. With nobody awaiting
+   * anything, two size checks and nothing else: the ack's hot path pays nothing for the feature.
+   */
+  jobsFinished(jobs: readonly { id: string }[]): void {
+    if (this.awaitedElsewhere.size > 0) {
+      const now = Date.now();
+      for (const { id } of jobs) {
+        const until = this.awaitedElsewhere.get(id);
+        if (until === undefined) continue;
+        this.awaitedElsewhere.delete(id);
+        if (until < now) continue;
+        this.pendingFinished.add(id);
+        this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+      }
+    }
+    if (!this.finishWaits.empty) this.finishWaits.wake(jobs.map((job) => job.id));
+  }
+
+  /** Forget awaited jobs whose wait is over, at most every AWAIT_SWEEP_MS. */
+  private sweep(now: number): void {
+    if (now - this.lastSweep < AWAIT_SWEEP_MS) return;
+    this.lastSweep = now;
+    for (const map of [this.awaitedElsewhere, this.announced])
+      for (const [id, until] of map) if (until < now) map.delete(id);
+  }
+
   /** Send what is pending now; resolves when sent. */
   flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.pending.size === 0 && this.pendingWatch.size === 0) return this.inflight;
+    const told = this.afterFlush;
+    this.afterFlush = [];
+    if (
+      this.pending.size === 0 &&
+      this.pendingWatch.size === 0 &&
+      this.pendingAwaited.size === 0 &&
+      this.pendingFinished.size === 0
+    ) {
+      for (const resolve of told) resolve();
+      return this.inflight;
+    }
     const batches = this.batches();
     this.pending = new Map();
     this.pendingWatch = new Set();
+    this.pendingAwaited = new Map();
+    this.pendingFinished = new Set();
     this.inflight = this.inflight.then(async () => {
       for (const payload of batches) {
         try {
@@ -79,6 +171,7 @@ export class Notifier {
           this.log.warn({ err }, 'NOTIFY failed; other replicas will find the jobs by polling');
         }
       }
+      for (const resolve of told) resolve();
     });
     return this.inflight;
   }
@@ -98,6 +191,14 @@ export class Notifier {
     const watch = [...this.pendingWatch];
     for (let i = 0; i < watch.length; i += 40)
       out.push(JSON.stringify({ r: this.replicaId, q: {}, w: watch.slice(i, i + 40) }));
+    const awaited = [...this.pendingAwaited];
+    for (let i = 0; i < awaited.length; i += IDS_PER_NOTICE) {
+      const a = Object.fromEntries(awaited.slice(i, i + IDS_PER_NOTICE));
+      out.push(JSON.stringify({ r: this.replicaId, q: {}, a } satisfies JobsNotice));
+    }
+    const finished = [...this.pendingFinished];
+    for (let i = 0; i < finished.length; i += IDS_PER_NOTICE)
+      out.push(JSON.stringify({ r: this.replicaId, q: {}, f: finished.slice(i, i + IDS_PER_NOTICE) }));
     return out;
   }
 }

@@ -8,7 +8,7 @@ import { ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
 import { claimJobs, claimStatement } from '../../src/jobs/claim/claim.js';
 import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { nackJob } from '../../src/jobs/nack.js';
-import { getJobs } from '../../src/jobs/read.js';
+import { getJobs, getScopedJobs } from '../../src/jobs/read.js';
 import { renewLeases } from '../../src/jobs/renew.js';
 import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';
@@ -50,11 +50,20 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
       ),
     ),
     renew: await first((db) => renewLeases(db, items)),
+    'renew with progress': await first((db) =>
+      renewLeases(
+        db,
+        items.map((item) => ({ ...item, progressJson: '{"done":1}' })),
+      ),
+    ),
     'nack (lock)': await first((db) =>
       nackJob(db, { id: '1', leaseToken: TOKEN }, app.config).catch(() => undefined),
     ),
     release: await first((db) => releaseClaims(db, [{ id: '1', lease_token: TOKEN }])),
     'get by id': await first((db) => getJobs(db, ['1', '5000'])),
+    'get by id, scoped (an await of a queue-limited key)': await first((db) =>
+      getScopedJobs(db, [{ id: '1', queue: 'plans' }, { id: '5000' }]),
+    ),
   };
 }
 

@@ -225,6 +225,28 @@ describe('examples/worker.py', () => {
     }
   }, 30_000);
 
+  it('sends what the handler reports (job.report) with a renewal brought forward, long before a third of the lease', async () => {
+    const q = 'py-progress';
+    const [id] = await enqueue(q, [{ steps: 3, sleep_ms: 4500 }]);
+    // A 30 s lease is renewed after 10 s; the first report (after 1.5 s) goes out within a second.
+    const worker = python(q, { LEASE_MS: '30000' });
+    try {
+      await until(() => idsOf(worker.events, 'claimed').includes(id!));
+      const claimedAt = Date.now();
+      await until(async () => {
+        const job = await admin('GET', `/v1/jobs/${id}`);
+        return job.state === 'claimed' && job.progress?.done >= 1;
+      }, 8000);
+      expect(Date.now() - claimedAt).toBeLessThan(6000);
+      await until(async () => (await admin('GET', `/v1/jobs/${id}`)).state === 'completed');
+      // The last report may not have gone out before the ack: the job keeps the latest one sent.
+      expect((await admin('GET', `/v1/jobs/${id}`)).progress).toMatchObject({ of: 3 });
+      await stop(worker);
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  }, 30_000);
+
   it('runs a shell command as the handler, as worker.sh does (examples/send-mail.sh)', async () => {
     const q = 'py-sh';
     const [good, bad] = await enqueue(q, [{ to: 'ada@example.com' }, { subject: 'no address' }]);

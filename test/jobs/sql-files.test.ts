@@ -242,6 +242,18 @@ const FILES: Record<string, { about: string; statement: () => Promise<CompiledQu
         ]),
       ),
   },
+  'renew-progress-own-slot.sql': {
+    about:
+      "A batch renew in which some item carries progress (renew's `progress`), in its ids' one slot; " +
+      "an item without it keeps the job's.",
+    statement: () =>
+      nth(0, (db) =>
+        renewLeases(db, [
+          { ...SAME_SLOT[0]!, progressJson: '{"done":3,"of":4}' },
+          { ...SAME_SLOT[1]!, leaseMs: 60_000 },
+        ]),
+      ),
+  },
   'renew-every-slot.sql': {
     about: 'A batch renew, again in every slot for the items the first statement missed.',
     statement: () => nth(1, (db) => renewLeases(db, SAME_SLOT)),

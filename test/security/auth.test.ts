@@ -102,6 +102,19 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'await job',
+      method: 'GET',
+      url: (q) => `/v1/jobs/${job(q).id}?wait_ms=1`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'await jobs',
+      method: 'POST',
+      url: () => '/v1/jobs/await',
+      body: (q) => ({ ids: [job(q).id], wait_ms: 1 }),
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
       name: 'renew',
       method: 'POST',
       url: (q) => `/v1/jobs/${job(q).id}/renew`,
@@ -246,8 +259,8 @@ describe('API keys', () => {
   const WHO: Who[] = ['none', 'wrong', 'producer', 'consumer', 'admin', 'limited'];
 
   // To a key limited to some queues, a job of another queue is indistinguishable from a missing one.
-  const JOB_ROUTES = ['get job', 'renew', 'ack', 'nack', 'get schedule'];
-  const BATCH_ROUTES = ['batch ack', 'batch renew'];
+  const JOB_ROUTES = ['get job', 'await job', 'renew', 'ack', 'nack', 'get schedule'];
+  const BATCH_ROUTES = ['batch ack', 'batch renew', 'await jobs'];
   for (const route of ROUTES) {
     for (const who of WHO) {
       for (const queue of ['allowed.q', 'other.q']) {
@@ -279,7 +292,9 @@ describe('API keys', () => {
             expect(res.statusCode).toBeLessThan(500);
           } else if (expected === 'hidden item') {
             expect(res.statusCode, res.body).toBe(200);
-            expect(res.json().results[0].outcome).toBe('not_found');
+            if (route.name === 'await jobs')
+              expect(res.json()).toMatchObject({ jobs: [], not_found: [job(queue).id] });
+            else expect(res.json().results[0].outcome).toBe('not_found');
           } else {
             expect(res.statusCode, res.body).toBe(expected);
             expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);

@@ -58,6 +58,11 @@ describe('the dashboard, with an admin key', WALK, () => {
     const claim = await asOps('POST', '/v1/queues/emails/claim', { worker_id: 'mailer-7' });
     const [job] = claim.body.jobs;
     deadJob = job.id;
+    const renewed = await asOps('POST', `/v1/jobs/${job.id}/renew`, {
+      lease_token: job.lease_token,
+      progress: { sent: 0, of: 1 },
+    });
+    expect(renewed.status).toBe(200);
     const nack = await asOps('POST', `/v1/jobs/${job.id}/nack`, {
       lease_token: job.lease_token,
       dead: true,
@@ -78,6 +83,8 @@ describe('the dashboard, with an admin key', WALK, () => {
     expect(await page.locator('main script, main img, main b').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(await page.locator('main').textContent()).toContain('mailer-7');
+    // The worker's last progress report, kept when the job went dead.
+    expect(JSON.parse((await page.getByTestId('progress').textContent()) ?? '')).toEqual({ sent: 0, of: 1 });
   });
 
   it('redrives the dead job after a confirmation naming it, and sees it move to ready', async () => {

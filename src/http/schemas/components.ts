@@ -1,6 +1,8 @@
 import { DeletedGroup, Group, GroupConfigRequest, GroupList } from './groups.js';
 import { Health, Readiness } from './health.js';
 import {
+  AwaitRequest,
+  AwaitResponse,
   BatchEnqueueAnswer,
   BatchEnqueuedId,
   BatchEnqueuedJob,
@@ -77,6 +79,8 @@ export const COMPONENTS = [
   Job,
   JobError,
   JobList,
+  AwaitRequest,
+  AwaitResponse,
   RenewRequest,
   RenewResponse,
   BatchRenewRequest,

@@ -6,6 +6,8 @@ import {
   LEASE_MS_MIN,
   LIST_LIMIT_MAX,
   MAX_ATTEMPTS_LIMIT,
+  MAX_AWAIT_IDS,
+  MAX_AWAIT_MS,
   MAX_BATCH,
   MAX_DELAY_MS,
   MAX_WAIT_MS,
@@ -322,6 +324,10 @@ export const Job = Type.Object(
       description: `Failed attempts, oldest first (the last ${ERRORS_KEPT}).`,
     }),
     dead_reason: Nullable(ref(DeadReason)),
+    progress: Json(
+      "What the job's worker last reported with a renewal (renew's `progress`), or null. Kept when the " +
+        'job finishes; a retry keeps it until the next attempt reports; a redrive clears it.',
+    ),
     ...traceFields,
     meta: Json(
       'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
@@ -358,4 +364,42 @@ export const JobListQuery = Type.Object(
 export const JobList = Type.Object(
   { jobs: Type.Array(ref(Job)), next_cursor: Nullable(Type.String()) },
   { $id: 'JobList' },
+);
+
+const awaitMs = Int32({
+  minimum: 0,
+  maximum: MAX_AWAIT_MS,
+  default: 0,
+  description:
+    `Wait up to this long (at most ${MAX_AWAIT_MS} ms) for the job to finish (completed, dead or cancelled), ` +
+    'holding the request open; 0 answers at once. The answer is the job as it is then: finished, or still ' +
+    'live when the wait ran out (look at `state`).',
+});
+
+export const JobReadQuery = Type.Object({ wait_ms: Type.Optional(awaitMs) }, strict);
+
+export const AwaitRequest = Type.Object(
+  {
+    ids: Type.Array(JobId, {
+      minItems: 1,
+      maxItems: MAX_AWAIT_IDS,
+      description: 'The jobs to await, each named once.',
+    }),
+    wait_ms: Type.Optional(awaitMs),
+  },
+  { ...strict, $id: 'AwaitRequest', examples: [{ ids: ['42', '43'], wait_ms: 30000 }] },
+);
+
+export const AwaitResponse = Type.Object(
+  {
+    jobs: Type.Array(ref(Job), {
+      description: 'Every job found, in request order: finished, or still live when the wait ran out.',
+    }),
+    not_found: Type.Array(Type.String(), {
+      description: 'Ids of no job (or of a job in a queue this key may not use), in request order.',
+    }),
+    finished: Int32({ description: 'How many of `jobs` are completed, dead or cancelled.' }),
+    unfinished: Int32({ description: 'How many of `jobs` are still live: 0 when all have finished.' }),
+  },
+  { $id: 'AwaitResponse' },
 );

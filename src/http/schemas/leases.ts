@@ -1,5 +1,12 @@
 import { Type } from 'typebox';
-import { ERROR_MESSAGE_MAX, LEASE_MS_MAX, LEASE_MS_MIN, MAX_BATCH, MAX_DELAY_MS } from '../../jobs/limits.js';
+import {
+  ERROR_MESSAGE_MAX,
+  LEASE_MS_MAX,
+  LEASE_MS_MIN,
+  MAX_BATCH,
+  MAX_DELAY_MS,
+  PROGRESS_MAX_BYTES,
+} from '../../jobs/limits.js';
 import { Int32, Int64, JobId, Json, LeaseToken, strict, Timestamp } from './common.js';
 import { ClaimedJob, ClaimRequest, Job } from './jobs.js';
 import { ref } from './ref.js';
@@ -31,8 +38,16 @@ const leaseMs = Int32({
   description: 'New lease length from now. Default: the length the claim (or the last renew) used.',
 });
 
+const progress = Type.Optional(
+  Json(
+    `The worker's progress, any JSON up to ${PROGRESS_MAX_BYTES} bytes (else 413 naming the field): kept on ` +
+      'the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; ' +
+      'left out, the job keeps what it has.',
+  ),
+);
+
 export const RenewRequest = Type.Object(
-  { lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs) },
+  { lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs), progress },
   { ...strict, $id: 'RenewRequest', examples: [{ lease_token: EXAMPLE_TOKEN, lease_ms: 60000 }] },
 );
 export const RenewResponse = Type.Object(
@@ -41,7 +56,7 @@ export const RenewResponse = Type.Object(
 );
 
 export const BatchRenewItem = Type.Object(
-  { id: JobId, lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs) },
+  { id: JobId, lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs), progress },
   { ...strict, $id: 'BatchRenewItem' },
 );
 export const BatchRenewRequest = Type.Object(

@@ -29,16 +29,16 @@
     ), finished AS (
       INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
-      timeout_ms, expires_at, unique_key)
+      timeout_ms, expires_at, unique_key, progress)
       SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       NULL, created_at, claimed_at, now(), last_error,
       errors, result, payload, lease_token, meta,
-      timeout_ms, expires_at, unique_key FROM done
+      timeout_ms, expires_at, unique_key, progress FROM done
       RETURNING 
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,
   h.result, h.last_error, h.errors, h.dead_reason, h.payload, h.meta, h.timeout_ms, NULL::timestamptz AS deadline_at,
-  h.expires_at, h.unique_key, h.ack_token
+  h.expires_at, h.unique_key, h.progress, h.ack_token
     ), wanted AS (
       -- Who claims from which queue: the items whose ack went through, numbered within their queue.
       SELECT d.queue, d.next_claimant AS claimant, d.next_n AS n, d.next_lease_ms AS lease_ms,
@@ -94,8 +94,9 @@
            f.lease_expires_at AS lease_expires_at, f.worker_id AS worker_id, f.finished_at AS finished_at,
            f.result AS result, f.last_error AS last_error, f.errors AS errors, f.dead_reason AS dead_reason,
            f.payload AS payload, f.meta AS meta, f.timeout_ms AS timeout_ms, f.deadline_at AS deadline_at,
-           f.expires_at AS expires_at, f.unique_key AS unique_key, f.ack_token AS ack_token,
-           NULL::bigint AS claimant, NULL::text AS payload_json, NULL::uuid AS lease_token
+           f.expires_at AS expires_at, f.unique_key AS unique_key, f.progress AS progress,
+           f.ack_token AS ack_token, NULL::bigint AS claimant, NULL::text AS payload_json,
+           NULL::uuid AS lease_token
     FROM finished f
     UNION ALL
     SELECT c.id AS id, c.queue AS queue, c.group_key AS group_key, 'claimed' AS state, c.priority AS priority,
@@ -104,6 +105,7 @@
            c.lease_expires_at AS lease_expires_at, NULL::text AS worker_id, NULL::timestamptz AS finished_at,
            NULL::jsonb AS result, NULL::jsonb AS last_error, NULL::jsonb AS errors, NULL::text AS dead_reason,
            NULL::jsonb AS payload, c.meta AS meta, NULL::integer AS timeout_ms, c.deadline_at AS deadline_at,
-           NULL::timestamptz AS expires_at, NULL::text AS unique_key, NULL::uuid AS ack_token,
-           c.claimant AS claimant, c.payload_json AS payload_json, c.lease_token AS lease_token
+           NULL::timestamptz AS expires_at, NULL::text AS unique_key, NULL::jsonb AS progress,
+           NULL::uuid AS ack_token, c.claimant AS claimant, c.payload_json AS payload_json,
+           c.lease_token AS lease_token
     FROM claimed c;

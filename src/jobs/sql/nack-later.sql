@@ -8,9 +8,9 @@
 -- $5 = '{"attempt":1,"at":"2025-01-01T12:00:00.000Z","message":"failed","worker_id":"worker-1"}'
 
     WITH gone AS (DELETE FROM baton.jobs WHERE id = $1 AND slot = $2 RETURNING *)
-    INSERT INTO baton.scheduled_jobs AS s ("id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", run_at, attempts, claimed_at, worker_id, last_error,
+    INSERT INTO baton.scheduled_jobs AS s ("id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", "progress", run_at, attempts, claimed_at, worker_id, last_error,
                                            errors)
-    SELECT "id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", now() + $3::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
+    SELECT "id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", "progress", now() + $3::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
            $4::jsonb, (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb)
     FROM (SELECT e, n FROM jsonb_array_elements(errors || jsonb_build_array($5::jsonb)) WITH ORDINALITY AS a(e, n)
           ORDER BY n DESC LIMIT 20) kept)
@@ -19,4 +19,4 @@
   s.id, s.queue, s.group_key, 'scheduled'::text AS state, s.priority, s.run_at, s.attempts, s.max_attempts,
   s.idempotency_key, s.created_at, s.claimed_at, NULL::timestamptz AS lease_expires_at, s.worker_id,
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
-  s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key;
+  s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key, s.progress;

@@ -15,4 +15,4 @@
   j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.idempotency_key,
   j.created_at, j.claimed_at, j.lease_expires_at, j.worker_id, NULL::timestamptz AS finished_at,
   NULL::jsonb AS result, j.last_error, j.errors, NULL::text AS dead_reason, j.payload, j.meta,
-  j.timeout_ms, j.deadline_at, j.expires_at, j.unique_key;
+  j.timeout_ms, j.deadline_at, j.expires_at, j.unique_key, j.progress;

@@ -44,6 +44,15 @@ export function JobPage({ params }: PageProps) {
               {json(j.payload)}
             </pre>
           </section>
+          {j.progress !== null && j.progress !== undefined && (
+            <section aria-labelledby="progress-title">
+              <h2 id="progress-title">Progress</h2>
+              <p class="muted">What the worker last reported with a renewal.</p>
+              <pre class="json" data-testid="progress">
+                {json(j.progress)}
+              </pre>
+            </section>
+          )}
           {j.state === 'completed' && (
             <section aria-labelledby="result-title">
               <h2 id="result-title">Result</h2>
