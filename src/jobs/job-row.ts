@@ -105,7 +105,7 @@ export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
   return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
     ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta,
-    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key`;
+    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key, ${t}.dependents`;
 }
 
 /**
@@ -126,6 +126,8 @@ const CARRIED = [
   'timeout_ms',
   'expires_at',
   'unique_key',
+  // The job has children (jobs/dependencies.ts): its finish must release them, wherever it is then.
+  'dependents',
 ] as const;
 export const carriedColumns = sql.join(CARRIED.map((c) => sql.ref(c)));
 export function carriedValues(changed: Partial<Record<(typeof CARRIED)[number], RawBuilder<unknown>>> = {}) {
@@ -152,11 +154,11 @@ export function finishedRow(
   return {
     columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
-      timeout_ms, expires_at, unique_key`,
+      timeout_ms, expires_at, unique_key, dependents`,
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
       ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta,
-      timeout_ms, expires_at, unique_key`,
+      timeout_ms, expires_at, unique_key, dependents`,
   };
 }
 
