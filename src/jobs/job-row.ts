@@ -93,6 +93,13 @@ export const scheduledJobColumns = sql`
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
   s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key`;
 
+/** Select list of a baton.waiting_jobs row (alias `w`) as a JobRow: a job waiting for its parents. */
+export const waitingJobColumns = sql`
+  w.id, w.queue, w.group_key, 'waiting'::text AS state, w.priority, w.run_at, w.attempts, w.max_attempts,
+  w.idempotency_key, w.created_at, w.claimed_at, NULL::timestamptz AS lease_expires_at, w.worker_id,
+  NULL::timestamptz AS finished_at, NULL::jsonb AS result, w.last_error, w.errors, NULL::text AS dead_reason,
+  w.payload, w.meta, w.timeout_ms, NULL::timestamptz AS deadline_at, w.expires_at, w.unique_key`;
+
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { queuePatternsOf } from '../auth/api-keys.js';
 import { invalidField } from '../errors.js';
 import { claimResponseJson, sendJsonText } from '../http/claim-response.js';
 import { claimOf, whileConnected } from '../http/claims.js';
@@ -21,7 +22,9 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
+import type { ParentRef } from '../jobs/enqueue-item.js';
 import { refuseBornExpired } from '../jobs/expiry-rule.js';
+import { MAX_EDGES_PER_REQUEST } from '../jobs/limits.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 
@@ -32,6 +35,8 @@ function toItem(
   field: string,
   payloadLimit: number,
   headerTrace: TraceContext | undefined,
+  /** The item's position in a batch (earlier items may be parents); undefined for a single enqueue. */
+  position?: number,
 ): EnqueueItem {
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
     throw invalidField(`${field}run_at`, 'cannot be given with delay_ms');
@@ -43,6 +48,7 @@ function toItem(
     throw invalidField(`${field}on_conflict`, 'needs unique_key');
   }
   const trace = traceOfBody(body, field) ?? headerTrace;
+  const dependsOn = parentsOf(body, field, position);
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
     group: body.group,
@@ -58,7 +64,40 @@ function toItem(
     uniqueKey: body.unique_key,
     onConflict: body.on_conflict,
     ...(trace ? { meta: { trace } } : {}),
+    ...(dependsOn ? { dependsOn, onParentFailure: body.on_parent_failure ?? 'cancel' } : {}),
   };
+}
+
+/** An item's parents as the service takes them; a 400 naming the field for a reference it may not make. */
+function parentsOf(
+  body: EnqueueRequest,
+  field: string,
+  position: number | undefined,
+): ParentRef[] | undefined {
+  if (body.depends_on === undefined) {
+    if (body.on_parent_failure !== undefined)
+      throw invalidField(`${field}on_parent_failure`, 'needs depends_on');
+    return undefined;
+  }
+  // Keys are settled per job at enqueue; a job that waits for parents has neither kind in this version.
+  if (body.idempotency_key !== undefined) {
+    throw invalidField(`${field}idempotency_key`, 'cannot be given with depends_on');
+  }
+  if (body.unique_key !== undefined)
+    throw invalidField(`${field}unique_key`, 'cannot be given with depends_on');
+  return body.depends_on.map((parent, k) => {
+    if (typeof parent === 'string') return { id: parent };
+    if (position === undefined) {
+      throw invalidField(`${field}depends_on[${k}]`, 'names a batch item, which only a batch request has');
+    }
+    if (parent.item >= position) {
+      throw invalidField(
+        `${field}depends_on[${k}].item`,
+        `must name an earlier item of the batch (below ${position})`,
+      );
+    }
+    return { item: parent.item };
+  });
 }
 
 /** The trace context a job gives in its own fields; a 400 naming the field when they do not hold. */
@@ -112,7 +151,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
       await refuseBornExpired(app.db, [item], () => '');
-      const [result] = await jobs.enqueue(queue, [item]);
+      const [result] = await jobs.enqueue(queue, [item], 'api', {
+        parentScope: queuePatternsOf(request.apiKey),
+        field: () => '',
+      });
       const { job, created } = result!;
       return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
@@ -142,10 +184,20 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const headerTrace = traceFromHeaders(request.headers);
       const items = request.body.jobs.map((job, i) =>
-        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace),
+        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace, i),
       );
+      const edges = items.reduce((n, item) => n + (item.dependsOn?.length ?? 0), 0);
+      if (edges > MAX_EDGES_PER_REQUEST) {
+        throw invalidField(
+          'jobs',
+          `name ${edges} parents in all; at most ${MAX_EDGES_PER_REQUEST} per request`,
+        );
+      }
       await refuseBornExpired(app.db, items, (i) => `jobs[${i}].`);
-      const results = await jobs.enqueue(queue, items);
+      const results = await jobs.enqueue(queue, items, 'api', {
+        parentScope: queuePatternsOf(request.apiKey),
+        field: (i) => `jobs[${i}].`,
+      });
       return reply
         .code(201)
         .send({ jobs: results.map((r) => ({ ...toEnqueuedJob(r.job), created: r.created })) });

@@ -11,9 +11,12 @@ import {
   EnqueuedJob,
   EnqueueRequest,
   Job,
+  JobDependencies,
   JobError,
   JobList,
   JobState,
+  RelatedJob,
+  RelatedJobList,
 } from './jobs.js';
 import { Whoami } from './keys.js';
 import {
@@ -68,9 +71,12 @@ export const COMPONENTS = [
   ClaimRequest,
   ClaimedJob,
   ClaimResponse,
+  JobDependencies,
   Job,
   JobError,
   JobList,
+  RelatedJob,
+  RelatedJobList,
   RenewRequest,
   RenewResponse,
   BatchRenewRequest,

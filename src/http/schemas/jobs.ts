@@ -8,7 +8,9 @@ import {
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
   MAX_DELAY_MS,
+  MAX_PARENTS,
   MAX_WAIT_MS,
+  PARENTS_PAGE_MAX,
   PRIORITY_MAX,
   PRIORITY_MIN,
   TIMEOUT_MS_MAX,
@@ -50,7 +52,8 @@ export const JobState = Type.Unsafe<(typeof JOB_STATES)[number]>(
   Type.String({
     $id: 'JobState',
     enum: [...JOB_STATES],
-    description: 'Live: scheduled, ready, claimed. Finished: completed, dead, cancelled.',
+    description:
+      'Live: waiting (for parents, depends_on), scheduled, ready, claimed. Finished: completed, dead, cancelled.',
   }),
 );
 
@@ -137,6 +140,43 @@ export const EnqueueRequest = Type.Object(
           description:
             'Only with unique_key, when a waiting job holds the key: keep (the default) answers it unchanged ' +
             '(200); replace gives it this payload, priority and run_at (debounce).',
+        }),
+      ),
+    ),
+    depends_on: Type.Optional(
+      Type.Array(
+        Type.Union([
+          JobId,
+          Type.Object(
+            {
+              item: Int32({
+                minimum: 0,
+                maximum: MAX_BATCH - 1,
+                description: 'The position of an earlier job of the same batch request (0 is the first).',
+              }),
+            },
+            strict,
+          ),
+        ]),
+        {
+          minItems: 1,
+          maxItems: MAX_PARENTS,
+          description:
+            'Parents: the job waits (state waiting) until every one has completed. A job id (in a queue the ' +
+            'key may use), or, in a batch, {"item": n} for an earlier job of the same request, so a whole ' +
+            `graph is enqueued at once and cannot hold a cycle. At most ${MAX_PARENTS} parents; a parent ` +
+            'already completed counts as done; one already dead or cancelled applies on_parent_failure at once.',
+        },
+      ),
+    ),
+    on_parent_failure: Type.Optional(
+      Type.Unsafe<'cancel' | 'run'>(
+        Type.String({
+          enum: ['cancel', 'run'],
+          description:
+            'Only with depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the ' +
+            'default; a redrive of the parent brings it back) or run it anyway once the other parents are ' +
+            'done (its dependencies then show parents_failed).',
         }),
       ),
     ),
@@ -281,6 +321,23 @@ export const JobError = Type.Object(
   { $id: 'JobError', description: 'One failed attempt, as its nack (or the lost lease) recorded it.' },
 );
 
+export const JobDependencies = Type.Object(
+  {
+    parents: Int32({ description: 'Parents named in depends_on.' }),
+    parents_pending: Int32({ description: 'Parents not finished yet: the job waits while any is.' }),
+    parents_failed: Int32({
+      description:
+        'Parents that went dead, were cancelled or expired. Above 0 on a job that ran: it ran anyway ' +
+        '(on_parent_failure run).',
+    }),
+    on_parent_failure: Type.Unsafe<'cancel' | 'run'>(Type.String({ enum: ['cancel', 'run'] })),
+  },
+  {
+    $id: 'JobDependencies',
+    description: 'Only on GET /v1/jobs/{id} of a job enqueued with depends_on.',
+  },
+);
+
 export const Job = Type.Object(
   {
     ...enqueuedFields,
@@ -301,8 +358,44 @@ export const Job = Type.Object(
       'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
         'attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload.',
     ),
+    dependencies: Type.Optional(ref(JobDependencies)),
   },
   { $id: 'Job' },
+);
+
+export const RelatedJobsQuery = Type.Object(
+  {
+    limit: Type.Optional(Int32({ minimum: 1, maximum: PARENTS_PAGE_MAX, default: 100 })),
+    cursor: Type.Optional(JobId),
+  },
+  strict,
+);
+
+export const RelatedJob = Type.Object(
+  {
+    id: Type.String(),
+    queue: Type.String(),
+    state: Nullable(ref(JobState)),
+    parent_outcome: Nullable(
+      Type.Unsafe<'completed' | 'dead' | 'cancelled'>(
+        Type.String({
+          enum: ['completed', 'dead', 'cancelled'],
+          description: "The parent's outcome as the dependency recorded it; null while the parent is live.",
+        }),
+      ),
+    ),
+    result: Json("A completed parent's result (the ack's); null otherwise, and for children."),
+    finished_at: Nullable(Timestamp('When it finished.')),
+  },
+  { $id: 'RelatedJob', description: 'A parent or a child of a job, in its state now (null: pruned).' },
+);
+
+export const RelatedJobList = Type.Object(
+  {
+    jobs: Type.Array(ref(RelatedJob)),
+    next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page.' })),
+  },
+  { $id: 'RelatedJobList' },
 );
 
 export const JobListQuery = Type.Object(
