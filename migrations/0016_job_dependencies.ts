@@ -25,7 +25,9 @@ import { type Kysely, sql } from 'kysely';
  */
 export async function up(db: Kysely<any>): Promise<void> {
   for (const table of ['baton.jobs', 'baton.scheduled_jobs', 'baton.job_history']) {
-    await sql`ALTER TABLE ${sql.table(table)} ADD COLUMN dependents boolean NOT NULL DEFAULT false`.execute(db);
+    await sql`ALTER TABLE ${sql.table(table)} ADD COLUMN dependents boolean NOT NULL DEFAULT false`.execute(
+      db,
+    );
   }
   await sql`
     CREATE TABLE baton.waiting_jobs (

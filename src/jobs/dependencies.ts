@@ -86,13 +86,13 @@ async function enqueueInOrder(
     ...new Set(items.flatMap((item) => (item.dependsOn ?? []).flatMap((p) => ('id' in p ? [p.id] : [])))),
   ];
   const parents = await holdParents(trx, named, scope);
-  items.forEach((item, i) =>
-    (item.dependsOn ?? []).forEach((p, k) => {
+  items.forEach((item, i) => {
+    for (const [k, p] of (item.dependsOn ?? []).entries()) {
       if ('id' in p && !parents.has(p.id)) {
         throw invalidField(`${field(i)}depends_on[${k}]`, `names job ${p.id}, which does not exist`);
       }
-    }),
-  );
+    }
+  });
 
   // Per item: its parents (deduplicated) with their outcomes, and what becomes of it.
   const disposition: ('run' | 'waiting' | 'cancelled')[] = [];
@@ -146,7 +146,7 @@ async function enqueueInOrder(
       opts.defaultMaxAttempts,
     );
     if (rows === QUEUE_MISSING) throw new Error(`queue ${queue} vanished while its row was held`);
-    run.forEach((i, k) => results.set(i, rows[k]!));
+    for (const [k, i] of run.entries()) results.set(i, rows[k]!);
     // Parents enqueued by this request: flagged here, before any child of theirs can be released,
     // since nobody sees them before the commit.
     const flagged = run.filter((i) => referenced.has(i)).map((i) => ids[i]!);

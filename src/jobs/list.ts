@@ -96,7 +96,13 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
   // A separate statement text with the group filter (not `$g IS NULL OR ...`), so each text has a
   // plan that uses its index: the group indexes of migrations/0007 lead with (queue, group_key).
   const alias =
-    state === 'scheduled' ? 's' : state === 'waiting' ? 'w' : state === 'ready' || state === 'claimed' ? 'j' : 'h';
+    state === 'scheduled'
+      ? 's'
+      : state === 'waiting'
+        ? 'w'
+        : state === 'ready' || state === 'claimed'
+          ? 'j'
+          : 'h';
   const after =
     opts.group === undefined ? keyset : sql`${sql.ref(`${alias}.group_key`)} = ${opts.group} AND ${keyset}`;
   let query: RawBuilder<JobRow & { sort_key: ListKey }>;
