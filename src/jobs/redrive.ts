@@ -90,8 +90,9 @@ export async function redriveDeadJobs(
         RETURNING id, queue, unique_key, dependents`.execute(trx);
       // A redriven job takes its unique key back, or gives way to a job holding it now.
       await settleReturnedKeys(trx, rows);
-      // A redriven parent brings back the children its death held or cancelled (migration 0016).
-      const parents = rows.filter((r) => r.dependents).map((r) => r.id);
+      // A redriven parent brings back the children its death held or cancelled (migration 0016). Not a
+      // job forwarded to a dead-letter queue: that one is a message to look at, not the parent run again.
+      const parents = opts.toQueue === undefined ? rows.filter((r) => r.dependents).map((r) => r.id) : [];
       if (parents.length > 0) await sql`SELECT baton.parents_redriven(${parents}::bigint[])`.execute(trx);
       return rows.length;
     });
