@@ -69,6 +69,11 @@ async function enqueueInOrder(
   scope: ParentScope,
   field: (index: number) => string,
 ): Promise<EnqueueResult[]> {
+  const keyed = items.findIndex((item) => item.idempotencyKey !== undefined || item.uniqueKey !== undefined);
+  if (keyed >= 0) {
+    const name = items[keyed]!.idempotencyKey !== undefined ? 'idempotency_key' : 'unique_key';
+    throw invalidField(`${field(keyed)}${name}`, 'cannot be given in a request with depends_on');
+  }
   if (!(await holdQueue(trx, queue))) {
     if (!opts.autoCreate.enabled) {
       throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');

@@ -187,6 +187,17 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace, i),
       );
       const edges = items.reduce((n, item) => n + (item.dependsOn?.length ?? 0), 0);
+      if (edges > 0) {
+        // A request with parents is one transaction of its own (jobs/dependencies.ts), which settles no keys.
+        items.forEach((item, i) => {
+          if (item.idempotencyKey !== undefined) {
+            throw invalidField(`jobs[${i}].idempotency_key`, 'cannot be given in a request with depends_on');
+          }
+          if (item.uniqueKey !== undefined) {
+            throw invalidField(`jobs[${i}].unique_key`, 'cannot be given in a request with depends_on');
+          }
+        });
+      }
       if (edges > MAX_EDGES_PER_REQUEST) {
         throw invalidField(
           'jobs',

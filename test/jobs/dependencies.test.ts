@@ -108,6 +108,12 @@ describe('job dependencies', () => {
 
     const single = await api(app).enqueue(q, { payload: 1, depends_on: [{ item: 0 }] });
     expect(single.status).toBe(400);
+    const keyed = await api(app).enqueueBatch(q, [
+      { payload: 1, idempotency_key: 'k' },
+      { payload: 2, depends_on: [{ item: 0 }] },
+    ]);
+    expect(keyed.status).toBe(400);
+    expect(JSON.stringify(keyed.body)).toContain('jobs[0].idempotency_key');
     const policyAlone = await api(app).enqueue(q, { payload: 1, on_parent_failure: 'run' });
     expect(policyAlone.status).toBe(400);
     expect(JSON.stringify(policyAlone.body)).toContain('on_parent_failure');
