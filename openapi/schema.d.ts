@@ -81,7 +81,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue a job
-         * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).
+         * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future, or `waiting` while a job it names in `depends_on` has not completed. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).
          *
          *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -103,7 +103,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue up to 1,000 jobs in one transaction
-         * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job.
+         * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. Items may depend on earlier items of the same request (`depends_on: [{"item": 0}]`), so a whole workflow graph is enqueued at once. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job.
          *
          *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -823,7 +823,7 @@ export interface components {
              */
             on_parent_failure?: "cancel" | "run";
         };
-        /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state. */
+        /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the original job returned for a repeated idempotency key may be in any state. */
         EnqueuedJob: {
             id: string;
             queue: string;

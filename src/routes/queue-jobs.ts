@@ -130,7 +130,8 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'enqueueJob',
         summary: 'Enqueue a job',
         description:
-          'Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. ' +
+          'Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future, or ' +
+          '`waiting` while a job it names in `depends_on` has not completed. ' +
           'An unknown queue is created with default settings unless the server runs with auto-create off. ' +
           'With an `idempotency_key` already used on this queue (within its retention), nothing is created and ' +
           'the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that ' +
@@ -170,6 +171,8 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Enqueue up to 1,000 jobs in one transaction',
         description:
           'All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. ' +
+          'Items may depend on earlier items of the same request (`depends_on: [{"item": 0}]`), so a whole ' +
+          'workflow graph is enqueued at once. ' +
           'The answer lists the jobs in request order; `created` is false for an item whose idempotency key ' +
           'matched an existing job.',
         params: NewQueueParams,
