@@ -231,7 +231,7 @@ export const EnqueuedJob = Type.Object(enqueuedFields, {
   $id: 'EnqueuedJob',
   description:
     'A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting ' +
-      'while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the ' +
+    'while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the ' +
     'original job returned for a repeated idempotency key may be in any state.',
 });
 export const BatchEnqueuedJob = Type.Object(
