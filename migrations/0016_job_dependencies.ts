@@ -73,7 +73,9 @@ export async function up(db: Kysely<any>): Promise<void> {
           WHERE e.parent = ANY(frontier) AND e.parent_outcome IS NULL
           RETURNING e.child
         ), per_child AS (
-          SELECT child, count(*)::integer AS n FROM resolved GROUP BY child
+          -- In id order: the UPDATE below walks it to lock the children, so two releases sharing
+          -- children take their locks in the same order (no deadlock between two single acks).
+          SELECT child, count(*)::integer AS n FROM resolved GROUP BY child ORDER BY child
         ), counted AS (
           UPDATE baton.waiting_jobs w
           SET pending = w.pending - c.n,
