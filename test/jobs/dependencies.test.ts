@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { expireJobs } from '../../src/maintenance/expiry.js';
+import { forgetEdgesOfGoneJobs } from '../../src/maintenance/job-edges.js';
 import { refreshLiveStats } from '../../src/maintenance/queue-stats.js';
 import { rearmExpiredLeases } from '../../src/maintenance/rearm.js';
 import { createTestApp, useTestApp, useTestReplicas } from '../support/app.js';
@@ -334,6 +335,29 @@ describe('job dependencies', () => {
     );
     expect(rows[0]!.n).toBe(n - 1);
     expect(await stateOf(enq.body.jobs[n - 1].id)).toBe('cancelled');
+  });
+
+  it('the leader forgets the edges of a child pruned past its retention, and only those', async () => {
+    const q = 'deps-prune';
+    const enq = await api(app).enqueueBatch(q, [
+      { payload: 'p' },
+      { payload: 'c', depends_on: [{ item: 0 }] },
+    ]);
+    const [parent, child] = enq.body.jobs.map((j: { id: string }) => j.id);
+    await runOne(q);
+    await runOne(q);
+    const edges = async () =>
+      (
+        await sql<{
+          n: number;
+        }>`SELECT count(*)::int AS n FROM baton.job_edges WHERE child = ${child}::bigint`.execute(database.db)
+      ).rows[0]!.n;
+    expect((await forgetEdgesOfGoneJobs(database.db, '0', 1000)).deleted).toBe(0);
+    expect(await edges()).toBe(1);
+    await sql`DELETE FROM baton.job_history WHERE id = ${child}::bigint`.execute(database.db);
+    await forgetEdgesOfGoneJobs(database.db, '0', 100_000);
+    expect(await edges()).toBe(0);
+    expect(await stateOf(parent)).toBe('completed');
   });
 
   it('a queue-limited key may only name parents in queues it may use', async () => {
