@@ -817,11 +817,7 @@ export interface components {
                  */
                 item: number;
             })[];
-            /**
-             * @description Only with depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the default; a redrive of the parent brings it back) or run it anyway once the other parents are done (its dependencies then show parents_failed).
-             * @enum {string}
-             */
-            on_parent_failure?: "cancel" | "run";
+            on_parent_failure?: components["schemas"]["ParentFailurePolicy"];
         };
         /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the original job returned for a repeated idempotency key may be in any state. */
         EnqueuedJob: {
@@ -975,6 +971,11 @@ export interface components {
         ClaimResponse: {
             jobs: components["schemas"]["ClaimedJob"][];
         };
+        /**
+         * @description With depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the default; a redrive of the parent brings it back) or run it anyway once the other parents are done (its dependencies then show parents_failed).
+         * @enum {string}
+         */
+        ParentFailurePolicy: "cancel" | "run";
         /** @description Only on GET /v1/jobs/{id} of a job enqueued with depends_on. */
         JobDependencies: {
             /**
@@ -992,8 +993,7 @@ export interface components {
              * @description Parents that went dead, were cancelled or expired. Above 0 on a job that ran: it ran anyway (on_parent_failure run).
              */
             parents_failed: number;
-            /** @enum {string} */
-            on_parent_failure: "cancel" | "run";
+            on_parent_failure: components["schemas"]["ParentFailurePolicy"];
         };
         Job: {
             id: string;

@@ -15,6 +15,7 @@ import {
   JobError,
   JobList,
   JobState,
+  ParentFailurePolicy,
   RelatedJob,
   RelatedJobList,
 } from './jobs.js';
@@ -71,6 +72,7 @@ export const COMPONENTS = [
   ClaimRequest,
   ClaimedJob,
   ClaimResponse,
+  ParentFailurePolicy,
   JobDependencies,
   Job,
   JobError,

@@ -61,6 +61,17 @@ export const DeadReason = Type.Unsafe<(typeof DEAD_REASONS)[number]>(
   Type.String({ $id: 'DeadReason', enum: [...DEAD_REASONS], description: 'Why a dead job died.' }),
 );
 
+export const ParentFailurePolicy = Type.Unsafe<'cancel' | 'run'>(
+  Type.String({
+    $id: 'ParentFailurePolicy',
+    enum: ['cancel', 'run'],
+    description:
+      'With depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the default; a ' +
+      'redrive of the parent brings it back) or run it anyway once the other parents are done (its ' +
+      'dependencies then show parents_failed).',
+  }),
+);
+
 export const EnqueueRequest = Type.Object(
   {
     payload: Json('Any JSON value; handed to the worker as is.'),
@@ -169,17 +180,7 @@ export const EnqueueRequest = Type.Object(
         },
       ),
     ),
-    on_parent_failure: Type.Optional(
-      Type.Unsafe<'cancel' | 'run'>(
-        Type.String({
-          enum: ['cancel', 'run'],
-          description:
-            'Only with depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the ' +
-            'default; a redrive of the parent brings it back) or run it anyway once the other parents are ' +
-            'done (its dependencies then show parents_failed).',
-        }),
-      ),
-    ),
+    on_parent_failure: Type.Optional(ref(ParentFailurePolicy)),
   },
   {
     ...strict,
@@ -331,7 +332,7 @@ export const JobDependencies = Type.Object(
         'Parents that went dead, were cancelled or expired. Above 0 on a job that ran: it ran anyway ' +
         '(on_parent_failure run).',
     }),
-    on_parent_failure: Type.Unsafe<'cancel' | 'run'>(Type.String({ enum: ['cancel', 'run'] })),
+    on_parent_failure: ref(ParentFailurePolicy),
   },
   {
     $id: 'JobDependencies',
