@@ -1,11 +1,12 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { invalidField, queueNotFound } from '../errors.js';
+import { DomainError, invalidField, queueNotFound } from '../errors.js';
 import { createAutoQueueInTransaction, holdQueue } from '../queues/queue-store.js';
 import { type EnqueueOptions, type EnqueueResult, insertJobs, QUEUE_MISSING } from './enqueue.js';
-import type { EnqueueItem, ParentFailurePolicy } from './enqueue-item.js';
+import type { EnqueueItem, ParentFailurePolicy, ParentRef } from './enqueue-item.js';
 import type { EnqueuedRow } from './job-row.js';
+import { getJobs } from './read.js';
 
 /**
  * Enqueue jobs that wait for others (`depends_on`), in one transaction (docs/adr/0002-job-dependencies.md).
@@ -69,11 +70,9 @@ async function enqueueInOrder(
   scope: ParentScope,
   field: (index: number) => string,
 ): Promise<EnqueueResult[]> {
-  const keyed = items.findIndex((item) => item.idempotencyKey !== undefined || item.uniqueKey !== undefined);
-  if (keyed >= 0) {
-    const name = items[keyed]!.idempotencyKey !== undefined ? 'idempotency_key' : 'unique_key';
-    throw invalidField(`${field(keyed)}${name}`, 'cannot be given in a request with depends_on');
-  }
+  const keyed = items.findIndex((item) => item.uniqueKey !== undefined);
+  if (keyed >= 0)
+    throw invalidField(`${field(keyed)}unique_key`, 'cannot be given in a request with depends_on');
   if (!(await holdQueue(trx, queue))) {
     if (!opts.autoCreate.enabled) {
       throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
@@ -86,13 +85,34 @@ async function enqueueInOrder(
     trx,
   );
   const ids = drawn.map((r) => r.id);
+  const { answered, sameAs } = await claimIdempotencyKeys(
+    trx,
+    queue,
+    items,
+    ids,
+    opts.idempotencyRetentionMs,
+  );
+  // An item answered by the job of its idempotency key stands, as a parent, for that job (a job by id);
+  // one repeating a key of an earlier item, for that item.
+  const parentRef = (ref: ParentRef): ParentRef => {
+    if ('id' in ref) return ref;
+    const item = sameAs.get(ref.item) ?? ref.item;
+    const job = answered.get(item);
+    return job ? { id: String(job.id) } : { item };
+  };
+  const newItem = (i: number) => !answered.has(i) && !sameAs.has(i);
 
   const named = [
-    ...new Set(items.flatMap((item) => (item.dependsOn ?? []).flatMap((p) => ('id' in p ? [p.id] : [])))),
+    ...new Set(
+      items.flatMap((item, i) =>
+        newItem(i) ? (item.dependsOn ?? []).map(parentRef).flatMap((p) => ('id' in p ? [p.id] : [])) : [],
+      ),
+    ),
   ];
   const parents = await holdParents(trx, named, scope);
   items.forEach((item, i) => {
-    for (const [k, p] of (item.dependsOn ?? []).entries()) {
+    if (!newItem(i)) return;
+    for (const [k, p] of (item.dependsOn ?? []).map(parentRef).entries()) {
       if ('id' in p && !parents.has(p.id)) {
         throw invalidField(`${field(i)}depends_on[${k}]`, `names job ${p.id}, which does not exist`);
       }
@@ -100,16 +120,21 @@ async function enqueueInOrder(
   });
 
   // Per item: its parents (deduplicated) with their outcomes, and what becomes of it.
-  const disposition: ('run' | 'waiting' | 'cancelled')[] = [];
+  const disposition: ('run' | 'waiting' | 'cancelled' | 'answered')[] = [];
   const edges: EdgeRow[] = [];
   const counts: { pending: number; failed: number }[] = [];
   const referenced = new Set<number>();
   items.forEach((item, i) => {
+    if (!newItem(i)) {
+      disposition.push('answered');
+      counts.push({ pending: 0, failed: 0 });
+      return;
+    }
     const policy: ParentFailurePolicy = item.onParentFailure ?? 'cancel';
     const seen = new Set<string>();
     let pending = 0;
     let failed = 0;
-    for (const ref of item.dependsOn ?? []) {
+    for (const ref of (item.dependsOn ?? []).map(parentRef)) {
       let parent: Parent;
       let parentId: string;
       if ('id' in ref) {
@@ -233,7 +258,79 @@ async function enqueueInOrder(
              child bigint, parent bigint, child_queue text, parent_queue text, on_parent_failure text,
              parent_outcome text)`.execute(trx);
   }
-  return items.map((_, i) => ({ job: results.get(i)!, created: true }));
+  return items.map((_, i) => {
+    const job = answered.get(i);
+    if (job) return { job, created: false };
+    const first = sameAs.get(i);
+    return first === undefined
+      ? { job: results.get(i)!, created: true }
+      : { job: results.get(first)!, created: false };
+  });
+}
+
+/**
+ * Idempotency keys of a request with parents, in its transaction, as enqueue.ts's insertWithKeys
+ * claims them: in sorted key order (two requests sharing keys cannot deadlock), each under the id of
+ * the first item carrying it; a key still held (not expired) answers its job instead, and a request
+ * sent again with the same keys creates nothing. `answered`: items whose key an earlier request holds,
+ * with its job; `sameAs`: items repeating a key of an earlier item of this request, with that item.
+ */
+async function claimIdempotencyKeys(
+  trx: Transaction<Database>,
+  queue: string,
+  items: EnqueueItem[],
+  ids: string[],
+  retentionMs: number,
+): Promise<{ answered: Map<number, EnqueuedRow>; sameAs: Map<number, number> }> {
+  const answered = new Map<number, EnqueuedRow>();
+  const sameAs = new Map<number, number>();
+  const first = new Map<string, number>();
+  items.forEach((item, i) => {
+    const key = item.idempotencyKey;
+    if (key === undefined) return;
+    const earlier = first.get(key);
+    if (earlier === undefined) first.set(key, i);
+    else sameAs.set(i, earlier);
+  });
+  if (first.size === 0) return { answered, sameAs };
+  const keys = [...first]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, i]) => ({ key, job_id: ids[i] }));
+  const { rows: claimed } = await sql<{ key: string }>`
+    INSERT INTO baton.idempotency_keys AS k (queue, key, job_id, expires_at)
+    SELECT ${queue}, t.key, t.job_id, now() + ${retentionMs}::bigint * interval '1 millisecond'
+    FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS t(key text, job_id bigint)
+    ORDER BY t.key
+    ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at
+      WHERE k.expires_at <= now()
+    RETURNING key`.execute(trx);
+  const taken = new Set(claimed.map((r) => r.key));
+  const held = [...first.keys()].filter((key) => !taken.has(key));
+  if (held.length === 0) return { answered, sameAs };
+  const { rows } = await sql<{ key: string; job_id: string }>`
+    SELECT key, job_id::text FROM baton.idempotency_keys WHERE queue = ${queue} AND key = ANY(${held}::text[])`.execute(
+    trx,
+  );
+  const jobs = await getJobs(
+    trx,
+    rows.map((r) => r.job_id),
+  );
+  for (const { key, job_id } of rows) {
+    const job = jobs.get(job_id);
+    // The key outlived its job (a retention of keys longer than of jobs): nothing to answer with.
+    if (!job)
+      throw new DomainError('invalid_state', `idempotency_key "${key}" names job ${job_id}, which is gone`);
+    answered.set(first.get(key)!, job);
+  }
+  // Items repeating a key that an earlier request holds answer that request's job too.
+  for (const [i, earlier] of sameAs) {
+    const job = answered.get(earlier);
+    if (job) {
+      answered.set(i, job);
+      sameAs.delete(i);
+    }
+  }
+  return { answered, sameAs };
 }
 
 interface EdgeRow {

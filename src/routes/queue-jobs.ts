@@ -79,10 +79,7 @@ function parentsOf(
       throw invalidField(`${field}on_parent_failure`, 'needs depends_on');
     return undefined;
   }
-  // Keys are settled per job at enqueue; a job that waits for parents has neither kind in this version.
-  if (body.idempotency_key !== undefined) {
-    throw invalidField(`${field}idempotency_key`, 'cannot be given with depends_on');
-  }
+  // Unique keys are about waiting (scheduled or ready) jobs; one waiting for parents takes none in this version.
   if (body.unique_key !== undefined)
     throw invalidField(`${field}unique_key`, 'cannot be given with depends_on');
   return body.depends_on.map((parent, k) => {
@@ -191,11 +188,9 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       );
       const edges = items.reduce((n, item) => n + (item.dependsOn?.length ?? 0), 0);
       if (edges > 0) {
-        // A request with parents is one transaction of its own (jobs/dependencies.ts), which settles no keys.
+        // A request with parents is one transaction of its own (jobs/dependencies.ts), which settles no
+        // unique keys (idempotency keys it does).
         items.forEach((item, i) => {
-          if (item.idempotencyKey !== undefined) {
-            throw invalidField(`jobs[${i}].idempotency_key`, 'cannot be given in a request with depends_on');
-          }
           if (item.uniqueKey !== undefined) {
             throw invalidField(`jobs[${i}].unique_key`, 'cannot be given in a request with depends_on');
           }

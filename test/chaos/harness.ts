@@ -128,16 +128,16 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
     while (seq < opts.jobs) {
       const workflow = random.chance(WORKFLOW_RATE);
       const size = Math.min(workflow ? 2 + random.int(6) : 1 + random.int(50), opts.jobs - seq);
-      // A workflow: item 0 is the root, each later item names one or two earlier items as parents. No
-      // idempotency keys (they cannot be given with depends_on): a retry after a lost answer may enqueue
-      // the graph twice, and only the copy whose answer arrived is checked. Never poison, so every job
-      // of a graph must complete.
+      // A workflow: item 0 is the root, each later item names one or two earlier items as parents; with
+      // idempotency keys like every batch, so a retry answers the same graph. Never poison, so every
+      // job of a graph must complete.
       const batch = Array.from({ length: size }, (_, i) => {
         const kind = !workflow && random.chance(POISON_RATE) ? ('poison' as const) : ('normal' as const);
         if (workflow) {
           const parents = i === 0 ? [] : [...new Set([random.int(i), random.int(i)])];
           return {
             payload: { kind, seq: seq + i },
+            idempotency_key: `k-${seq + i}`,
             max_attempts: 1000,
             ...(parents.length > 0 ? { depends_on: parents.map((item) => ({ item })) } : {}),
           };

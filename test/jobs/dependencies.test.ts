@@ -110,14 +110,44 @@ describe('job dependencies', () => {
     const single = await api(app).enqueue(q, { payload: 1, depends_on: [{ item: 0 }] });
     expect(single.status).toBe(400);
     const keyed = await api(app).enqueueBatch(q, [
-      { payload: 1, idempotency_key: 'k' },
+      { payload: 1, unique_key: 'k' },
       { payload: 2, depends_on: [{ item: 0 }] },
     ]);
     expect(keyed.status).toBe(400);
-    expect(JSON.stringify(keyed.body)).toContain('jobs[0].idempotency_key');
+    expect(JSON.stringify(keyed.body)).toContain('jobs[0].unique_key');
     const policyAlone = await api(app).enqueue(q, { payload: 1, on_parent_failure: 'run' });
     expect(policyAlone.status).toBe(400);
     expect(JSON.stringify(policyAlone.body)).toContain('on_parent_failure');
+  });
+
+  it('a graph sent again with its idempotency keys creates nothing; a new child of a keyed item waits for its job', async () => {
+    const q = 'deps-keys';
+    const graph = [
+      { payload: 'a', idempotency_key: 'a' },
+      { payload: 'b', idempotency_key: 'b', depends_on: [{ item: 0 }] },
+      { payload: 'c', idempotency_key: 'c', depends_on: [{ item: 0 }, { item: 1 }] },
+    ];
+    const first = await api(app).enqueueBatch(q, graph);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const again = await api(app).enqueueBatch(q, graph);
+    expect(again.body.jobs.map((j: { id: string }) => j.id)).toEqual(
+      first.body.jobs.map((j: { id: string }) => j.id),
+    );
+    expect(again.body.jobs.map((j: { created: boolean }) => j.created)).toEqual([false, false, false]);
+    // The same keys with a new item naming a keyed one: that item stands for its existing job.
+    const more = await api(app).enqueueBatch(q, [
+      ...graph.slice(0, 2),
+      { payload: 'd', depends_on: [{ item: 1 }] },
+    ]);
+    expect(more.status).toBe(201);
+    const d = more.body.jobs[2];
+    expect(d).toMatchObject({ created: true, state: 'waiting' });
+    const parents = await api(app).call('GET', `/v1/jobs/${d.id}/parents`);
+    expect(parents.body.jobs.map((j: { id: string }) => j.id)).toEqual([first.body.jobs[1].id]);
+    const { rows } = await sql<{ n: number }>`
+      SELECT (SELECT count(*) FROM baton.jobs WHERE queue = ${q})::int
+           + (SELECT count(*) FROM baton.waiting_jobs WHERE queue = ${q})::int AS n`.execute(database.db);
+    expect(rows[0]!.n).toBe(4);
   });
 
   it('fan-out of 1,000 then a 1,000-way fan-in', async () => {
