@@ -103,7 +103,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue up to 1,000 jobs in one transaction
-         * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. Items may depend on earlier items of the same request (`depends_on: [{"item": 0}]`), so a whole workflow graph is enqueued at once. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job.
+         * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. Items may depend on earlier items of the same request (`depends_on: [{"item": 0}]`), so a whole workflow graph is enqueued at once. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job. A producer that keeps only ids sends `Prefer: return=minimal` and gets each job's id and `created` alone, for less work on both sides.
          *
          *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -898,6 +898,18 @@ export interface components {
         BatchEnqueueResponse: {
             jobs: components["schemas"]["BatchEnqueuedJob"][];
         };
+        /** @description A job's id, and whether this request created it. */
+        BatchEnqueuedId: {
+            id: string;
+            /** @description false when an idempotency key matched an existing job, or a unique key a waiting one. */
+            created: boolean;
+        };
+        /** @description The answer to a batch enqueue sent with `Prefer: return=minimal`: ids only, in request order. */
+        BatchEnqueueIds: {
+            jobs: components["schemas"]["BatchEnqueuedId"][];
+        };
+        /** @description BatchEnqueueResponse, or BatchEnqueueIds when the request preferred `return=minimal`. */
+        BatchEnqueueAnswer: components["schemas"]["BatchEnqueueResponse"] | components["schemas"]["BatchEnqueueIds"];
         /**
          * @example {
          *       "max_jobs": 10,
@@ -1970,7 +1982,10 @@ export interface operations {
     enqueueJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `return=minimal`: answer each job's id and `created` only (BatchEnqueueIds), and say so in `Preference-Applied`. Other preferences are ignored (RFC 7240). */
+                prefer?: string;
+            };
             path: {
                 /**
                  * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters. Not "." or "..".
@@ -1986,13 +2001,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The jobs, in request order. */
+            /** @description The jobs, in request order (with `Prefer: return=minimal`, their ids only). */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BatchEnqueueResponse"];
+                    "application/json": components["schemas"]["BatchEnqueueAnswer"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */

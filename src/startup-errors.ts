@@ -33,10 +33,11 @@ export function listenProblem(err: unknown, host: string, port: number): string 
 
 /** The URL without its password, which must not reach a terminal or a log. */
 export function redactUrl(url: string): string {
+  // user:password@ before the host list (one host or several: the URL parser takes only one).
+  const redacted = url.replace(/^(postgres(?:ql)?:\/\/[^:/?#@]*):[^/?#@]*@/, '$1:***@');
   try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
+    new URL(redacted.replace(/@[^/?#]*/, '@host'));
+    return redacted;
   } catch {
     return '(unparseable URL)';
   }

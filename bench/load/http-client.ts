@@ -29,7 +29,7 @@ export class HttpClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
   }
 
-  post<T = any>(path: string, body: unknown): Promise<JsonResponse<T>> {
+  post<T = any>(path: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse<T>> {
     const text = JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = http.request(
@@ -41,6 +41,7 @@ export class HttpClient {
           method: 'POST',
           headers: {
             ...this.headers,
+            ...headers,
             'content-type': 'application/json',
             'content-length': Buffer.byteLength(text),
           },

@@ -1,3 +1,5 @@
+import { parseHostList } from './database-url.js';
+
 /**
  * How a setting is declared (variable, default, unit, doc, parser) and the parsers the table in
  * settings.ts uses. Each parser takes the variable's text and returns its value or throws a message
@@ -58,8 +60,10 @@ export const text: Parser<string> = (raw) => {
 
 export const postgresUrl: Parser<string> = (raw) => {
   let url: URL;
+  // Several hosts (host1:5432,host2:5432) are split off first: the URL parser takes one.
+  const list = parseHostList(raw.trim());
   try {
-    url = new URL(raw.trim());
+    url = new URL(list.url);
   } catch {
     throw new Error('must be a URL such as postgres://user:password@host:5432/database');
   }

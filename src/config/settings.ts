@@ -127,7 +127,7 @@ export const settings = {
   databaseUrl: optional<string>({
     env: 'DATABASE_URL',
     unit: 'URL',
-    doc: 'PostgreSQL connection string. Unset: start an embedded PostgreSQL (see BATON_PGDATA).',
+    doc: 'PostgreSQL connection string. Several hosts (host1:5432,host2:5432) with target_session_attrs=read-write: connect to whichever is primary (docs/reliability.md). Unset: start an embedded PostgreSQL (see BATON_PGDATA).',
     parse: postgresUrl,
   }),
   listenDatabaseUrl: optional<string>({

@@ -1,9 +1,11 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { parseHostList } from '../config/database-url.js';
 import type { Config } from '../config.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { Log } from '../logger.js';
 import { StatementNames, usePreparedStatements } from './prepared-statements.js';
+import { PrimaryLocator } from './primary-locator.js';
 import type { Database } from './schema.js';
 import { parseTimestamptz, TIMESTAMPTZ_OID } from './timestamp-parser.js';
 
@@ -79,7 +81,7 @@ export function connectionOptions(
   role: PoolRole = 'requests',
 ) {
   return {
-    connectionString: url,
+    ...connectionTarget(url, settings),
     application_name: applicationName,
     options: PLANNER_SETTINGS[role],
     statement_timeout: settings.statementTimeoutMs,
@@ -91,6 +93,31 @@ export function connectionOptions(
     keepAlive: true,
     types,
   } satisfies pg.ClientConfig;
+}
+
+/** One locator per database URL in the process, so every pool and connection agrees on the primary. */
+const locators = new Map<string, PrimaryLocator>();
+
+/**
+ * Where connections go: the URL itself when it names one host; with several, the URL's first host
+ * for node-postgres to parse and a socket that goes to the primary (db/primary-locator.ts).
+ */
+function connectionTarget(
+  url: string,
+  settings: PoolSettings,
+): Pick<pg.ClientConfig, 'connectionString' | 'stream'> {
+  const list = parseHostList(url);
+  if (list.hosts.length <= 1) return { connectionString: url };
+  let locator = locators.get(url);
+  if (!locator) {
+    locator = new PrimaryLocator(list, {
+      application_name: 'baton-locate',
+      connectionTimeoutMillis: settings.connectTimeoutMs,
+      types,
+    });
+    locators.set(url, locator);
+  }
+  return { connectionString: list.url, stream: locator.socketFactory() };
 }
 
 export function createDatabase(

@@ -23,6 +23,7 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '40P01', // deadlock_detected
   '55P03', // lock_not_available (a lock_timeout expired)
   '25P03', // idle_in_transaction_session_timeout
+  '25006', // read_only_sql_transaction: a write reached a standby (a failover under way)
 ]);
 
 function sqlState(err: unknown): string | undefined {

@@ -16,6 +16,16 @@ with the job's current token (otherwise 409 \`lease_lost\`). Delivery is at-leas
 Durations are integers in milliseconds named \`*_ms\`; timestamps are RFC 3339 UTC; ids are strings.
 Every error is RFC 9457 \`application/problem+json\` with a stable \`code\`.`;
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Answers as the document states them, where they differ from the route's serialiser schema: a
+     * route that also sends JSON text of another shape (a batch enqueue's `Prefer: return=minimal`).
+     */
+    documentedResponses?: Record<string, unknown>;
+  }
+}
+
 type RouteSchema = {
   description?: string;
   params?: unknown;
@@ -106,9 +116,16 @@ export default fp(
         ],
       },
       transform: ({ schema, url, route }) => {
-        const access = (route.config as { access?: Access } | undefined)?.access;
+        const config = route.config as
+          | { access?: Access; documentedResponses?: Record<string, unknown> }
+          | undefined;
+        const access = config?.access;
         if (!schema || !access) return { schema, url };
-        return { url, schema: withDeclaredAnswers(schema as RouteSchema, access) };
+        const routeSchema = schema as RouteSchema;
+        const documented = config?.documentedResponses
+          ? { ...routeSchema, response: { ...routeSchema.response, ...config.documentedResponses } }
+          : routeSchema;
+        return { url, schema: withDeclaredAnswers(documented, access) };
       },
       refResolver: {
         // Components are named by their $id (Job, Queue, Problem, ...).

@@ -180,6 +180,62 @@ describe('enqueue a batch', () => {
   });
 });
 
+describe('enqueue a batch with Prefer: return=minimal', () => {
+  const send = (jobs: object[], prefer: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/queues/e-minimal/jobs/batch',
+      headers: { prefer },
+      payload: { jobs },
+    });
+
+  it("answers each job's id and created only, in request order, and says the preference was applied", async () => {
+    const res = await send(
+      [
+        { payload: { n: 0 } },
+        { payload: { n: 1 }, idempotency_key: 'm1' },
+        { payload: { n: 2 }, delay_ms: 60_000 },
+      ],
+      'return=minimal',
+    );
+    expect(res.statusCode).toBe(201);
+    expect(res.headers['preference-applied']).toBe('return=minimal');
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const body = res.json();
+    expect(body.jobs).toHaveLength(3);
+    for (const job of body.jobs) expect(Object.keys(job).sort()).toEqual(['created', 'id']);
+    expect(body.jobs.map((j: { created: boolean }) => j.created)).toEqual([true, true, true]);
+    // The ids are the jobs, in request order.
+    for (const [i, job] of body.jobs.entries()) {
+      const stored = await api(app).get(job.id);
+      expect(stored.body.payload).toEqual({ n: i });
+    }
+    expect((await api(app).get(body.jobs[2].id)).body.state).toBe('scheduled');
+
+    // A repeated idempotency key: created false, the original id.
+    const again = await send([{ payload: { n: 9 }, idempotency_key: 'm1' }], 'return=minimal');
+    expect(again.json().jobs).toEqual([{ id: body.jobs[1].id, created: false }]);
+  });
+
+  it('finds the preference among others, in any case, and ignores preferences it does not know', async () => {
+    const among = await send([{ payload: 1 }], 'respond-async, RETURN = minimal; x=1');
+    expect(among.headers['preference-applied']).toBe('return=minimal');
+    expect(Object.keys(among.json().jobs[0]).sort()).toEqual(['created', 'id']);
+    for (const prefer of ['return=representation', 'handling=lenient', 'return=minimalist']) {
+      const full = await send([{ payload: 1 }], prefer);
+      expect(full.statusCode).toBe(201);
+      expect(full.headers['preference-applied']).toBeUndefined();
+      expect(full.json().jobs[0]).toMatchObject({ queue: 'e-minimal', state: 'ready', created: true });
+    }
+  });
+
+  it('still rejects a bad batch with a 400 naming the field, and stores nothing', async () => {
+    const res = await send([{ payload: 1 }, { payload: 2, priority: 'high' }], 'return=minimal');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0].field).toBe('jobs[1].priority');
+  });
+});
+
 describe('idempotency keys', () => {
   it('a repeated key returns 200 with the original job and creates nothing', async () => {
     const first = await api(app).enqueue('e-idem', { payload: { n: 1 }, idempotency_key: 'order-17' });

@@ -1,7 +1,10 @@
 import { DeletedGroup, Group, GroupConfigRequest, GroupList } from './groups.js';
 import { Health, Readiness } from './health.js';
 import {
+  BatchEnqueueAnswer,
+  BatchEnqueuedId,
   BatchEnqueuedJob,
+  BatchEnqueueIds,
   BatchEnqueueRequest,
   BatchEnqueueResponse,
   ClaimedJob,
@@ -69,6 +72,9 @@ export const COMPONENTS = [
   BatchEnqueueRequest,
   BatchEnqueuedJob,
   BatchEnqueueResponse,
+  BatchEnqueuedId,
+  BatchEnqueueIds,
+  BatchEnqueueAnswer,
   ClaimRequest,
   ClaimedJob,
   ClaimResponse,

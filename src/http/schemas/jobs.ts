@@ -248,6 +248,32 @@ export const BatchEnqueueResponse = Type.Object(
   { jobs: Type.Array(ref(BatchEnqueuedJob)) },
   { $id: 'BatchEnqueueResponse' },
 );
+export const BatchEnqueuedId = Type.Object(
+  { id: Type.String(), created: BatchEnqueuedJob.properties.created },
+  { $id: 'BatchEnqueuedId', description: "A job's id, and whether this request created it." },
+);
+export const BatchEnqueueIds = Type.Object(
+  { jobs: Type.Array(ref(BatchEnqueuedId)) },
+  {
+    $id: 'BatchEnqueueIds',
+    description:
+      'The answer to a batch enqueue sent with `Prefer: return=minimal`: ids only, in request order.',
+  },
+);
+export const BatchEnqueueAnswer = Type.Union([ref(BatchEnqueueResponse), ref(BatchEnqueueIds)], {
+  $id: 'BatchEnqueueAnswer',
+  description: 'BatchEnqueueResponse, or BatchEnqueueIds when the request preferred `return=minimal`.',
+});
+/** The headers a batch enqueue reads. */
+export const BatchEnqueueHeaders = Type.Object({
+  prefer: Type.Optional(
+    Type.String({
+      description:
+        "`return=minimal`: answer each job's id and `created` only (BatchEnqueueIds), and say so in " +
+        '`Preference-Applied`. Other preferences are ignored (RFC 7240).',
+    }),
+  ),
+});
 
 export const ClaimRequest = Type.Object(
   {
