@@ -218,6 +218,21 @@ describe('job dependencies', () => {
     }
   });
 
+  it('a child enqueued while its parent is being acked on another replica never waits forever', async () => {
+    for (let round = 0; round < 30; round++) {
+      const q = `deps-enqueue-race-${round}`;
+      const parent = await api(app).enqueue(q, { payload: 'p' });
+      const [job] = await claimAll(q);
+      const [child, ack] = await Promise.all([
+        api(replicas[0]!).enqueue(q, { payload: 'c', depends_on: [parent.body.id] }),
+        api(replicas[1]!).ack(job!.id, { lease_token: job!.lease_token }),
+      ]);
+      expect([child.status, ack.status]).toEqual([201, 200]);
+      // Whichever came first: the child saw the parent completed, or the ack released it.
+      expect(await stateOf(child.body.id)).toBe('ready');
+    }
+  });
+
   it('a parent nacked dead: cancel (the default) cancels the child and its own children; run runs it, recorded', async () => {
     const q = 'deps-dead';
     const enq = await api(app).enqueueBatch(q, [
