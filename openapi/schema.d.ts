@@ -801,7 +801,7 @@ export interface components {
             expires_in_ms?: number;
             /**
              * Format: printable
-             * @description At most one waiting (scheduled or ready) job per queue and key; free again once that job is claimed.
+             * @description At most one waiting (scheduled, ready, or waiting for parents) job per queue and key; free again once that job is claimed.
              */
             unique_key?: string;
             /**

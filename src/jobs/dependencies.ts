@@ -7,6 +7,7 @@ import { type EnqueueOptions, type EnqueueResult, insertJobs, QUEUE_MISSING } fr
 import type { EnqueueItem, ParentFailurePolicy, ParentRef } from './enqueue-item.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
+import { resolveUniqueKeys } from './unique.js';
 
 /**
  * Enqueue jobs that wait for others (`depends_on`), in one transaction (docs/adr/0002-job-dependencies.md).
@@ -44,13 +45,15 @@ const ATTEMPTS = 5;
 export async function enqueueWithParents(
   db: Db,
   queue: string,
-  items: EnqueueItem[],
+  given: EnqueueItem[],
   opts: EnqueueOptions,
   scope: ParentScope,
   field: (index: number) => string,
 ): Promise<EnqueueResult[]> {
   for (let attempt = 1; ; attempt++) {
     try {
+      // A copy per attempt: a unique key's `replace` rewrites an item's data (enqueueInOrder).
+      const items = [...given];
       return await db.transaction().execute((trx) => enqueueInOrder(trx, queue, items, opts, scope, field));
     } catch (err) {
       // Two requests holding the same parents in another order, or a parent the ring carried to
@@ -70,9 +73,6 @@ async function enqueueInOrder(
   scope: ParentScope,
   field: (index: number) => string,
 ): Promise<EnqueueResult[]> {
-  const keyed = items.findIndex((item) => item.uniqueKey !== undefined);
-  if (keyed >= 0)
-    throw invalidField(`${field(keyed)}unique_key`, 'cannot be given in a request with depends_on');
   if (!(await holdQueue(trx, queue))) {
     if (!opts.autoCreate.enabled) {
       throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
@@ -92,6 +92,27 @@ async function enqueueInOrder(
     ids,
     opts.idempotencyRetentionMs,
   );
+  // Unique keys of the items still new, under the key rows' locks (unique.ts): a key a waiting job
+  // holds answers that job (`replace` gives it this item's payload, priority and run_at); a new job
+  // takes the key, a job waiting for parents included (it holds it as a scheduled job would).
+  const unique = items.flatMap((item, i) =>
+    item.uniqueKey !== undefined && !answered.has(i) && !sameAs.has(i) ? [i] : [],
+  );
+  if (unique.length > 0) {
+    const decisions = await resolveUniqueKeys(
+      trx,
+      queue,
+      unique.map((i) => items[i]!),
+      unique.map((i) => ids[i]!),
+    );
+    decisions.forEach((d, k) => {
+      const i = unique[k]!;
+      if (d === undefined) return;
+      if ('job' in d) answered.set(i, d.job);
+      else if ('sameAs' in d) sameAs.set(i, unique[d.sameAs]!);
+      else items[i] = d.insert;
+    });
+  }
   // An item answered by the job of its idempotency key stands, as a parent, for that job (a job by id);
   // one repeating a key of an earlier item, for that item.
   const parentRef = (ref: ParentRef): ParentRef => {
@@ -204,17 +225,19 @@ async function enqueueInOrder(
                       FOR NO KEY UPDATE SKIP LOCKED)
       )
       INSERT INTO baton.waiting_jobs (id, queue, group_key, priority, run_at, max_attempts, payload, meta,
-                                      timeout_ms, expires_at, dependents, pending, parents_failed, on_parent_failure)
+                                      timeout_ms, expires_at, idempotency_key, unique_key, dependents, pending,
+                                      parents_failed, on_parent_failure)
       SELECT m.id, q.name, coalesce(m.group_key, ''), coalesce(m.priority, 0),
              coalesce(m.run_at, now() + coalesce(m.delay_ms, 0) * interval '1 millisecond'),
              coalesce(m.max_attempts, q.max_attempts, ${opts.defaultMaxAttempts}::integer),
              coalesce(m.payload, 'null'::jsonb), m.meta, m.timeout_ms,
              coalesce(m.expires_at, now() + m.expires_in_ms * interval '1 millisecond'),
-             m.dependents, m.pending, m.parents_failed, m.on_parent_failure
+             m.idempotency_key, m.unique_key, m.dependents, m.pending, m.parents_failed, m.on_parent_failure
       FROM jsonb_to_recordset(${text}::jsonb) AS m(
              payload jsonb, id bigint, priority integer, delay_ms bigint, run_at timestamptz, max_attempts integer,
              group_key text, meta jsonb, timeout_ms integer, expires_at timestamptz, expires_in_ms bigint,
-             dependents boolean, pending integer, parents_failed integer, on_parent_failure text)
+             idempotency_key text, unique_key text, dependents boolean, pending integer, parents_failed integer,
+             on_parent_failure text)
       CROSS JOIN q
       RETURNING id, queue, group_key, 'waiting'::text AS state, priority, run_at, attempts, max_attempts,
                 idempotency_key, created_at, timeout_ms, expires_at, unique_key`.execute(trx);
@@ -231,7 +254,7 @@ async function enqueueInOrder(
       WITH q AS (SELECT name, max_attempts FROM baton.queues WHERE name = ${queue})
       INSERT INTO baton.job_history (id, queue, group_key, state, priority, run_at, attempts, max_attempts,
                                      created_at, finished_at, last_error, errors, payload, meta, timeout_ms,
-                                     expires_at, dependents)
+                                     expires_at, idempotency_key, unique_key, dependents)
       SELECT m.id, q.name, coalesce(m.group_key, ''), 'cancelled', coalesce(m.priority, 0),
              coalesce(m.run_at, now() + coalesce(m.delay_ms, 0) * interval '1 millisecond'), 0,
              coalesce(m.max_attempts, q.max_attempts, ${opts.defaultMaxAttempts}::integer), now(), now(),
@@ -239,10 +262,12 @@ async function enqueueInOrder(
                                 'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                                 'message', 'a parent failed and the policy is to cancel'),
              '[]'::jsonb, coalesce(m.payload, 'null'::jsonb), m.meta, m.timeout_ms,
-             coalesce(m.expires_at, now() + m.expires_in_ms * interval '1 millisecond'), false
+             coalesce(m.expires_at, now() + m.expires_in_ms * interval '1 millisecond'), m.idempotency_key,
+             m.unique_key, false
       FROM jsonb_to_recordset(${text}::jsonb) AS m(
              payload jsonb, id bigint, priority integer, delay_ms bigint, run_at timestamptz, max_attempts integer,
-             group_key text, meta jsonb, timeout_ms integer, expires_at timestamptz, expires_in_ms bigint)
+             group_key text, meta jsonb, timeout_ms integer, expires_at timestamptz, expires_in_ms bigint,
+             idempotency_key text, unique_key text)
       CROSS JOIN q
       RETURNING id, queue, group_key, state, priority, run_at, attempts, max_attempts,
                 idempotency_key, created_at, timeout_ms, expires_at, unique_key`.execute(trx);
@@ -360,6 +385,8 @@ function waitingJson(
     timeout_ms: item.timeoutMs,
     expires_at: item.expiresAt,
     expires_in_ms: item.expiresInMs,
+    idempotency_key: item.idempotencyKey,
+    unique_key: item.uniqueKey,
     dependents,
     pending: counts.pending,
     parents_failed: counts.failed,

@@ -82,9 +82,6 @@ function parentsOf(
       throw invalidField(`${field}on_parent_failure`, 'needs depends_on');
     return undefined;
   }
-  // Unique keys are about waiting (scheduled or ready) jobs; one waiting for parents takes none in this version.
-  if (body.unique_key !== undefined)
-    throw invalidField(`${field}unique_key`, 'cannot be given with depends_on');
   return body.depends_on.map((parent, k) => {
     if (typeof parent === 'string') return { id: parent };
     if (position === undefined) {
@@ -201,15 +198,6 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace, i),
       );
       const edges = items.reduce((n, item) => n + (item.dependsOn?.length ?? 0), 0);
-      if (edges > 0) {
-        // A request with parents is one transaction of its own (jobs/dependencies.ts), which settles no
-        // unique keys (idempotency keys it does).
-        items.forEach((item, i) => {
-          if (item.uniqueKey !== undefined) {
-            throw invalidField(`jobs[${i}].unique_key`, 'cannot be given in a request with depends_on');
-          }
-        });
-      }
       if (edges > MAX_EDGES_PER_REQUEST) {
         throw invalidField(
           'jobs',

@@ -109,12 +109,6 @@ describe('job dependencies', () => {
 
     const single = await api(app).enqueue(q, { payload: 1, depends_on: [{ item: 0 }] });
     expect(single.status).toBe(400);
-    const keyed = await api(app).enqueueBatch(q, [
-      { payload: 1, unique_key: 'k' },
-      { payload: 2, depends_on: [{ item: 0 }] },
-    ]);
-    expect(keyed.status).toBe(400);
-    expect(JSON.stringify(keyed.body)).toContain('jobs[0].unique_key');
     const policyAlone = await api(app).enqueue(q, { payload: 1, on_parent_failure: 'run' });
     expect(policyAlone.status).toBe(400);
     expect(JSON.stringify(policyAlone.body)).toContain('on_parent_failure');
@@ -148,6 +142,38 @@ describe('job dependencies', () => {
       SELECT (SELECT count(*) FROM baton.jobs WHERE queue = ${q})::int
            + (SELECT count(*) FROM baton.waiting_jobs WHERE queue = ${q})::int AS n`.execute(database.db);
     expect(rows[0]!.n).toBe(4);
+  });
+
+  it('a waiting child holds its unique key: keep answers it, replace changes it in place, claimed frees it', async () => {
+    const q = 'deps-unique';
+    const enq = await api(app).enqueueBatch(q, [
+      { payload: 'p' },
+      { payload: { rev: 1 }, unique_key: 'report', depends_on: [{ item: 0 }] },
+    ]);
+    const child = enq.body.jobs[1];
+    expect(child).toMatchObject({ state: 'waiting', unique_key: 'report' });
+
+    const keep = await api(app).enqueue(q, { payload: { rev: 2 }, unique_key: 'report' });
+    expect(keep.status).toBe(200);
+    expect(keep.body).toMatchObject({ id: child.id, state: 'waiting' });
+    const replace = await api(app).enqueue(q, {
+      payload: { rev: 3 },
+      unique_key: 'report',
+      on_conflict: 'replace',
+    });
+    expect(replace.status).toBe(200);
+    expect(replace.body).toMatchObject({ id: child.id, state: 'waiting' });
+    const again = await api(app).enqueueBatch(q, [
+      { payload: { rev: 4 }, unique_key: 'report', depends_on: [enq.body.jobs[0].id] },
+    ]);
+    expect(again.body.jobs[0]).toMatchObject({ id: child.id, created: false });
+
+    await runOne(q);
+    const [claimed] = await claimAll(q);
+    expect(claimed).toMatchObject({ id: child.id, payload: { rev: 3 } });
+    const fresh = await api(app).enqueue(q, { payload: { rev: 5 }, unique_key: 'report' });
+    expect(fresh.status).toBe(201);
+    expect(fresh.body.id).not.toBe(child.id);
   });
 
   it('fan-out of 1,000 then a 1,000-way fan-in', async () => {

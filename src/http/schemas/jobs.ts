@@ -141,7 +141,8 @@ export const EnqueueRequest = Type.Object(
     unique_key: Type.Optional(
       PrintableText(
         UNIQUE_KEY_MAX,
-        'At most one waiting (scheduled or ready) job per queue and key; free again once that job is claimed.',
+        'At most one waiting (scheduled, ready, or waiting for parents) job per queue and key; free again once ' +
+          'that job is claimed.',
       ),
     ),
     on_conflict: Type.Optional(
