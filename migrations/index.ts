@@ -14,6 +14,7 @@ import * as m0012 from './0012_server_secrets.js';
 import * as m0013 from './0013_unique_key_generation.js';
 import * as m0014 from './0014_history_partitions.js';
 import * as m0015 from './0015_receive_attempts.js';
+import * as m0016 from './0016_job_dependencies.js';
 import * as m0017 from './0017_job_progress.js';
 
 /**
@@ -36,5 +37,6 @@ export const migrations: Record<string, Migration> = {
   '0013_unique_key_generation': m0013,
   '0014_history_partitions': m0014,
   '0015_receive_attempts': m0015,
+  '0016_job_dependencies': m0016,
   '0017_job_progress': m0017,
 };

@@ -81,7 +81,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue a job
-         * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).
+         * @description Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future, or `waiting` while a job it names in `depends_on` has not completed. An unknown queue is created with default settings unless the server runs with auto-create off. With an `idempotency_key` already used on this queue (within its retention), nothing is created and the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that job is returned with 200 (with `on_conflict: replace`, after taking this payload, priority and run_at).
          *
          *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -103,7 +103,7 @@ export interface paths {
         put?: never;
         /**
          * Enqueue up to 1,000 jobs in one transaction
-         * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job. A producer that keeps only ids sends `Prefer: return=minimal` and gets each job's id and `created` alone, for less work on both sides.
+         * @description All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. Items may depend on earlier items of the same request (`depends_on: [{"item": 0}]`), so a whole workflow graph is enqueued at once. The answer lists the jobs in request order; `created` is false for an item whose idempotency key matched an existing job. A producer that keeps only ids sends `Prefer: return=minimal` and gets each job's id and `created` alone, for less work on both sides.
          *
          *     API key scopes: producer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -150,6 +150,50 @@ export interface paths {
          *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
         get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/parents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's parents, with their results
+         * @description The jobs named in depends_on, in id order, each in its state now, with the outcome the dependency recorded and, once completed, its result: a claimed child reads what its parents produced here (fan-in). Keyset pages of at most 100 (pass next_cursor as cursor); a result is at most what an ack may carry (BATON_PAYLOAD_LIMIT_BYTES), so a page is at most 100 times that. A parent pruned past its retention has state null and no result.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["listJobParents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/children": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's children
+         * @description The jobs that named this one in depends_on, in id order, each in its state now. Keyset pages of at most 100 (pass next_cursor as cursor).
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["listJobChildren"];
         put?: never;
         post?: never;
         delete?: never;
@@ -704,10 +748,10 @@ export interface components {
             message: string;
         };
         /**
-         * @description Live: scheduled, ready, claimed. Finished: completed, dead, cancelled.
+         * @description Live: waiting (for parents, depends_on), scheduled, ready, claimed. Finished: completed, dead, cancelled.
          * @enum {string}
          */
-        JobState: "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
+        JobState: "waiting" | "scheduled" | "ready" | "claimed" | "completed" | "dead" | "cancelled";
         /**
          * @description Why a dead job died.
          * @enum {string}
@@ -779,7 +823,7 @@ export interface components {
             expires_in_ms?: number;
             /**
              * Format: printable
-             * @description At most one waiting (scheduled or ready) job per queue and key; free again once that job is claimed.
+             * @description At most one waiting (scheduled, ready, or waiting for parents) job per queue and key; free again once that job is claimed.
              */
             unique_key?: string;
             /**
@@ -787,8 +831,17 @@ export interface components {
              * @enum {string}
              */
             on_conflict?: "keep" | "replace";
+            /** @description Parents: the job waits (state waiting) until every one has completed. A job id (in a queue the key may use), or, in a batch, {"item": n} for an earlier job of the same request, so a whole graph is enqueued at once and cannot hold a cycle. At most 1000 parents; a parent already completed counts as done; one already dead or cancelled applies on_parent_failure at once. */
+            depends_on?: (string | {
+                /**
+                 * Format: int32
+                 * @description The position of an earlier job of the same batch request (0 is the first).
+                 */
+                item: number;
+            })[];
+            on_parent_failure?: components["schemas"]["ParentFailurePolicy"];
         };
-        /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; the original job returned for a repeated idempotency key may be in any state. */
+        /** @description A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the original job returned for a repeated idempotency key may be in any state. */
         EnqueuedJob: {
             id: string;
             queue: string;
@@ -952,6 +1005,30 @@ export interface components {
         ClaimResponse: {
             jobs: components["schemas"]["ClaimedJob"][];
         };
+        /**
+         * @description With depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the default; a redrive of the parent brings it back) or run it anyway once the other parents are done (its dependencies then show parents_failed).
+         * @enum {string}
+         */
+        ParentFailurePolicy: "cancel" | "run";
+        /** @description Only on GET /v1/jobs/{id} of a job enqueued with depends_on. */
+        JobDependencies: {
+            /**
+             * Format: int32
+             * @description Parents named in depends_on.
+             */
+            parents: number;
+            /**
+             * Format: int32
+             * @description Parents not finished yet: the job waits while any is.
+             */
+            parents_pending: number;
+            /**
+             * Format: int32
+             * @description Parents that went dead, were cancelled or expired. Above 0 on a job that ran: it ran anyway (on_parent_failure run).
+             */
+            parents_failed: number;
+            on_parent_failure: components["schemas"]["ParentFailurePolicy"];
+        };
         Job: {
             id: string;
             queue: string;
@@ -996,6 +1073,7 @@ export interface components {
             tracestate: string | null;
             /** @description Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload. */
             meta: unknown;
+            dependencies?: components["schemas"]["JobDependencies"];
         };
         /** @description One failed attempt, as its nack (or the lost lease) recorded it. */
         JobError: {
@@ -1053,6 +1131,20 @@ export interface components {
              * @description How many of `jobs` are still live: 0 when all have finished.
              */
             unfinished: number;
+        };
+        /** @description A parent or a child of a job, in its state now (null: pruned). */
+        RelatedJob: {
+            id: string;
+            queue: string;
+            state: components["schemas"]["JobState"] | null;
+            parent_outcome: ("completed" | "dead" | "cancelled") | null;
+            /** @description A completed parent's result (the ack's); null otherwise, and for children. */
+            result: unknown;
+            finished_at: string | null;
+        };
+        RelatedJobList: {
+            jobs: components["schemas"]["RelatedJob"][];
+            next_cursor: string | null;
         };
         /**
          * @example {
@@ -1328,6 +1420,11 @@ export interface components {
             updated_at: string;
             /** @description Counts maintained by the maintenance leader (not counted per request): live counts every tick, finished counts every minute, exact as of the refreshed_at times (null before the first count). */
             stats: {
+                /**
+                 * Format: int64
+                 * @description Jobs waiting for their parents (depends_on).
+                 */
+                waiting: number;
                 /** Format: int64 */
                 scheduled: number;
                 /** Format: int64 */
@@ -2186,6 +2283,180 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobParents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /**
+                 * @description Job id: a decimal string without leading zeros.
+                 * @example 42
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Job id: a decimal string without leading zeros.
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of parents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelatedJobList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobChildren: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /**
+                 * @description Job id: a decimal string without leading zeros.
+                 * @example 42
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Job id: a decimal string without leading zeros.
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of children. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelatedJobList"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */

@@ -75,11 +75,11 @@ describe('migrations', () => {
     }
 
     it('enforces exactly the job states declared in src/jobs/states.ts', async () => {
-      // The ring holds ready and claimed jobs; scheduled ones have a table of their own.
+      // The ring holds ready and claimed jobs; scheduled and waiting ones have a table each.
       const ring = await checkConstraint('jobs_state');
       const finished = await checkConstraint('job_history_state');
       const quoted = (def: string) => [...def.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]).sort();
-      expect([...quoted(ring), 'scheduled'].sort()).toEqual([...LIVE_STATES].sort());
+      expect([...quoted(ring), 'scheduled', 'waiting'].sort()).toEqual([...LIVE_STATES].sort());
       expect(quoted(finished)).toEqual([...FINISHED_STATES].sort());
     });
 

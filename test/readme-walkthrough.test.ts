@@ -89,4 +89,10 @@ describe('README walk-through', () => {
     expect(shown).toHaveLength(7);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
+
+  it('runs every command of "Workflows"; each prints what the README shows under it', async () => {
+    const { printed, shown } = await runBlock('workflows');
+    expect(shown).toHaveLength(10);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+  });
 });

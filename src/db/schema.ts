@@ -9,6 +9,8 @@ export interface Database {
   'baton.queues': QueuesTable;
   'baton.jobs': JobsTable;
   'baton.scheduled_jobs': ScheduledJobsTable;
+  'baton.waiting_jobs': WaitingJobsTable;
+  'baton.job_edges': JobEdgesTable;
   'baton.job_history': JobHistoryTable;
   'baton.idempotency_keys': IdempotencyKeysTable;
   'baton.unique_keys': UniqueKeysTable;
@@ -61,7 +63,7 @@ export interface JobsTable {
   id: string;
   queue: string;
   group_key: Generated<string>;
-  state: Exclude<LiveState, 'scheduled'>;
+  state: Exclude<LiveState, 'scheduled' | 'waiting'>;
   priority: number;
   run_at: Timestamp;
   attempts: Generated<number>;
@@ -85,6 +87,8 @@ export interface JobsTable {
   unique_key: string | null;
   /** What the worker last reported with a renewal (migrations/0017_job_progress.ts), or null. */
   progress: Json | null;
+  /** The job has children (migrations/0016_job_dependencies.ts): its finish releases them. */
+  dependents: Generated<boolean>;
 }
 
 /** Jobs waiting for their run_at, out of the ring until the promoter moves them in. */
@@ -108,6 +112,27 @@ export interface ScheduledJobsTable {
   expires_at: Timestamp | null;
   unique_key: string | null;
   progress: Json | null;
+  dependents: Generated<boolean>;
+}
+
+/** Jobs waiting for their parents (migrations/0016_job_dependencies.ts, jobs/dependencies.ts). */
+export interface WaitingJobsTable extends ScheduledJobsTable {
+  /** Parents not finished yet: a row-locked counter; whoever takes it to 0 promotes the job. */
+  pending: number;
+  parents_failed: Generated<number>;
+  on_parent_failure: 'cancel' | 'run';
+}
+
+/** One dependency, kept after the child leaves waiting (its parents' results, a job's graph). */
+export interface JobEdgesTable {
+  child: string;
+  parent: string;
+  child_queue: string;
+  parent_queue: string;
+  on_parent_failure: 'cancel' | 'run';
+  /** The parent's finished state once it has one; null while it is live. */
+  parent_outcome: 'completed' | 'dead' | 'cancelled' | null;
+  created_at: Generated<Date>;
 }
 
 export interface JobHistoryTable {
@@ -135,6 +160,7 @@ export interface JobHistoryTable {
   expires_at: Timestamp | null;
   unique_key: string | null;
   progress: Json | null;
+  dependents: Generated<boolean>;
 }
 
 /** The waiting job that holds a unique key (src/jobs/unique.ts); stale once that job no longer waits. */
@@ -163,6 +189,8 @@ export interface LeaderTable {
 
 export interface QueueStatsTable {
   queue: string;
+  /** Jobs waiting for parents (migrations/0016_job_dependencies.ts). */
+  waiting: Generated<BigIntString>;
   scheduled: BigIntString;
   ready: BigIntString;
   claimed: BigIntString;

@@ -1,4 +1,5 @@
 import type { ClaimedRow } from '../jobs/claim/types.js';
+import type { RelatedJob } from '../jobs/graph.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import { traceOf } from '../jobs/trace-context.js';
 import { parseDatabaseJson } from '../json/exact.js';
@@ -72,6 +73,18 @@ export function toJob(row: JobRow) {
   };
 }
 
+/** A parent or child of a job (jobs/graph.ts) as GET /v1/jobs/{id}/parents and /children show it. */
+export function toRelatedJob(job: RelatedJob) {
+  return {
+    id: job.id,
+    queue: job.queue,
+    state: job.state,
+    parent_outcome: job.parent_outcome,
+    result: job.result ?? null,
+    finished_at: iso(job.finished_at),
+  };
+}
+
 /** A job's trace context as its views show it. */
 export function traceView(meta: unknown) {
   const trace = traceOf(meta);
@@ -135,6 +148,7 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
     created_at: isoTime(row.created_at),
     updated_at: isoTime(row.updated_at),
     stats: {
+      waiting: Number(stats?.waiting ?? 0),
       scheduled: Number(stats?.scheduled ?? 0),
       ready: Number(stats?.ready ?? 0),
       claimed: Number(stats?.claimed ?? 0),

@@ -10,7 +10,7 @@ import type { LiveState } from './states.js';
 const cancelled = finishedRow('cancelled');
 
 /**
- * Cancel: a scheduled, ready or claimed job moves to job_history as `cancelled`. A claimed job's
+ * Cancel: a waiting, scheduled, ready or claimed job moves to job_history as `cancelled`. A claimed job's
  * worker finds out on its next renew, ack or nack (409 lease_lost), because its row is gone.
  *
  * If an ack holds the row at this moment, the DELETE waits for it and then finds nothing; the job
@@ -30,7 +30,9 @@ export async function cancelJob(
       WITH ring AS (DELETE FROM baton.jobs j WHERE id = ${id} AND ${inScope('j', scope)} RETURNING ${liveCommonColumns('j')}),
       later AS (DELETE FROM baton.scheduled_jobs s WHERE id = ${id} AND ${inScope('s', scope)}
                 RETURNING ${liveCommonColumns('s')}),
-      gone AS (SELECT * FROM ring UNION ALL SELECT * FROM later)
+      waiting AS (DELETE FROM baton.waiting_jobs w WHERE id = ${id} AND ${inScope('w', scope)}
+                  RETURNING ${liveCommonColumns('w')}),
+      gone AS (SELECT * FROM ring UNION ALL SELECT * FROM later UNION ALL SELECT * FROM waiting)
       INSERT INTO baton.job_history AS h (${cancelled.columns})
       SELECT ${cancelled.values} FROM gone
       RETURNING ${finishedJobColumns}`.execute(db),
@@ -58,8 +60,18 @@ export async function cancelQueueJobs(
   states: readonly LiveState[],
   onCancelled: OnCancelled = () => {},
 ): Promise<number> {
-  const inRing = states.filter((s) => s !== 'scheduled');
+  const inRing = states.filter((s) => s === 'ready' || s === 'claimed');
   let total = 0;
+  // Waiting jobs first: a parent cancelled after them finds no waiting child to cancel again.
+  if (states.includes('waiting')) {
+    total += await cancelInBatches(
+      db,
+      sql`SELECT id FROM baton.waiting_jobs WHERE queue = ${queue}`,
+      (picked) => sql`DELETE FROM baton.waiting_jobs w USING ${picked} p WHERE w.id = p.id
+                      RETURNING ${liveCommonColumns('w')}`,
+      onCancelled,
+    );
+  }
   if (inRing.length > 0) {
     total += await cancelInBatches(
       db,
@@ -109,8 +121,12 @@ async function cancelInBatches(
   }
 }
 
-/** Purge: cancel every ready and scheduled job of a queue (claimed ones are left to their workers). */
+/**
+ * Purge: cancel every waiting, ready and scheduled job of a queue (claimed ones are left to their
+ * workers). Waiting jobs go first, so a purged parent's cancellation finds no waiting child of this
+ * queue to cancel again.
+ */
 export async function purgeQueue(db: Db, queue: string, onCancelled?: OnCancelled): Promise<number> {
   if (!(await getQueue(db, queue))) throw queueNotFound(queue);
-  return cancelQueueJobs(db, queue, ['ready', 'scheduled'], onCancelled);
+  return cancelQueueJobs(db, queue, ['waiting', 'ready', 'scheduled'], onCancelled);
 }

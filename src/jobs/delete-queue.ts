@@ -27,7 +27,8 @@ export async function deleteQueue(
     if (force) cancelled += await cancelQueueJobs(trx, name, LIVE_STATES, (ids) => late.push(...ids));
     const live = await sql<{ n: number }>`
       SELECT ((SELECT count(*) FROM baton.jobs WHERE queue = ${name})
-            + (SELECT count(*) FROM baton.scheduled_jobs WHERE queue = ${name}))::int AS n`.execute(trx);
+            + (SELECT count(*) FROM baton.scheduled_jobs WHERE queue = ${name})
+            + (SELECT count(*) FROM baton.waiting_jobs WHERE queue = ${name}))::int AS n`.execute(trx);
     const n = live.rows[0]!.n;
     if (n > 0) {
       throw new DomainError(

@@ -24,6 +24,14 @@ export interface EnqueueItem {
   uniqueKey?: string;
   /** What an enqueue whose unique key is held by a waiting job does: `keep` (default) or `replace`. */
   onConflict?: OnConflict;
+  /** The jobs this one waits for (jobs/dependencies.ts): job ids, or earlier items of the same batch. */
+  dependsOn?: ParentRef[];
+  /** What a parent that goes dead, is cancelled or expires does to this job: `cancel` (default) or `run`. */
+  onParentFailure?: ParentFailurePolicy;
 }
+
+/** A parent: an existing job by id, or the item at this (earlier) position of the same request. */
+export type ParentRef = { id: string } | { item: number };
+export type ParentFailurePolicy = 'cancel' | 'run';
 
 export type OnConflict = 'keep' | 'replace';

@@ -211,6 +211,10 @@ async function waitingHolders(db: Db, queue: string, keys: string[]): Promise<Ma
       SELECT j.id, j.queue, j.group_key, j.state, j.priority, j.run_at, j.attempts,
              j.max_attempts, j.idempotency_key, j.created_at, j.timeout_ms, j.expires_at, j.unique_key
       FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready' AND j.unique_key = k.key AND ${notExpired('j')}
+      UNION ALL
+      SELECT p.id, p.queue, p.group_key, 'waiting'::text AS state, p.priority, p.run_at, p.attempts,
+             p.max_attempts, p.idempotency_key, p.created_at, p.timeout_ms, p.expires_at, p.unique_key
+      FROM baton.waiting_jobs p WHERE p.id = k.job_id AND p.unique_key = k.key AND ${notExpired('p')}
     ) w
     WHERE k.queue = ${queue} AND k.key = ANY(${keys}::text[])`.execute(db);
   return new Map(rows.map(({ key, ...job }) => [key, job]));

@@ -96,6 +96,13 @@ export const scheduledJobColumns = sql`
   NULL::timestamptz AS finished_at, NULL::jsonb AS result, s.last_error, s.errors, NULL::text AS dead_reason,
   s.payload, s.meta, s.timeout_ms, NULL::timestamptz AS deadline_at, s.expires_at, s.unique_key, s.progress`;
 
+/** Select list of a baton.waiting_jobs row (alias `w`) as a JobRow: a job waiting for its parents. */
+export const waitingJobColumns = sql`
+  w.id, w.queue, w.group_key, 'waiting'::text AS state, w.priority, w.run_at, w.attempts, w.max_attempts,
+  w.idempotency_key, w.created_at, w.claimed_at, NULL::timestamptz AS lease_expires_at, w.worker_id,
+  NULL::timestamptz AS finished_at, NULL::jsonb AS result, w.last_error, w.errors, NULL::text AS dead_reason,
+  w.payload, w.meta, w.timeout_ms, NULL::timestamptz AS deadline_at, w.expires_at, w.unique_key, w.progress`;
+
 /** Select list of a baton.job_history row (alias `h`) as a JobRow. */
 export const finishedJobColumns = sql`
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
@@ -108,7 +115,7 @@ export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
   return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
     ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta,
-    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key, ${t}.progress`;
+    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key, ${t}.progress, ${t}.dependents`;
 }
 
 /**
@@ -130,6 +137,8 @@ const CARRIED = [
   'expires_at',
   'unique_key',
   'progress',
+  // The job has children (jobs/dependencies.ts): its finish must release them, wherever it is then.
+  'dependents',
 ] as const;
 export const carriedColumns = sql.join(CARRIED.map((c) => sql.ref(c)));
 export function carriedValues(changed: Partial<Record<(typeof CARRIED)[number], RawBuilder<unknown>>> = {}) {
@@ -156,11 +165,11 @@ export function finishedRow(
   return {
     columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
-      timeout_ms, expires_at, unique_key, progress`,
+      timeout_ms, expires_at, unique_key, progress, dependents`,
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
       ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta,
-      timeout_ms, expires_at, unique_key, progress`,
+      timeout_ms, expires_at, unique_key, progress, dependents`,
   };
 }
 

@@ -118,6 +118,12 @@ export const MAX_DELAY_MS = 10 * YEAR;
 export const PRIORITY_MIN = -2_147_483_648;
 export const PRIORITY_MAX = 2_147_483_647;
 export const MAX_ATTEMPTS_LIMIT = 1000;
+/** Parents one job may name in `depends_on` (a 1,000-way fan-in is one child of 1,000 parents). */
+export const MAX_PARENTS = 1000;
+/** Dependencies (edges) one enqueue request may name in all: a batch of 1,000 jobs of 10 parents each. */
+export const MAX_EDGES_PER_REQUEST = 10_000;
+/** Parents per page of GET /v1/jobs/{id}/parents (each with its result) and of a job's children. */
+export const PARENTS_PAGE_MAX = 100;
 export const IDEMPOTENCY_KEY_MAX = 255;
 export const UNIQUE_KEY_MAX = 255;
 export const WORKER_ID_MAX = 128;

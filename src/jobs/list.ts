@@ -8,6 +8,7 @@ import {
   type JobRow,
   liveJobColumns,
   scheduledJobColumns,
+  waitingJobColumns,
 } from './job-row.js';
 import { isJobId, PRIORITY_MAX, PRIORITY_MIN } from './limits.js';
 import type { JobState } from './states.js';
@@ -21,6 +22,7 @@ import type { JobState } from './states.js';
  *   ready      claim order: priority DESC, run_at, id   (what runs next comes first)
  *   scheduled  run_at, id                                (due soonest first; baton.scheduled_jobs)
  *   claimed    id                                        (claimed longest ago first, roughly)
+ *   waiting    id                                        (enqueued first first; baton.waiting_jobs)
  *   completed, dead, cancelled   finished_at, id         (finished longest ago first)
  *
  * `desc` reverses the order. The page key carries the sort key of the last row at full database
@@ -55,7 +57,7 @@ export function parseListKey(state: JobState, key: string[] | undefined): ListKe
     key !== undefined &&
     (state === 'ready'
       ? key.length === 3 && isPriority(a) && isTime(b) && isId(c)
-      : state === 'claimed'
+      : state === 'claimed' || state === 'waiting'
         ? key.length === 1 && isId(a)
         : key.length === 2 && isTime(a) && isId(b));
   if (!ok) throw invalidField('cursor', 'is not a cursor this server issued for this state');
@@ -78,6 +80,8 @@ function keysetCondition(state: JobState, desc: boolean, key: ListKey) {
     }
     case 'claimed':
       return sql`j.id ${cmp} ${key[0]}::bigint`;
+    case 'waiting':
+      return sql`w.id ${cmp} ${key[0]}::bigint`;
     default: {
       const [finishedAt, id] = key;
       return sql`(h.finished_at, h.id) ${cmp} (${finishedAt}::timestamptz, ${id}::bigint)`;
@@ -91,7 +95,14 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
   const keyset = key ? keysetCondition(state, desc, key) : sql`true`;
   // A separate statement text with the group filter (not `$g IS NULL OR ...`), so each text has a
   // plan that uses its index: the group indexes of migrations/0007 lead with (queue, group_key).
-  const alias = state === 'scheduled' ? 's' : state === 'ready' || state === 'claimed' ? 'j' : 'h';
+  const alias =
+    state === 'scheduled'
+      ? 's'
+      : state === 'waiting'
+        ? 'w'
+        : state === 'ready' || state === 'claimed'
+          ? 'j'
+          : 'h';
   const after =
     opts.group === undefined ? keyset : sql`${sql.ref(`${alias}.group_key`)} = ${opts.group} AND ${keyset}`;
   let query: RawBuilder<JobRow & { sort_key: ListKey }>;
@@ -105,6 +116,11 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
       SELECT ${scheduledJobColumns}, json_build_array(${isoMicros(sql`s.run_at`)}, s.id::text) AS sort_key
       FROM baton.scheduled_jobs s WHERE s.queue = ${queue} AND ${after}
       ORDER BY s.run_at ${dir}, s.id ${dir} LIMIT ${limit}`;
+  } else if (state === 'waiting') {
+    query = sql<JobRow & { sort_key: ListKey }>`
+      SELECT ${waitingJobColumns}, json_build_array(w.id::text) AS sort_key
+      FROM baton.waiting_jobs w WHERE w.queue = ${queue} AND ${after}
+      ORDER BY w.id ${dir} LIMIT ${limit}`;
   } else if (state === 'claimed') {
     query = sql<JobRow & { sort_key: ListKey }>`
       SELECT ${liveJobColumns}, json_build_array(j.id::text) AS sort_key

@@ -1,6 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { finishedJobColumns, inScope, type JobRow, liveJobColumns, scheduledJobColumns } from './job-row.js';
+import {
+  finishedJobColumns,
+  inScope,
+  type JobRow,
+  liveJobColumns,
+  scheduledJobColumns,
+  waitingJobColumns,
+} from './job-row.js';
 
 /**
  * Read one job, live or finished; with `queue`, only a job of that queue (a queue-limited key's
@@ -14,11 +21,13 @@ export async function getJob(db: Db, id: string, queue?: string): Promise<JobRow
 export async function getJobs(db: Db, ids: string[], queue?: string): Promise<Map<string, JobRow>> {
   if (ids.length === 0) return new Map();
   const scope = sql`${queue ?? null}::text`;
-  // Wherever each job is now: the ring (any slot), the scheduled jobs, or history (ring.ts).
+  // Wherever each job is now: the ring (any slot), the scheduled or waiting jobs, or history (ring.ts).
   const { rows } = await sql<JobRow>`
     SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[]) AND ${inScope('j', scope)}
     UNION ALL
     SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[]) AND ${inScope('s', scope)}
+    UNION ALL
+    SELECT ${waitingJobColumns} FROM baton.waiting_jobs w WHERE w.id = ANY(${ids}::bigint[]) AND ${inScope('w', scope)}
     UNION ALL
     SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[]) AND ${inScope('h', scope)}`.execute(
     db,
@@ -66,13 +75,15 @@ export async function queuesOfJobs(db: Db, ids: string[]): Promise<Map<string, s
     UNION ALL
     SELECT id, queue FROM baton.scheduled_jobs WHERE id = ANY(${ids}::bigint[])
     UNION ALL
+    SELECT id, queue FROM baton.waiting_jobs WHERE id = ANY(${ids}::bigint[])
+    UNION ALL
     SELECT id, queue FROM baton.job_history WHERE id = ANY(${ids}::bigint[])`.execute(db);
   return new Map(rows.map((r) => [r.id, r.queue]));
 }
 
 /**
- * Which of these jobs are still live (scheduled, ready or claimed): the schedules duty's overlap
- * rule asks whether the previous occurrence's job is still in flight.
+ * Which of these jobs are still live (waiting, scheduled, ready or claimed): the schedules duty's
+ * overlap rule asks whether the previous occurrence's job is still in flight.
  */
 export async function liveJobIds(db: Db, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
@@ -80,6 +91,8 @@ export async function liveJobIds(db: Db, ids: string[]): Promise<Set<string>> {
   const { rows } = await sql<{ id: string }>`
     SELECT id FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
     UNION ALL
-    SELECT id FROM baton.scheduled_jobs WHERE id = ANY(${ids}::bigint[])`.execute(db);
+    SELECT id FROM baton.scheduled_jobs WHERE id = ANY(${ids}::bigint[])
+    UNION ALL
+    SELECT id FROM baton.waiting_jobs WHERE id = ANY(${ids}::bigint[])`.execute(db);
   return new Set(rows.map((r) => r.id));
 }

@@ -67,7 +67,7 @@ export async function redriveDeadJobs(
               queue: sql`${target}::text`,
               max_attempts: sql`coalesce(${q.rows[0]!.max_attempts}::integer, max_attempts)`,
             };
-      const { rows } = await sql<ReturnedJob>`
+      const { rows } = await sql<ReturnedJob & { dependents: boolean }>`
         WITH picked AS (
           -- One text per filter (not "$x IS NULL OR ..."): the request pool always runs the generic
           -- plan (db/database.ts), which could use the primary key for the ids only this way.
@@ -91,9 +91,13 @@ export async function redriveDeadJobs(
         INSERT INTO baton.jobs (slot, ${carriedColumns}, state, run_at, attempts, last_error, errors)
         SELECT baton.job_slot(id), ${carriedValues(moved)}, 'ready', now(), 0, last_error, errors
         FROM moved
-        RETURNING id, queue, unique_key`.execute(trx);
+        RETURNING id, queue, unique_key, dependents`.execute(trx);
       // A redriven job takes its unique key back, or gives way to a job holding it now.
       await settleReturnedKeys(trx, rows);
+      // A redriven parent brings back the children its death held or cancelled (migration 0016). Not a
+      // job forwarded to a dead-letter queue: that one is a message to look at, not the parent run again.
+      const parents = opts.toQueue === undefined ? rows.filter((r) => r.dependents).map((r) => r.id) : [];
+      if (parents.length > 0) await sql`SELECT baton.parents_redriven(${parents}::bigint[])`.execute(trx);
       return rows.length;
     });
     if (moved === undefined) {

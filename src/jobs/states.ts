@@ -2,7 +2,15 @@
  * Job states, declared once. The database enforces the same sets with CHECK constraints on
  * baton.jobs (live) and baton.job_history (finished); a test keeps the two in step.
  *
- * Live states (rows in baton.jobs):
+ * Live states (rows in baton.waiting_jobs, baton.scheduled_jobs and the ring, baton.jobs):
+ * - `waiting`: enqueued with `depends_on`, some parent not finished yet (baton.waiting_jobs, never in
+ *   the ring or the claim index). In: enqueue with a parent still live; a redrive of a dead parent
+ *   brings back the children its death cancelled (baton.parents_redriven). Out, in the transaction
+ *   that finishes its last parent (the trigger on baton.job_history, baton.parents_finished, migration
+ *   0016), exactly once: to `ready` (or `scheduled`, when its run_at is ahead) once every parent has
+ *   completed, or has failed under the policy `run`; to `cancelled` (last_error reason
+ *   `parent_failed`) as soon as a parent goes dead, is cancelled or expires under the policy
+ *   `cancel`; cancel (a user's, purge, forced queue delete).
  * - `scheduled`: waiting for run_at. In: enqueue with a future run_at or delay; nack with a retry
  *   delay. Out: the leader's promoter (run_at reached) to `ready`; cancel; the expiry sweep.
  * - `ready`: claimable now; the only rows in the claim index. In: enqueue due now, promotion,
@@ -19,11 +27,13 @@
  * - `dead`: attempts exhausted, nacked with `dead: true`, lease expired (or the attempt's deadline
  *   passed) on the last attempt, or expired before any claim (expires_at, the leader's expiry sweep);
  *   `dead_reason` says which. Out: redrive (back to `ready`, attempts reset).
- * - `cancelled`: cancelled by a user (or a forced queue delete, or purge); or a job with a unique key
+ * - `cancelled`: cancelled by a user (or a forced queue delete, or purge); a waiting job whose parent
+ *   failed under the policy `cancel` (last_error reason `parent_failed`; a redrive of that parent
+ *   brings it back to `waiting`); or a job with a unique key
  *   that came back to waiting while a newer job held the key, and gave way to it (last_error reason
  *   `superseded`, jobs/unique-return.ts).
  */
-export const LIVE_STATES = ['scheduled', 'ready', 'claimed'] as const;
+export const LIVE_STATES = ['waiting', 'scheduled', 'ready', 'claimed'] as const;
 export const FINISHED_STATES = ['completed', 'dead', 'cancelled'] as const;
 export const JOB_STATES = [...LIVE_STATES, ...FINISHED_STATES] as const;
 

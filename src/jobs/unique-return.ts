@@ -73,7 +73,9 @@ export async function settleReturnedKeys(trx: Db, returned: readonly ReturnedJob
                    AND (EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = k.job_id AND j.state = 'ready'
                                   AND ${notExpired('j')})
                         OR EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.id = k.job_id
-                                     AND ${notExpired('s')}))
+                                     AND ${notExpired('s')})
+                        OR EXISTS (SELECT 1 FROM baton.waiting_jobs w WHERE w.id = k.job_id
+                                     AND ${notExpired('w')}))
                   THEN k.job_id
                   ELSE (SELECT min(r2.id) FROM r r2 WHERE r2.queue = k.queue AND r2.key = k.key)
              END AS job_id

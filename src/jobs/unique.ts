@@ -5,7 +5,8 @@ import type { EnqueueItem } from './enqueue-item.js';
 import { carriedColumns, carriedValues, type EnqueuedRow } from './job-row.js';
 
 /**
- * Unique jobs: at most one waiting (scheduled or ready) job per queue and `unique_key`.
+ * Unique jobs: at most one waiting (scheduled, ready, or waiting for its parents) job per queue and
+ * `unique_key`.
  *
  * The key's holder is a row of baton.unique_keys (queue, key, job_id). The ring is partitioned by
  * slot, so a unique index there would have to include the slot and could not say "one per key";
@@ -155,9 +156,11 @@ async function waitingJob(
     UNION ALL
     SELECT id, queue, group_key, state, priority, run_at, attempts, max_attempts,
            idempotency_key, created_at, timeout_ms, expires_at, unique_key
-    FROM baton.jobs WHERE id = ${id}::bigint AND state = 'ready' AND ${waitingFilter(queue, key)}`.execute(
-    trx,
-  );
+    FROM baton.jobs WHERE id = ${id}::bigint AND state = 'ready' AND ${waitingFilter(queue, key)}
+    UNION ALL
+    SELECT id, queue, group_key, 'waiting'::text AS state, priority, run_at, attempts, max_attempts,
+           idempotency_key, created_at, timeout_ms, expires_at, unique_key
+    FROM baton.waiting_jobs WHERE id = ${id}::bigint AND ${waitingFilter(queue, key)}`.execute(trx);
   return rows[0];
 }
 
@@ -174,6 +177,14 @@ async function replaceWaiting(
   id: string,
   by: EnqueueItem,
 ): Promise<EnqueuedRow | undefined> {
+  // A job waiting for its parents keeps its place there (its counter, its edges): changed in place.
+  const { rows: held } = await sql<EnqueuedRow>`
+    UPDATE baton.waiting_jobs SET payload = ${by.payloadJson}::jsonb, priority = ${by.priority}::integer,
+      run_at = coalesce(${by.runAt ?? null}::timestamptz, now() + ${by.delayMs ?? 0}::bigint * interval '1 millisecond')
+    WHERE id = ${id}::bigint AND ${waitingFilter(queue, key)}
+    RETURNING id, queue, group_key, 'waiting'::text AS state, priority, run_at, attempts, max_attempts,
+              idempotency_key, created_at, timeout_ms, expires_at, unique_key`.execute(trx);
+  if (held[0]) return held[0];
   for (const from of ['scheduled', 'ring'] as const) {
     const gone =
       from === 'scheduled'
@@ -237,6 +248,7 @@ export async function removeStaleUniqueKeys(
       SELECT s.queue, s.key, s.job_id, s.generation FROM slice s
       WHERE NOT EXISTS (SELECT 1 FROM baton.scheduled_jobs j WHERE j.id = s.job_id)
         AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.id = s.job_id AND j.state = 'ready')
+        AND NOT EXISTS (SELECT 1 FROM baton.waiting_jobs w WHERE w.id = s.job_id)
     ), removed AS (
       -- The generation too: a job that came back to waiting after this snapshot bumped it.
       DELETE FROM baton.unique_keys k USING stale s

@@ -9,6 +9,7 @@ import { ExpireKeysDuty } from './expire-keys.js';
 import { ExpiryDuty } from './expiry.js';
 import { GroupStatsDuty } from './group-stats.js';
 import { HistoryPartitionsDuty } from './history-partitions.js';
+import { JobEdgesDuty } from './job-edges.js';
 import { Leadership } from './leadership.js';
 import { PromoteDuty } from './promote.js';
 import { PruneDuty } from './prune.js';
@@ -93,6 +94,7 @@ export class Maintainer {
         defaults: config,
       }),
       new ExpireKeysDuty(db, metrics, config.tickMs),
+      new JobEdgesDuty(db, config.tickMs),
       new ExpiryDuty(db, metrics, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),

@@ -30,6 +30,7 @@ const idleQueue = (idleMs: number) => sql`
   AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.queue = q.name AND j.state = 'ready')
   AND NOT EXISTS (SELECT 1 FROM baton.jobs j WHERE j.queue = q.name AND j.state = 'claimed')
   AND NOT EXISTS (SELECT 1 FROM baton.scheduled_jobs s WHERE s.queue = q.name)
+  AND NOT EXISTS (SELECT 1 FROM baton.waiting_jobs w WHERE w.queue = q.name)
   AND NOT EXISTS (
     SELECT 1 FROM baton.job_history h
     WHERE h.queue = q.name AND h.state IN ('completed', 'dead', 'cancelled')

@@ -35,9 +35,10 @@ export async function refreshLiveStats(
              min(j.run_at) FILTER (WHERE j.state = 'ready') AS oldest_ready_at
       FROM baton.jobs j WHERE j.queue IN (SELECT name FROM batch) GROUP BY j.queue
     )
-    INSERT INTO baton.queue_stats AS s (queue, scheduled, ready, claimed, oldest_ready_at, completed_last_minute,
-                                        live_refreshed_at)
+    INSERT INTO baton.queue_stats AS s (queue, waiting, scheduled, ready, claimed, oldest_ready_at,
+                                        completed_last_minute, live_refreshed_at)
     SELECT b.name,
+      (SELECT count(*) FROM baton.waiting_jobs w WHERE w.queue = b.name),
       (SELECT count(*) FROM baton.scheduled_jobs sj WHERE sj.queue = b.name),
       coalesce(r.ready, 0), coalesce(r.claimed, 0), r.oldest_ready_at,
       (SELECT count(*) FROM baton.job_history h
@@ -45,7 +46,7 @@ export async function refreshLiveStats(
       now()
     FROM batch b LEFT JOIN ring r ON r.queue = b.name
     ON CONFLICT (queue) DO UPDATE SET
-      scheduled = excluded.scheduled, ready = excluded.ready, claimed = excluded.claimed,
+      waiting = excluded.waiting, scheduled = excluded.scheduled, ready = excluded.ready, claimed = excluded.claimed,
       oldest_ready_at = excluded.oldest_ready_at, completed_last_minute = excluded.completed_last_minute,
       live_refreshed_at = excluded.live_refreshed_at
     RETURNING queue`.execute(db);

@@ -65,6 +65,7 @@ export default fp(
             rows.map((r) => ({
               queue: r.queue,
               counts: {
+                waiting: Number(r.waiting),
                 scheduled: Number(r.scheduled),
                 ready: Number(r.ready),
                 claimed: Number(r.claimed),

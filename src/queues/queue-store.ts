@@ -224,6 +224,7 @@ export async function deadLetterRoutes(
 export async function statsForMetrics(db: Db, limit: number) {
   const { rows } = await sql<{
     queue: string;
+    waiting: string;
     scheduled: string;
     ready: string;
     claimed: string;
@@ -233,7 +234,7 @@ export async function statsForMetrics(db: Db, limit: number) {
     oldest_ready_seconds: number | null;
     age_seconds: number | null;
   }>`
-    SELECT queue, scheduled, ready, claimed, completed, dead, cancelled,
+    SELECT queue, waiting, scheduled, ready, claimed, completed, dead, cancelled,
            extract(epoch FROM live_refreshed_at - oldest_ready_at)::float8 AS oldest_ready_seconds,
            extract(epoch FROM now() - live_refreshed_at)::float8 AS age_seconds
     FROM baton.queue_stats ORDER BY queue LIMIT ${limit}`.execute(db);

@@ -1,11 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
+import { queuePatternsOf } from '../auth/api-keys.js';
 import { deadlineExceeded, invalidField, jobNotFound, leaseLost } from '../errors.js';
 import { sendJsonText, withNextJson } from '../http/claim-response.js';
 import { claimOf, whileConnected } from '../http/claims.js';
 import { isoTime } from '../http/iso-time.js';
 import { jsonText } from '../http/json-input.js';
-import { AwaitRequest, AwaitResponse, Job, JobParams, JobReadQuery } from '../http/schemas/jobs.js';
+import {
+  AwaitRequest,
+  AwaitResponse,
+  Job,
+  JobParams,
+  JobReadQuery,
+  RelatedJobList,
+  RelatedJobsQuery,
+} from '../http/schemas/jobs.js';
 import {
   AckRequest,
   BatchAckRequest,
@@ -19,7 +28,7 @@ import {
 } from '../http/schemas/leases.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { toJob } from '../http/views.js';
+import { toJob, toRelatedJob } from '../http/views.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
 import { MAX_AWAIT_IDS, PROGRESS_MAX_BYTES } from '../jobs/limits.js';
@@ -92,9 +101,46 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
               )
             ).get(id);
       if (!row) throw jobNotFound(id);
-      return toJob(row);
+      const dependencies = await app.service.jobs.dependencies(id);
+      return dependencies ? { ...toJob(row), dependencies } : toJob(row);
     },
   );
+
+  for (const direction of ['parents', 'children'] as const) {
+    app.get(
+      `/v1/jobs/:id/${direction}`,
+      {
+        config: { access: { scopes: ['producer', 'consumer'], queue: 'job' } },
+        schema: {
+          tags: ['jobs'],
+          operationId: direction === 'parents' ? 'listJobParents' : 'listJobChildren',
+          summary: direction === 'parents' ? "A job's parents, with their results" : "A job's children",
+          description:
+            direction === 'parents'
+              ? 'The jobs named in depends_on, in id order, each in its state now, with the outcome the ' +
+                'dependency recorded and, once completed, its result: a claimed child reads what its parents ' +
+                'produced here (fan-in). Keyset pages of at most 100 (pass next_cursor as cursor); a result ' +
+                'is at most what an ack may carry (BATON_PAYLOAD_LIMIT_BYTES), so a page is at most 100 times ' +
+                'that. A parent pruned past its retention has state null and no result.'
+              : 'The jobs that named this one in depends_on, in id order, each in its state now. Keyset pages ' +
+                'of at most 100 (pass next_cursor as cursor).',
+          params: JobParams,
+          querystring: RelatedJobsQuery,
+          response: { 200: ok(ref(RelatedJobList), `A page of ${direction}.`), ...errorResponses(400, 404) },
+        },
+      },
+      async (request) => {
+        const { id } = request.params;
+        if (!(await app.service.jobs.read(id, request.jobQueues?.get(id)))) throw jobNotFound(id);
+        const page = await app.service.jobs.related(id, direction, {
+          after: request.query.cursor,
+          limit: request.query.limit ?? 100,
+          scope: queuePatternsOf(request.apiKey),
+        });
+        return { jobs: page.jobs.map(toRelatedJob), next_cursor: page.next ?? null };
+      },
+    );
+  }
 
   app.post(
     '/v1/jobs/await',

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { queuePatternsOf } from '../auth/api-keys.js';
 import { invalidField } from '../errors.js';
 import { claimResponseJson, sendJsonText } from '../http/claim-response.js';
 import { claimOf, whileConnected } from '../http/claims.js';
@@ -24,7 +25,9 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { batchEnqueuedIdsJson, toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
+import type { ParentRef } from '../jobs/enqueue-item.js';
 import { refuseBornExpired } from '../jobs/expiry-rule.js';
+import { MAX_EDGES_PER_REQUEST } from '../jobs/limits.js';
 import { listJobs, parseListKey } from '../jobs/list.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 
@@ -35,6 +38,8 @@ function toItem(
   field: string,
   payloadLimit: number,
   headerTrace: TraceContext | undefined,
+  /** The item's position in a batch (earlier items may be parents); undefined for a single enqueue. */
+  position?: number,
 ): EnqueueItem {
   if (body.delay_ms !== undefined && body.run_at !== undefined) {
     throw invalidField(`${field}run_at`, 'cannot be given with delay_ms');
@@ -46,6 +51,7 @@ function toItem(
     throw invalidField(`${field}on_conflict`, 'needs unique_key');
   }
   const trace = traceOfBody(body, field) ?? headerTrace;
+  const dependsOn = parentsOf(body, field, position);
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
     group: body.group,
@@ -61,7 +67,34 @@ function toItem(
     uniqueKey: body.unique_key,
     onConflict: body.on_conflict,
     ...(trace ? { meta: { trace } } : {}),
+    ...(dependsOn ? { dependsOn, onParentFailure: body.on_parent_failure ?? 'cancel' } : {}),
   };
+}
+
+/** An item's parents as the service takes them; a 400 naming the field for a reference it may not make. */
+function parentsOf(
+  body: EnqueueRequest,
+  field: string,
+  position: number | undefined,
+): ParentRef[] | undefined {
+  if (body.depends_on === undefined) {
+    if (body.on_parent_failure !== undefined)
+      throw invalidField(`${field}on_parent_failure`, 'needs depends_on');
+    return undefined;
+  }
+  return body.depends_on.map((parent, k) => {
+    if (typeof parent === 'string') return { id: parent };
+    if (position === undefined) {
+      throw invalidField(`${field}depends_on[${k}]`, 'names a batch item, which only a batch request has');
+    }
+    if (parent.item >= position) {
+      throw invalidField(
+        `${field}depends_on[${k}].item`,
+        `must name an earlier item of the batch (below ${position})`,
+      );
+    }
+    return { item: parent.item };
+  });
 }
 
 /** The trace context a job gives in its own fields; a 400 naming the field when they do not hold. */
@@ -94,7 +127,8 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'enqueueJob',
         summary: 'Enqueue a job',
         description:
-          'Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future. ' +
+          'Adds one job. It is `ready` at once, or `scheduled` when `run_at`/`delay_ms` puts it in the future, or ' +
+          '`waiting` while a job it names in `depends_on` has not completed. ' +
           'An unknown queue is created with default settings unless the server runs with auto-create off. ' +
           'With an `idempotency_key` already used on this queue (within its retention), nothing is created and ' +
           'the original job is returned with 200. With a `unique_key` held by a waiting job of this queue, that ' +
@@ -115,7 +149,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
       await refuseBornExpired(app.db, [item], () => '');
-      const [result] = await jobs.enqueue(queue, [item]);
+      const [result] = await jobs.enqueue(queue, [item], 'api', {
+        parentScope: queuePatternsOf(request.apiKey),
+        field: () => '',
+      });
       const { job, created } = result!;
       return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
@@ -140,6 +177,8 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Enqueue up to 1,000 jobs in one transaction',
         description:
           'All or nothing: an invalid item rejects the whole batch with 400 naming its index and field. ' +
+          'Items may depend on earlier items of the same request (`depends_on: [{"item": 0}]`), so a whole ' +
+          'workflow graph is enqueued at once. ' +
           'The answer lists the jobs in request order; `created` is false for an item whose idempotency key ' +
           'matched an existing job. A producer that keeps only ids sends `Prefer: return=minimal` and gets ' +
           "each job's id and `created` alone, for less work on both sides.",
@@ -156,10 +195,20 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const headerTrace = traceFromHeaders(request.headers);
       const items = request.body.jobs.map((job, i) =>
-        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace),
+        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace, i),
       );
+      const edges = items.reduce((n, item) => n + (item.dependsOn?.length ?? 0), 0);
+      if (edges > MAX_EDGES_PER_REQUEST) {
+        throw invalidField(
+          'jobs',
+          `name ${edges} parents in all; at most ${MAX_EDGES_PER_REQUEST} per request`,
+        );
+      }
       await refuseBornExpired(app.db, items, (i) => `jobs[${i}].`);
-      const results = await jobs.enqueue(queue, items);
+      const results = await jobs.enqueue(queue, items, 'api', {
+        parentScope: queuePatternsOf(request.apiKey),
+        field: (i) => `jobs[${i}].`,
+      });
       if (prefersMinimal(request.headers.prefer)) {
         reply.code(201).header('preference-applied', 'return=minimal');
         return sendJsonText(reply, batchEnqueuedIdsJson(results));

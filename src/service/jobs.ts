@@ -2,7 +2,9 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { releaseClaims } from '../jobs/claim/release.js';
 import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
+import { enqueueWithParents, type ParentScope } from '../jobs/dependencies.js';
 import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue.js';
+import { type DependencySummary, dependencySummary, type RelatedPage, relatedJobs } from '../jobs/graph.js';
 import type { JobRow } from '../jobs/job-row.js';
 import type { ScopedId } from '../jobs/lease-outcome.js';
 import { getJob, getScopedJobs } from '../jobs/read.js';
@@ -34,6 +36,14 @@ export interface ServiceDeps {
  * SQS's five minutes.
  */
 export type EnqueuePolicy = 'api' | 'sqs' | 'sqs-fifo';
+
+/** What an enqueue with `depends_on` needs of its request. */
+export interface EnqueueRequestContext {
+  /** The queues whose jobs the caller may name as parents (a queue-limited key's patterns). */
+  parentScope?: ParentScope;
+  /** The field prefix of item i in error messages (`jobs[i].` in a batch). */
+  field?: (index: number) => string;
+}
 
 /** SQS's deduplication interval: a FIFO message's deduplication id is remembered five minutes. */
 export const SQS_DEDUPLICATION_MS = 5 * 60_000;
@@ -97,8 +107,20 @@ export class JobUseCases {
     queue: string,
     items: EnqueueItem[],
     policy: EnqueuePolicy = 'api',
+    request: EnqueueRequestContext = {},
   ): Promise<EnqueueResult[]> {
-    const results = await this.enqueues[policy].enqueue(queue, items);
+    // Jobs with parents take a transaction of their own (jobs/dependencies.ts); the others keep
+    // their one grouped statement.
+    const results = items.some((item) => item.dependsOn !== undefined)
+      ? await enqueueWithParents(
+          this.deps.db,
+          queue,
+          items,
+          this.enqueueOptions,
+          request.parentScope,
+          request.field ?? ((i) => (items.length === 1 ? '' : `jobs[${i}].`)),
+        )
+      : await this.enqueues[policy].enqueue(queue, items);
     this.enqueued(queue, results);
     return results;
   }
@@ -122,6 +144,23 @@ export class JobUseCases {
   /** A job in any state; with `queue` (a queue-limited key's scope), only a job of that queue. */
   read(id: string, queue?: string): Promise<JobRow | undefined> {
     return getJob(this.deps.db, id, queue);
+  }
+
+  /** A job's dependencies (parents, pending, failed, policy); undefined for a job without parents. */
+  dependencies(id: string): Promise<DependencySummary | undefined> {
+    return dependencySummary(this.deps.db, id);
+  }
+
+  /**
+   * A page of a job's parents (each with its result once completed: the fan-in of a claimed child) or
+   * children, in id order; with `scope`, only those of queues the caller may see.
+   */
+  related(
+    id: string,
+    direction: 'parents' | 'children',
+    opts: { after?: string; limit: number; scope?: ParentScope },
+  ): Promise<RelatedPage> {
+    return relatedJobs(this.deps.db, id, direction, { ...opts, scope: opts.scope });
   }
 
   /**

@@ -299,7 +299,10 @@ export function readAttributes(queue: SqsQueue, place: SqsPlace, names: string[]
     QueueArn: queueArn(place, queue.name),
     ApproximateNumberOfMessages: String(queue.stats?.ready ?? 0),
     ApproximateNumberOfMessagesNotVisible: String(queue.stats?.claimed ?? 0),
-    ApproximateNumberOfMessagesDelayed: String(queue.stats?.scheduled ?? 0),
+    // Jobs waiting for parents are not receivable yet either: SQS's nearest word for them is delayed.
+    ApproximateNumberOfMessagesDelayed: String(
+      Number(queue.stats?.scheduled ?? 0) + Number(queue.stats?.waiting ?? 0),
+    ),
     CreatedTimestamp: seconds(queue.row.created_at),
     LastModifiedTimestamp: seconds(queue.row.updated_at),
     VisibilityTimeout: String(Math.round(queue.leaseMs / 1000)),

@@ -36,6 +36,8 @@ export interface ChaosSummary {
   seed: number;
   durationMs: number;
   jobs: number;
+  /** Jobs of the run that had parents (workflows). */
+  workflowChildren: number;
   completed: number;
   dead: number;
   kills: { server: number; worker: number; backends: number; postgres: number };
@@ -50,6 +52,8 @@ export interface ChaosSummary {
 
 const QUEUE = 'chaos';
 const POISON_RATE = 0.01;
+/** Share of the producer's batches that are small workflows (jobs with parents in the same batch). */
+const WORKFLOW_RATE = 0.2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
@@ -114,15 +118,30 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
 
   // --- producer: idempotency keys make every retry safe -------------------------------------------
   const enqueued = new Map<string, 'normal' | 'poison'>();
+  /** Each workflow child's parents, to check that no child ran before its parents completed. */
+  const parentsOf = new Map<string, string[]>();
   const clients = urls.map((baseUrl) => createBatonClient({ baseUrl }));
   const produce = async () => {
     const spread = opts.durationMs * 0.6;
     const started = Date.now();
     let seq = 0;
     while (seq < opts.jobs) {
-      const size = Math.min(1 + random.int(50), opts.jobs - seq);
+      const workflow = random.chance(WORKFLOW_RATE);
+      const size = Math.min(workflow ? 2 + random.int(6) : 1 + random.int(50), opts.jobs - seq);
+      // A workflow: item 0 is the root, each later item names one or two earlier items as parents; with
+      // idempotency keys like every batch, so a retry answers the same graph. Never poison, so every
+      // job of a graph must complete.
       const batch = Array.from({ length: size }, (_, i) => {
-        const kind = random.chance(POISON_RATE) ? ('poison' as const) : ('normal' as const);
+        const kind = !workflow && random.chance(POISON_RATE) ? ('poison' as const) : ('normal' as const);
+        if (workflow) {
+          const parents = i === 0 ? [] : [...new Set([random.int(i), random.int(i)])];
+          return {
+            payload: { kind, seq: seq + i },
+            idempotency_key: `k-${seq + i}`,
+            max_attempts: 1000,
+            ...(parents.length > 0 ? { depends_on: parents.map((item) => ({ item })) } : {}),
+          };
+        }
         return {
           payload: { kind, seq: seq + i },
           idempotency_key: `k-${seq + i}`,
@@ -138,6 +157,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
           if (response.status === 201 && data) {
             data.jobs.forEach((job, i) => {
               enqueued.set(job.id, batch[i]!.payload.kind);
+              const parents = (batch[i] as { depends_on?: { item: number }[] }).depends_on;
+              if (parents)
+                parentsOf.set(
+                  job.id,
+                  parents.map((p) => data.jobs[p.item]!.id),
+                );
             });
             break;
           }
@@ -239,8 +264,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
   );
   const finals = (
     await reader.query<FinalJob>(`
-      SELECT id::text, state, attempts, payload->>'kind' AS kind, errors FROM baton.jobs
-      UNION ALL SELECT id::text, state, attempts, payload->>'kind', errors FROM baton.job_history`)
+      SELECT id::text, state, attempts, payload->>'kind' AS kind, errors, NULL::float8 AS finished_ms FROM baton.jobs
+      UNION ALL SELECT id::text, 'scheduled', attempts, payload->>'kind', errors, NULL FROM baton.scheduled_jobs
+      UNION ALL SELECT id::text, 'waiting', attempts, payload->>'kind', errors, NULL FROM baton.waiting_jobs
+      UNION ALL SELECT id::text, state, attempts, payload->>'kind', errors,
+                       extract(epoch FROM finished_at)::float8 * 1000 FROM baton.job_history`)
   ).rows;
   const rearmed = (
     await reader.query(`
@@ -264,13 +292,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
   }
   await fs.rm(dir, { recursive: true, force: true });
 
-  const violations = checkLedger(entries, enqueued, finals);
+  const violations = checkLedger(entries, enqueued, finals, parentsOf);
   const starts = entries.filter((e) => e.t === 'start');
   const startedJobs = new Set(starts.map((e) => (e as { job: string }).job));
   const summary: ChaosSummary = {
     seed: opts.seed,
     durationMs: opts.durationMs,
     jobs: enqueued.size,
+    workflowChildren: parentsOf.size,
     completed: finals.filter((f) => f.state === 'completed').length,
     dead: finals.filter((f) => f.state === 'dead').length,
     kills,
@@ -291,7 +320,7 @@ export function formatSummary(s: ChaosSummary): string {
     .join(' ');
   return [
     `chaos ${s.ok ? 'PASSED' : 'FAILED'} (seed ${s.seed}; replay with --seed ${s.seed})`,
-    `  jobs ${s.jobs}: completed ${s.completed}, dead ${s.dead} (poison, by design), lost ${s.lost}`,
+    `  jobs ${s.jobs} (${s.workflowChildren} with parents): completed ${s.completed}, dead ${s.dead} (poison, by design), lost ${s.lost}`,
     `  kills: servers ${s.kills.server}, workers ${s.kills.worker}, backend terminations ${s.kills.backends}, PostgreSQL restarts ${s.kills.postgres}`,
     `  deliveries ${s.deliveries}, duplicates ${s.duplicates} (deliveries beyond the first, allowed by at-least-once), re-arms ${s.rearmed}`,
     `  503 answers seen by workers ${s.responses503}`,

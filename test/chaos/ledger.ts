@@ -27,6 +27,8 @@ export interface FinalJob {
   kind: 'normal' | 'poison';
   /** The job's error history from the database: one entry per failed attempt, with the server's time. */
   errors: { attempt: number; at: string; message: string }[];
+  /** When it finished, by the server's clock (ms); null while live. */
+  finished_ms: number | null;
 }
 
 export interface Violations {
@@ -37,6 +39,8 @@ export interface Violations {
   staleTokenAck: string[];
   overlappingLeases: string[];
   runsBeyondAttempts: string[];
+  /** A job with parents claimed before every parent had completed (or with a parent not completed). */
+  childBeforeParent: string[];
   serverErrors: number[];
 }
 
@@ -49,6 +53,7 @@ export function noViolations(): Violations {
     staleTokenAck: [],
     overlappingLeases: [],
     runsBeyondAttempts: [],
+    childBeforeParent: [],
     serverErrors: [],
   };
 }
@@ -57,19 +62,21 @@ export function noViolations(): Violations {
  * Check the invariants of at-least-once delivery over the whole run:
  * every job finished as it should; no job acked twice; every accepted ack carried the job's current
  * token (the token of its latest claim); no two leases on a job overlapped by the server's clock;
- * handler runs per job never exceed its attempts; no 5xx but 503.
+ * handler runs per job never exceed its attempts; no 5xx but 503; a job with parents (`parentsOf`) is
+ * first claimed, by the server's clock, after its last parent completed.
  */
 export function checkLedger(
   entries: LedgerEntry[],
   enqueued: Map<string, 'normal' | 'poison'>,
   finals: FinalJob[],
+  parentsOf: ReadonlyMap<string, string[]> = new Map(),
 ): Violations {
   const v = noViolations();
   const byId = new Map(finals.map((f) => [f.id, f]));
   for (const [id, kind] of enqueued) {
     const final = byId.get(id);
     if (!final) v.missing.push(id);
-    else if (['scheduled', 'ready', 'claimed'].includes(final.state)) v.live.push(id);
+    else if (['waiting', 'scheduled', 'ready', 'claimed'].includes(final.state)) v.live.push(id);
     else if (final.state !== (kind === 'poison' ? 'dead' : 'completed'))
       v.wrongState.push(`${id}:${final.state}`);
   }
@@ -129,6 +136,21 @@ export function checkLedger(
     const runs = list.filter((e) => e.t === 'start').length;
     if (final && runs > final.attempts)
       v.runsBeyondAttempts.push(`${job}: ${runs} runs, ${final.attempts} attempts`);
+  }
+  for (const [child, parents] of parentsOf) {
+    const firstClaim = Math.min(
+      ...entries.flatMap((e) => (e.t === 'claim' && e.job === child ? [e.server_claimed_at] : [])),
+    );
+    if (!Number.isFinite(firstClaim)) continue;
+    for (const parent of parents) {
+      const p = byId.get(parent);
+      // Claim times come to the millisecond, history's to the microsecond: compare whole milliseconds.
+      if (p?.state !== 'completed' || p.finished_ms === null || firstClaim < Math.floor(p.finished_ms)) {
+        v.childBeforeParent.push(
+          `${child}: claimed at ${firstClaim}, parent ${parent} ${p?.state} at ${p?.finished_ms}`,
+        );
+      }
+    }
   }
   return v;
 }

@@ -30,6 +30,7 @@ describe('maintainer', () => {
       'expiry',
       'group_stats',
       'history_partitions',
+      'job_edges',
       'promote',
       'prune',
       'queue_gc',

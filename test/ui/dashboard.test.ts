@@ -194,6 +194,31 @@ describe('the dashboard, with an admin key', WALK, () => {
     }
   });
 
+  it('shows a workflow job’s parents and children with their states, and counts waiting jobs', async () => {
+    const enq = await asOps('POST', '/v1/queues/media/jobs/batch', {
+      jobs: [
+        { payload: { step: 'extract' } },
+        { payload: { step: 'resize' }, depends_on: [{ item: 0 }] },
+        { payload: { step: 'publish' }, depends_on: [{ item: 0 }, { item: 1 }] },
+      ],
+    });
+    expect(enq.status).toBe(201);
+    const [extract, resize, publish] = enq.body.jobs.map((j: { id: string }) => j.id);
+    await page.goto(`${server.url}/ui#/jobs/${resize}`);
+    await page.getByRole('heading', { name: `Job ${resize}` }).waitFor();
+    const parents = page.getByRole('list', { name: 'Parents' });
+    await eventually(() => parents.textContent()).toContain(`Job ${extract}`);
+    expect(await parents.textContent()).toContain('ready');
+    const children = page.getByRole('list', { name: 'Children' });
+    expect(await children.textContent()).toContain(`Job ${publish}`);
+    expect(await children.textContent()).toContain('waiting');
+    expect(await page.getByTestId('dependencies').textContent()).toContain('1 not finished');
+
+    await page.goto(`${server.url}/ui#/queues/media`);
+    const counts = page.locator('section[aria-labelledby="counts-title"]');
+    await eventually(() => counts.textContent()).toContain('Waiting for parents2');
+  });
+
   it('logged no console error or warning, and threw nothing, on any page', () => {
     expect(problems).toEqual([]);
   });

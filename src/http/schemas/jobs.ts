@@ -10,7 +10,9 @@ import {
   MAX_AWAIT_MS,
   MAX_BATCH,
   MAX_DELAY_MS,
+  MAX_PARENTS,
   MAX_WAIT_MS,
+  PARENTS_PAGE_MAX,
   PRIORITY_MAX,
   PRIORITY_MIN,
   TIMEOUT_MS_MAX,
@@ -52,12 +54,24 @@ export const JobState = Type.Unsafe<(typeof JOB_STATES)[number]>(
   Type.String({
     $id: 'JobState',
     enum: [...JOB_STATES],
-    description: 'Live: scheduled, ready, claimed. Finished: completed, dead, cancelled.',
+    description:
+      'Live: waiting (for parents, depends_on), scheduled, ready, claimed. Finished: completed, dead, cancelled.',
   }),
 );
 
 export const DeadReason = Type.Unsafe<(typeof DEAD_REASONS)[number]>(
   Type.String({ $id: 'DeadReason', enum: [...DEAD_REASONS], description: 'Why a dead job died.' }),
+);
+
+export const ParentFailurePolicy = Type.Unsafe<'cancel' | 'run'>(
+  Type.String({
+    $id: 'ParentFailurePolicy',
+    enum: ['cancel', 'run'],
+    description:
+      'With depends_on: when a parent goes dead, is cancelled or expires, cancel this job (the default; a ' +
+      'redrive of the parent brings it back) or run it anyway once the other parents are done (its ' +
+      'dependencies then show parents_failed).',
+  }),
 );
 
 export const EnqueueRequest = Type.Object(
@@ -129,7 +143,8 @@ export const EnqueueRequest = Type.Object(
     unique_key: Type.Optional(
       PrintableText(
         UNIQUE_KEY_MAX,
-        'At most one waiting (scheduled or ready) job per queue and key; free again once that job is claimed.',
+        'At most one waiting (scheduled, ready, or waiting for parents) job per queue and key; free again once ' +
+          'that job is claimed.',
       ),
     ),
     on_conflict: Type.Optional(
@@ -142,6 +157,33 @@ export const EnqueueRequest = Type.Object(
         }),
       ),
     ),
+    depends_on: Type.Optional(
+      Type.Array(
+        Type.Union([
+          JobId,
+          Type.Object(
+            {
+              item: Int32({
+                minimum: 0,
+                maximum: MAX_BATCH - 1,
+                description: 'The position of an earlier job of the same batch request (0 is the first).',
+              }),
+            },
+            strict,
+          ),
+        ]),
+        {
+          minItems: 1,
+          maxItems: MAX_PARENTS,
+          description:
+            'Parents: the job waits (state waiting) until every one has completed. A job id (in a queue the ' +
+            'key may use), or, in a batch, {"item": n} for an earlier job of the same request, so a whole ' +
+            `graph is enqueued at once and cannot hold a cycle. At most ${MAX_PARENTS} parents; a parent ` +
+            'already completed counts as done; one already dead or cancelled applies on_parent_failure at once.',
+        },
+      ),
+    ),
+    on_parent_failure: Type.Optional(ref(ParentFailurePolicy)),
   },
   {
     ...strict,
@@ -192,7 +234,8 @@ const enqueuedFields = {
 export const EnqueuedJob = Type.Object(enqueuedFields, {
   $id: 'EnqueuedJob',
   description:
-    'A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; the ' +
+    'A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting ' +
+    'while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the ' +
     'original job returned for a repeated idempotency key may be in any state.',
 });
 export const BatchEnqueuedJob = Type.Object(
@@ -309,6 +352,23 @@ export const JobError = Type.Object(
   { $id: 'JobError', description: 'One failed attempt, as its nack (or the lost lease) recorded it.' },
 );
 
+export const JobDependencies = Type.Object(
+  {
+    parents: Int32({ description: 'Parents named in depends_on.' }),
+    parents_pending: Int32({ description: 'Parents not finished yet: the job waits while any is.' }),
+    parents_failed: Int32({
+      description:
+        'Parents that went dead, were cancelled or expired. Above 0 on a job that ran: it ran anyway ' +
+        '(on_parent_failure run).',
+    }),
+    on_parent_failure: ref(ParentFailurePolicy),
+  },
+  {
+    $id: 'JobDependencies',
+    description: 'Only on GET /v1/jobs/{id} of a job enqueued with depends_on.',
+  },
+);
+
 export const Job = Type.Object(
   {
     ...enqueuedFields,
@@ -333,8 +393,44 @@ export const Job = Type.Object(
       'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
         'attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload.',
     ),
+    dependencies: Type.Optional(ref(JobDependencies)),
   },
   { $id: 'Job' },
+);
+
+export const RelatedJobsQuery = Type.Object(
+  {
+    limit: Type.Optional(Int32({ minimum: 1, maximum: PARENTS_PAGE_MAX, default: 100 })),
+    cursor: Type.Optional(JobId),
+  },
+  strict,
+);
+
+export const RelatedJob = Type.Object(
+  {
+    id: Type.String(),
+    queue: Type.String(),
+    state: Nullable(ref(JobState)),
+    parent_outcome: Nullable(
+      Type.Unsafe<'completed' | 'dead' | 'cancelled'>(
+        Type.String({
+          enum: ['completed', 'dead', 'cancelled'],
+          description: "The parent's outcome as the dependency recorded it; null while the parent is live.",
+        }),
+      ),
+    ),
+    result: Json("A completed parent's result (the ack's); null otherwise, and for children."),
+    finished_at: Nullable(Timestamp('When it finished.')),
+  },
+  { $id: 'RelatedJob', description: 'A parent or a child of a job, in its state now (null: pruned).' },
+);
+
+export const RelatedJobList = Type.Object(
+  {
+    jobs: Type.Array(ref(RelatedJob)),
+    next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page.' })),
+  },
+  { $id: 'RelatedJobList' },
 );
 
 export const JobListQuery = Type.Object(

@@ -126,6 +126,7 @@ export const Queue = Type.Object(
     updated_at: Timestamp(),
     stats: Type.Object(
       {
+        waiting: Int64({ description: 'Jobs waiting for their parents (depends_on).' }),
         scheduled: Int64(),
         ready: Int64(),
         claimed: Int64(),

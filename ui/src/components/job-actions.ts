@@ -4,7 +4,7 @@ import type { Action } from './actions.js';
 /** What an admin can do to one job: cancel it while it is live, redrive it while it is dead. */
 export function jobActions(api: BatonClient, j: Job): Action[] {
   const actions: Action[] = [];
-  if (j.state === 'scheduled' || j.state === 'ready' || j.state === 'claimed') {
+  if (j.state === 'waiting' || j.state === 'scheduled' || j.state === 'ready' || j.state === 'claimed') {
     actions.push({
       label: 'Cancel job',
       name: `Cancel job ${j.id}`,

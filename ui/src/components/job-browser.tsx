@@ -6,7 +6,15 @@ import { href, setQuery } from '../router.js';
 import { useSession } from '../session.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from './bits.js';
 
-export const STATES: JobState[] = ['ready', 'scheduled', 'claimed', 'dead', 'completed', 'cancelled'];
+export const STATES: JobState[] = [
+  'ready',
+  'scheduled',
+  'waiting',
+  'claimed',
+  'dead',
+  'completed',
+  'cancelled',
+];
 const PAGE = 25;
 
 interface Props {

@@ -9,7 +9,7 @@ import type { Action } from './actions.js';
 export function queueActions(api: BatonClient, q: Queue): Action[] {
   const path = { params: { path: { queue: q.name } } };
   const counted = q.stats.live_refreshed_at ? ` (as counted at ${time(q.stats.live_refreshed_at)})` : '';
-  const waiting = q.stats.ready + q.stats.scheduled;
+  const waiting = q.stats.ready + q.stats.scheduled + q.stats.waiting;
   return [
     q.paused
       ? {
@@ -54,12 +54,12 @@ export function queueActions(api: BatonClient, q: Queue): Action[] {
       label: 'Purge',
       name: `Purge queue ${q.name}`,
       consequence:
-        `Cancels every ready and scheduled job of ${q.name}: ${plural(q.stats.ready, 'ready job')} and ` +
-        `${plural(q.stats.scheduled, 'scheduled job')}${counted}. Claimed jobs are left to their workers. ` +
+        `Cancels every ready, scheduled and waiting job of ${q.name}: ${plural(q.stats.ready, 'ready job')}, ` +
+        `${plural(q.stats.scheduled, 'scheduled job')} and ${plural(q.stats.waiting, 'waiting job')}${counted}. Claimed jobs are left to their workers. ` +
         'Cancelled jobs do not run; this cannot be undone.',
       confirm: `Cancel ${plural(waiting, 'job')}`,
       danger: true,
-      unavailable: waiting === 0 ? 'Nothing ready or scheduled' : undefined,
+      unavailable: waiting === 0 ? 'Nothing ready, scheduled or waiting' : undefined,
       run: async () => {
         const { cancelled } = await must(api.POST('/v1/queues/{queue}/purge', path));
         return `${plural(cancelled, 'job')} of ${q.name} cancelled.`;

@@ -1,4 +1,4 @@
-import { ApiError, type Job, must } from '../api.js';
+import { ApiError, type Job, must, type RelatedJob } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading, Scroll, StateBadge } from '../components/bits.js';
 import { jobActions } from '../components/job-actions.js';
@@ -60,6 +60,7 @@ export function JobPage({ params }: PageProps) {
             </section>
           )}
           <Errors job={j} />
+          <Dependencies job={j} />
           {j.meta !== null && j.meta !== undefined && (
             <section aria-labelledby="meta-title">
               <h2 id="meta-title">Metadata</h2>
@@ -139,5 +140,60 @@ function Errors({ job: j }: { job: Job }) {
         </Scroll>
       )}
     </section>
+  );
+}
+
+/**
+ * A job's place in a workflow: its parents (with the outcome each dependency recorded) and its
+ * children, each with its state now: the first 100 of each, linked to their pages.
+ */
+function Dependencies({ job: j }: { job: Job }) {
+  const { api } = useSession();
+  const related = usePoll(
+    async (signal) => {
+      const path = { params: { path: { id: j.id } }, signal };
+      const [parents, children] = await Promise.all([
+        must(api.GET('/v1/jobs/{id}/parents', path)),
+        must(api.GET('/v1/jobs/{id}/children', path)),
+      ]);
+      return { parents, children };
+    },
+    REFRESH_MS,
+    [api, j.id],
+  );
+  const r = related.data;
+  if (!r || (r.parents.jobs.length === 0 && r.children.jobs.length === 0)) return null;
+  const d = j.dependencies;
+  return (
+    <section aria-labelledby="deps-title">
+      <h2 id="deps-title">Dependencies</h2>
+      {d && (
+        <p data-testid="dependencies">
+          Waits for {d.parents} {d.parents === 1 ? 'parent' : 'parents'}: {d.parents_pending} not finished,{' '}
+          {d.parents_failed} failed. If a parent fails:{' '}
+          {d.on_parent_failure === 'run' ? 'run anyway' : 'cancel'}.
+        </p>
+      )}
+      <RelatedList title="Parents" jobs={r.parents.jobs} more={r.parents.next_cursor !== null} />
+      <RelatedList title="Children" jobs={r.children.jobs} more={r.children.next_cursor !== null} />
+    </section>
+  );
+}
+
+function RelatedList({ title, jobs, more }: { title: string; jobs: RelatedJob[]; more: boolean }) {
+  if (jobs.length === 0) return null;
+  return (
+    <>
+      <h3>{title}</h3>
+      <ul class="related" aria-label={title}>
+        {jobs.map((r) => (
+          <li key={r.id}>
+            <a href={href('/jobs', r.id)}>Job {r.id}</a> ({r.queue}){' '}
+            {r.state ? <StateBadge state={r.state} /> : <span class="muted">pruned</span>}
+          </li>
+        ))}
+      </ul>
+      {more && <p class="muted">Only the first {jobs.length} are shown.</p>}
+    </>
   );
 }

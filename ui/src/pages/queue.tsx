@@ -76,6 +76,7 @@ function Counts({ queue: q }: SectionProps) {
   const cells: [string, string][] = [
     ['Ready', count(s.ready)],
     ['Scheduled', count(s.scheduled)],
+    ['Waiting for parents', count(s.waiting)],
     ['Claimed', count(s.claimed)],
     ['Dead', count(s.dead)],
     ['Completed', count(s.completed)],
