@@ -450,3 +450,43 @@ describe('job dependencies', () => {
     }
   });
 });
+
+describe('a workflow awaited and reporting progress', () => {
+  it("a producer awaits the graph's last job: the wait ends with its result once its parents and it have run", async () => {
+    const q = 'deps-await';
+    const enq = await api(app).enqueueBatch(q, [
+      { payload: 'fetch' },
+      { payload: 'sum', depends_on: [{ item: 0 }] },
+    ]);
+    const [fetch, sum] = enq.body.jobs.map((j: { id: string }) => j.id);
+    // Awaited while it is still waiting for its parent, on another replica than the one that acks.
+    const awaited = replicas[1]!.inject({ method: 'GET', url: `/v1/jobs/${sum}?wait_ms=10000` });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await stateOf(sum)).toBe('waiting');
+
+    const parent = (await claimAll(q))[0]!;
+    expect(parent.id).toBe(fetch);
+    const renewed = await api(app).renew(fetch, {
+      lease_token: parent.lease_token,
+      progress: { done: 1, of: 2 },
+    });
+    expect(renewed.status).toBe(200);
+    expect((await api(app).get(fetch)).body.progress).toEqual({ done: 1, of: 2 });
+    await api(app).ack(fetch, { lease_token: parent.lease_token, result: { rows: 2 } });
+
+    const child = (await claimAll(q))[0]!;
+    expect(child.id).toBe(sum);
+    const parents = await app.inject({ method: 'GET', url: `/v1/jobs/${sum}/parents` });
+    expect(parents.json().jobs.map((p: { result: unknown }) => p.result)).toEqual([{ rows: 2 }]);
+    await api(app).ack(sum, { lease_token: child.lease_token, result: { total: 3 } });
+
+    const answer = await awaited;
+    expect(answer.statusCode).toBe(200);
+    expect(answer.json()).toMatchObject({ id: sum, state: 'completed', result: { total: 3 } });
+    // The parent keeps its last progress report once finished.
+    expect((await api(app).get(fetch)).body).toMatchObject({
+      state: 'completed',
+      progress: { done: 1, of: 2 },
+    });
+  });
+});
