@@ -102,6 +102,18 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'job parents',
+      method: 'GET',
+      url: (q) => `/v1/jobs/${job(q).id}/parents`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'job children',
+      method: 'GET',
+      url: (q) => `/v1/jobs/${job(q).id}/children`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
       name: 'await job',
       method: 'GET',
       url: (q) => `/v1/jobs/${job(q).id}?wait_ms=1`,
@@ -259,7 +271,16 @@ describe('API keys', () => {
   const WHO: Who[] = ['none', 'wrong', 'producer', 'consumer', 'admin', 'limited'];
 
   // To a key limited to some queues, a job of another queue is indistinguishable from a missing one.
-  const JOB_ROUTES = ['get job', 'await job', 'renew', 'ack', 'nack', 'get schedule'];
+  const JOB_ROUTES = [
+    'get job',
+    'job parents',
+    'job children',
+    'await job',
+    'renew',
+    'ack',
+    'nack',
+    'get schedule',
+  ];
   const BATCH_ROUTES = ['batch ack', 'batch renew', 'await jobs'];
   for (const route of ROUTES) {
     for (const who of WHO) {
