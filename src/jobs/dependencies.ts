@@ -1,9 +1,14 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { DomainError, invalidField, queueNotFound } from '../errors.js';
-import { createAutoQueueInTransaction, holdQueue } from '../queues/queue-store.js';
-import { type EnqueueOptions, type EnqueueResult, insertJobs, QUEUE_MISSING } from './enqueue.js';
+import { DomainError, invalidField } from '../errors.js';
+import {
+  type EnqueueOptions,
+  type EnqueueResult,
+  holdOrCreateQueue,
+  insertJobs,
+  QUEUE_MISSING,
+} from './enqueue.js';
 import type { EnqueueItem, ParentFailurePolicy, ParentRef } from './enqueue-item.js';
 import type { EnqueuedRow } from './job-row.js';
 import { getJobs } from './read.js';
@@ -73,13 +78,7 @@ async function enqueueInOrder(
   scope: ParentScope,
   field: (index: number) => string,
 ): Promise<EnqueueResult[]> {
-  if (!(await holdQueue(trx, queue))) {
-    if (!opts.autoCreate.enabled) {
-      throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
-    }
-    await createAutoQueueInTransaction(trx, queue, opts.autoCreate.maxQueues);
-    if (!(await holdQueue(trx, queue))) throw new Error(`queue ${queue} is missing right after creating it`);
-  }
+  await holdOrCreateQueue(trx, queue, opts);
   const { rows: drawn } = await sql<{ id: string }>`
     SELECT nextval('baton.jobs_id_seq')::text AS id FROM generate_series(1, ${items.length}::integer)`.execute(
     trx,

@@ -127,17 +127,28 @@ export async function enqueueInTransaction(
   items: EnqueueItem[],
   opts: EnqueueOptions,
 ): Promise<EnqueueResult[]> {
-  if (!(await holdQueue(trx, queue))) {
-    if (!opts.autoCreate.enabled) {
-      throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
-    }
-    await createAutoQueueInTransaction(trx, queue, opts.autoCreate.maxQueues);
-    if (!(await holdQueue(trx, queue))) throw new Error(`queue ${queue} is missing right after creating it`);
-  }
+  await holdOrCreateQueue(trx, queue, opts);
   if (needsTransaction(items)) return insertWithKeys(trx, queue, items, opts);
   const rows = await insertJobs(trx, queue, items, [], opts.defaultMaxAttempts);
   if (rows === QUEUE_MISSING) throw new Error(`queue ${queue} vanished while its row was held`);
   return rows.map((job) => ({ job, created: true }));
+}
+
+/**
+ * Hold the queue row FOR KEY SHARE to the end of the transaction (the GC cannot remove it meanwhile),
+ * creating a missing queue under the auto-create policy and cap first.
+ */
+export async function holdOrCreateQueue(
+  trx: Transaction<Database>,
+  queue: string,
+  opts: EnqueueOptions,
+): Promise<void> {
+  if (await holdQueue(trx, queue)) return;
+  if (!opts.autoCreate.enabled) {
+    throw queueNotFound(queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
+  }
+  await createAutoQueueInTransaction(trx, queue, opts.autoCreate.maxQueues);
+  if (!(await holdQueue(trx, queue))) throw new Error(`queue ${queue} is missing right after creating it`);
 }
 
 /**
