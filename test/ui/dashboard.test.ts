@@ -124,6 +124,13 @@ describe('the dashboard, with an admin key', WALK, () => {
     await eventually(focused).toBe('Queues');
     await page.getByRole('link', { name: 'emails' }).click();
     await eventually(focused).toMatch(/^Queue emails/);
+    // The heading takes focus for keyboard and screen-reader users, without a focus ring (not a control).
+    expect(
+      await page.evaluate(() => {
+        const g = globalThis as any;
+        return g.getComputedStyle(g.document.activeElement).outlineStyle;
+      }),
+    ).toBe('none');
 
     const pause = page.getByRole('button', { name: 'Pause queue emails' });
     await pause.focus();
@@ -217,6 +224,33 @@ describe('the dashboard, with an admin key', WALK, () => {
     await page.goto(`${server.url}/ui#/queues/media`);
     const counts = page.locator('section[aria-labelledby="counts-title"]');
     await eventually(() => counts.textContent()).toContain('Waiting for parents2');
+  });
+
+  it('follows the system’s dark mode: dark paper, light ink, on every page', async () => {
+    const dark = await openPage({ width: 1280, height: 800 }, 'dark');
+    try {
+      await signIn(dark.page, SECRETS.ops);
+      const colours = () =>
+        dark.page.evaluate(() => {
+          const g = globalThis as any;
+          const style = g.getComputedStyle(g.document.querySelector('main'));
+          return { ink: style.color, paper: g.getComputedStyle(g.document.documentElement).backgroundColor };
+        });
+      const luminance = (rgb: string) => {
+        const [r, g, b] = rgb.match(/\d+/g)!.map(Number);
+        return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+      };
+      for (const hash of ['#/queues', '#/queues/emails', '#/schedules']) {
+        await dark.page.goto(`${server.url}/ui${hash}`);
+        await dark.page.locator('main h1').waitFor();
+        const { ink, paper } = await colours();
+        expect(luminance(paper), `${hash} background ${paper}`).toBeLessThan(60);
+        expect(luminance(ink), `${hash} text ${ink}`).toBeGreaterThan(180);
+      }
+      expect(dark.problems).toEqual([]);
+    } finally {
+      await dark.context.close();
+    }
   });
 
   it('logged no console error or warning, and threw nothing, on any page', () => {

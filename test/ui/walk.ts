@@ -73,9 +73,9 @@ export function useDashboard(env: Record<string, string> = {}) {
     return { status: res.status, body: (await res.json()) as any };
   }
 
-  async function openPage(viewport = { width: 1280, height: 800 }) {
+  async function openPage(viewport = { width: 1280, height: 800 }, colorScheme: 'light' | 'dark' = 'light') {
     if (!browser) throw new Error('openPage() before beforeAll ran');
-    const context = await browser.newContext({ viewport });
+    const context = await browser.newContext({ viewport, colorScheme });
     const page = await context.newPage();
     return { context, page, problems: watchProblems(page) };
   }

@@ -26,8 +26,15 @@ interface Props {
 
 const bars = uPlot.paths.bars?.({ size: [0.8, 40] });
 
+/** A colour of the page's theme (style.css), so the canvas follows light and dark mode too. */
+const themeColor = (name: string) =>
+  getComputedStyle(document.documentElement).getPropertyValue(name).trim() || undefined;
+
 function options(p: Props, width: number): uPlot.Options {
   const small = p.small ?? false;
+  const ink = themeColor('--ink');
+  const line = themeColor('--line');
+  const axis = { stroke: ink, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
   return {
     width,
     height: p.height ?? (small ? 32 : 180),
@@ -38,10 +45,10 @@ function options(p: Props, width: number): uPlot.Options {
     axes: small
       ? [{ show: false }, { show: false }]
       : [
-          { values: (_u, ticks) => ticks.map(clock) },
-          { size: 44 },
+          { ...axis, values: (_u, ticks) => ticks.map(clock) },
+          { ...axis, size: 44 },
           ...(p.series.some((s) => s.right)
-            ? [{ side: 1, scale: 'right', size: 56, grid: { show: false }, values: rightValues(p) }]
+            ? [{ ...axis, side: 1, scale: 'right', size: 56, grid: { show: false }, values: rightValues(p) }]
             : []),
         ],
     series: [
