@@ -795,7 +795,7 @@ export interface components {
              */
             max_attempts?: number;
             /**
-             * @description W3C trace context of the producer, handed to every worker that claims the job (docs: README, "Trace context"). Instead of this field, a `traceparent` header may carry it (for a batch: every job without its own).
+             * @description W3C trace context of the producer, handed to every worker that claims the job (docs/workers.md, "Trace context"). Instead of this field, a `traceparent` header may carry it (for a batch: every job without its own).
              * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
              */
             traceparent?: string;
@@ -1626,7 +1626,7 @@ export interface components {
              */
             cron: string;
             /**
-             * @description IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a 400. Daylight saving: see the README.
+             * @description IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a 400. Daylight saving: see docs/schedules.md.
              * @default UTC
              */
             timezone?: string;

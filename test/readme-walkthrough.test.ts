@@ -13,15 +13,26 @@ const SHOWN = '# => ';
 const TIMESTAMP = /"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"/g;
 const comparable = (line: string) => JSON.parse(line.replace(TIMESTAMP, '"<time>"'));
 
+/** The README and the docs pages it links to: the walk-throughs are spread over them. */
+const PAGES = [
+  'README.md',
+  ...fs
+    .readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
+
 function block(name: string): string {
-  const readme = fs.readFileSync('README.md', 'utf8');
-  const text = readme.split(`<!-- ${name}:start -->`)[1]!.split(`<!-- ${name}:end -->`)[0]!;
+  const page = PAGES.map((p) => fs.readFileSync(p, 'utf8')).find((t) => t.includes(`<!-- ${name}:start -->`));
+  if (!page) throw new Error(`no walk-through block ${name} in ${PAGES.join(', ')}`);
+  const text = page.split(`<!-- ${name}:start -->`)[1]!.split(`<!-- ${name}:end -->`)[0]!;
   return text.replace(/^\s*```sh\n/, '').replace(/```\s*$/, '');
 }
 
 /**
- * The README's curl blocks, run as written against a real listening server, in README order on one
- * database (as a reader following the README on a fresh server; the ids shown depend on it).
+ * The curl blocks of the README and its docs pages, run as written against a real listening server,
+ * in the order a reader follows them (the README's walk-through first, then the pages in the order
+ * below) on one database, as on a fresh server: the ids shown depend on it.
  */
 describe('README walk-through', () => {
   const server = useListeningApp(database);

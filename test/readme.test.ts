@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { PROBLEM_CODES } from '../src/http/problem.js';
 import { configTableRows } from './support/config-table.js';
 
-describe('README', () => {
+describe('README and its docs pages', () => {
   it('documents every setting of src/config/settings.ts with its default (npm run readme:config rewrites it)', () => {
-    const readme = fs.readFileSync('README.md', 'utf8');
+    const readme = fs.readFileSync('docs/configuration.md', 'utf8');
     const block = readme.slice(
       readme.indexOf('<!-- config-table:start -->'),
       readme.indexOf('<!-- config-table:end -->'),
@@ -17,15 +17,14 @@ describe('README', () => {
   });
 
   it('lists every problem code with its status', () => {
-    const readme = fs.readFileSync('README.md', 'utf8');
-    const errors = readme.slice(readme.indexOf('## Errors'), readme.indexOf('## Configuration'));
+    const errors = fs.readFileSync('docs/errors.md', 'utf8');
     for (const [code, { status }] of Object.entries(PROBLEM_CODES)) {
       expect(errors, code).toMatch(new RegExp(`\`${code}\`[^(]*\\(${status}`));
     }
   });
 
   it("pins the client generator's recipe to the versions npm test runs it with", () => {
-    const readme = fs.readFileSync('README.md', 'utf8');
+    const readme = fs.readFileSync('docs/workers.md', 'utf8');
     const dev = JSON.parse(fs.readFileSync('package.json', 'utf8')).devDependencies as Record<string, string>;
     expect(readme).toContain(`@hey-api/openapi-ts@${dev['@hey-api/openapi-ts']}`);
     expect(readme).toContain(`typescript@${dev.typescript}`);

@@ -550,7 +550,7 @@ async function fairnessReport(ctx: BenchContext): Promise<PartReport> {
   ctx.log(
     `    B done after ${fair.claimsUntilBDone} claims (${fair.jobsUntilBDone} jobs); Jain min ${fmt(fair.jainMin)}`,
   );
-  // README's bound: a group of weight w with k ready jobs, total weight W, is done within ⌈k/w⌉·W
+  // docs/flow-control.md's bound: a group of weight w with k ready jobs, total weight W, is done within ⌈k/w⌉·W
   // jobs claimed after its arrival, plus one claim.
   const bound = Math.ceil(FAIR_B / 1) * 2 + CLAIM;
   return {
@@ -560,7 +560,7 @@ async function fairnessReport(ctx: BenchContext): Promise<PartReport> {
     metrics: [],
     checks: [
       {
-        target: `fairness: all ${FAIR_B} of B's jobs claimed within ${bound} jobs after they arrive (README's bound: ⌈k/w⌉·W plus one claim)`,
+        target: `fairness: all ${FAIR_B} of B's jobs claimed within ${bound} jobs after they arrive (docs/flow-control.md's bound: ⌈k/w⌉·W plus one claim)`,
         met: fair.jobsUntilBDone <= bound,
         detail: `${fair.jobsUntilBDone} jobs in ${fair.claimsUntilBDone} claims of ${CLAIM} (first in, first out: ${fair.fifoJobs.toLocaleString('en-US')}); Jain's index per claim while both had jobs: min ${fmt(fair.jainMin)}, mean ${fmt(fair.jainMean)}`,
       },

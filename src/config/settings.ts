@@ -31,8 +31,8 @@ export type LogFormat = 'auto' | 'json' | 'pretty';
 
 /**
  * Every setting, once: its variable, default, unit, a one-line description and its parser. The
- * README's configuration table is generated from this list (`npm run readme:config`) and a test
- * compares the two, so they cannot drift. The order here is the README's.
+ * docs/configuration.md's table is generated from this list (`npm run readme:config`) and a test
+ * compares the two, so they cannot drift. The order here is the table's.
  */
 export const settings = {
   port: setting({
@@ -349,7 +349,7 @@ export const settings = {
   schedulesFile: optional<string>({
     env: 'BATON_SCHEDULES_FILE',
     unit: 'path',
-    doc: 'A JSON or YAML file of cron schedules ({"schedules": {name: {queue, cron, ...}}}), applied at every start; schedules changed through the API since are reported as drifted, not overwritten. See README, "Cron schedules".',
+    doc: 'A JSON or YAML file of cron schedules ({"schedules": {name: {queue, cron, ...}}}), applied at every start; schedules changed through the API since are reported as drifted, not overwritten. See docs/schedules.md.',
     parse: filePath,
   }),
   pruneLockTimeoutMs: setting({

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { configTableRows } from './config-table.js';
 
-/** `npm run readme:config`: rewrite the README's configuration table from src/config/settings.ts. */
+/** `npm run readme:config`: rewrite docs/configuration.md's table from src/config/settings.ts. */
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
-const readme = fs.readFileSync('README.md', 'utf8');
+const readme = fs.readFileSync('docs/configuration.md', 'utf8');
 const table = [
   '| Variable | Default | Unit | Meaning |',
   '| --- | --- | --- | --- |',
@@ -12,4 +12,4 @@ const table = [
 ].join('\n');
 const before = readme.slice(0, readme.indexOf(START) + START.length);
 const after = readme.slice(readme.indexOf(END));
-fs.writeFileSync('README.md', `${before}\n${table}\n${after}`);
+fs.writeFileSync('docs/configuration.md', `${before}\n${table}\n${after}`);

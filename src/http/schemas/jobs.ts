@@ -96,7 +96,7 @@ export const EnqueueRequest = Type.Object(
       Type.String({
         pattern: TRACEPARENT_PATTERN,
         description:
-          'W3C trace context of the producer, handed to every worker that claims the job (docs: README, "Trace ' +
+          'W3C trace context of the producer, handed to every worker that claims the job (docs/workers.md, "Trace ' +
           'context"). Instead of this field, a `traceparent` header may carry it (for a batch: every job ' +
           'without its own).',
         examples: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],

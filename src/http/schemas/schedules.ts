@@ -115,7 +115,7 @@ export const ScheduleRequest = Type.Object(
         description:
           'IANA time zone the cron is read in, spelled as the zone database spells it: Europe/Berlin, UTC, ' +
           'Etc/GMT-2, or a link such as US/Eastern. Offsets (+02:00) and other spellings (europe/berlin) are a ' +
-          '400. Daylight saving: see the README.',
+          '400. Daylight saving: see docs/schedules.md.',
       }),
     ),
     payload: Type.Optional(Json('Given to every job (default null).')),
