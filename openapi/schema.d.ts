@@ -598,6 +598,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who holds leases now
+         * @description One row per worker (its claims' `worker_id`) and queue: the jobs it holds under a lease, when the oldest was claimed, when one of its leases was last renewed, and when the first runs out. Read from the jobs in flight, nothing recorded per worker: a worker that holds nothing is not listed. A key limited to some queues sees only those.
+         *
+         *     API key scopes: producer or consumer or admin.
+         */
+        get: operations["listWorkers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules/{name}": {
         parameters: {
             query?: never;
@@ -1705,6 +1727,40 @@ export interface components {
             scopes: ("producer" | "consumer" | "admin")[];
             /** @description The key may use only the queues its patterns match. */
             queue_limited: boolean;
+        };
+        /** @description One worker's leases in one queue, from the claimed jobs. */
+        LeaseHolder: {
+            worker_id: string | null;
+            queue: string;
+            /**
+             * Format: int32
+             * @description Jobs of this queue the worker holds under a lease now.
+             */
+            jobs: number;
+            /**
+             * Format: date-time
+             * @description When the oldest of them was claimed.
+             */
+            oldest_claimed_at: string;
+            /**
+             * Format: date-time
+             * @description When one of its leases was last granted or renewed.
+             */
+            last_renewed_at: string;
+            /**
+             * Format: date-time
+             * @description The first of its leases to run out unless renewed.
+             */
+            next_expiry_at: string;
+        };
+        LeaseHolderList: {
+            /** @description Most jobs first. */
+            workers: components["schemas"]["LeaseHolder"][];
+            /**
+             * Format: date-time
+             * @description The database's time of the reading.
+             */
+            as_of: string;
         };
         Health: {
             /** @enum {string} */
@@ -4386,6 +4442,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Whoami"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWorkers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workers holding leases. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaseHolderList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or unknown API key (unauthorized). */

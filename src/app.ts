@@ -29,6 +29,7 @@ import queueJobs from './routes/queue-jobs.js';
 import queues from './routes/queues.js';
 import schedules from './routes/schedules.js';
 import whoami from './routes/whoami.js';
+import workers from './routes/workers.js';
 import { loadStartupInputs, type StartupInputs } from './startup-inputs.js';
 
 declare module 'fastify' {
@@ -123,6 +124,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(queueHistory);
   await app.register(queueGroups);
   await app.register(whoami);
+  await app.register(workers);
   await app.register(schedules);
   // The SQS-compatible endpoint (docs/sqs.md): POST / and POST /{account}/{queue}, hidden from OpenAPI.
   if (config.sqs) await app.register(sqs, { apiKeys, credentials: sqsCredentials });

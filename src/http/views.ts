@@ -1,6 +1,7 @@
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { RelatedJob } from '../jobs/graph.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
+import type { LeaseHolderRow } from '../jobs/lease-holders.js';
 import { traceOf } from '../jobs/trace-context.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { GroupRow } from '../queues/group-store.js';
@@ -254,5 +255,17 @@ export function toGroup(queue: QueueRow, row: GroupRow, countedAt: Date | null) 
     weight: o?.weight ?? 1,
     paused: o?.paused ?? false,
     overridden,
+  };
+}
+
+/** One worker's leases in one queue (GET /v1/workers). */
+export function toLeaseHolder(row: LeaseHolderRow) {
+  return {
+    worker_id: row.worker_id,
+    queue: row.queue,
+    jobs: row.jobs,
+    oldest_claimed_at: isoTime(row.oldest_claimed_at),
+    last_renewed_at: isoTime(row.last_renewed_at),
+    next_expiry_at: isoTime(row.next_expiry_at),
   };
 }

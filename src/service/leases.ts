@@ -2,6 +2,7 @@ import { type AckedJob, type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { JobRow } from '../jobs/job-row.js';
+import { listLeaseHolders } from '../jobs/lease-holders.js';
 import { type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { type NackInput, type NackResult, nackJob } from '../jobs/nack.js';
 import { type RenewItem, type RenewOutcome, renewLeases } from '../jobs/renew.js';
@@ -185,5 +186,10 @@ export class LeaseUseCases {
       next.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
       return [];
     }
+  }
+
+  /** Who holds leases now (the dashboard's Workers page): from the jobs in flight. */
+  holders(opts: { queue?: string; patterns?: string[]; limit: number }) {
+    return listLeaseHolders(this.deps.db, opts);
   }
 }

@@ -102,6 +102,12 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'list workers',
+      method: 'GET',
+      url: () => '/v1/workers',
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
       name: 'job parents',
       method: 'GET',
       url: (q) => `/v1/jobs/${job(q).id}/parents`,
@@ -296,7 +302,7 @@ describe('API keys', () => {
                 : outside && BATCH_ROUTES.includes(route.name)
                   ? 'hidden item'
                   : outside &&
-                      !['list queues', 'delete queue', 'cancel', 'whoami', 'list schedules'].includes(
+                      !['list queues', 'list workers', 'delete queue', 'cancel', 'whoami', 'list schedules'].includes(
                         route.name,
                       )
                     ? 403

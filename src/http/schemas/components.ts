@@ -57,6 +57,7 @@ import {
   RedriveResponse,
 } from './queues.js';
 import { DeletedSchedule, Schedule, ScheduleList, ScheduleRequest } from './schedules.js';
+import { LeaseHolder, LeaseHolderList } from './workers.js';
 
 /**
  * Every schema with an $id, registered with app.addSchema (so routes refer to them with ref()) and
@@ -124,6 +125,8 @@ export const COMPONENTS = [
   ScheduleList,
   DeletedSchedule,
   Whoami,
+  LeaseHolder,
+  LeaseHolderList,
   Health,
   Readiness,
 ];

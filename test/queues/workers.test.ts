@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { createTestApp, useTestApp } from '../support/app.js';
+import { useTestDatabase } from '../support/database.js';
+import { api } from '../support/http.js';
+import { apiKeyEntry, bearer } from '../support/keys.js';
+
+const database = useTestDatabase();
+const app = useTestApp(database);
+
+const workers = async (query = '') => {
+  const res = await app.inject({ method: 'GET', url: `/v1/workers${query}` });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as {
+    workers: {
+      worker_id: string | null;
+      queue: string;
+      jobs: number;
+      oldest_claimed_at: string;
+      last_renewed_at: string;
+      next_expiry_at: string;
+    }[];
+    as_of: string;
+  };
+};
+
+describe('who holds leases now (GET /v1/workers)', () => {
+  it('lists each worker per queue with its jobs, oldest claim, last renewal and next expiry; gone once acked', async () => {
+    expect((await workers()).workers).toEqual([]);
+    await api(app).enqueueBatch(
+      'w-mail',
+      Array.from({ length: 5 }, (_, i) => ({ payload: i })),
+    );
+    await api(app).enqueue('w-pdf', { payload: 'x' });
+    const a = (await api(app).claim('w-mail', { max_jobs: 3, worker_id: 'host-a:1', lease_ms: 30_000 })).body
+      .jobs;
+    const b = (await api(app).claim('w-mail', { max_jobs: 2, worker_id: 'host-b:7', lease_ms: 30_000 })).body
+      .jobs;
+    const anonymous = (await api(app).claim('w-pdf', { max_jobs: 1 })).body.jobs;
+    expect([a.length, b.length, anonymous.length]).toEqual([3, 2, 1]);
+
+    await new Promise((r) => setTimeout(r, 20));
+    const renewed = await api(app).renew(a[0].id, { lease_token: a[0].lease_token, lease_ms: 60_000 });
+    expect(renewed.status).toBe(200);
+
+    const listed = await workers();
+    expect(listed.workers.map((w) => [w.worker_id, w.queue, w.jobs])).toEqual([
+      ['host-a:1', 'w-mail', 3],
+      ['host-b:7', 'w-mail', 2],
+      [null, 'w-pdf', 1],
+    ]);
+    const [hostA, hostB] = listed.workers;
+    const t = (s: string) => Date.parse(s);
+    // The renewal is host A's latest lease; its first to run out is one it did not renew.
+    expect(t(hostA!.last_renewed_at)).toBeGreaterThan(t(hostB!.last_renewed_at));
+    expect(t(hostA!.oldest_claimed_at)).toBeLessThanOrEqual(t(hostA!.last_renewed_at));
+    expect(t(hostA!.next_expiry_at)).toBeLessThan(t(renewed.body.lease_expires_at));
+    expect(t(hostA!.next_expiry_at)).toBeGreaterThan(t(listed.as_of));
+
+    // One queue only.
+    expect((await workers('?queue=w-pdf')).workers.map((w) => w.queue)).toEqual(['w-pdf']);
+
+    // Acked jobs are no longer held; a worker holding nothing is not listed.
+    await api(app).ackBatch(
+      b.map((j: { id: string; lease_token: string }) => ({ id: j.id, lease_token: j.lease_token })),
+    );
+    expect((await workers()).workers.map((w) => w.worker_id)).toEqual(['host-a:1', null]);
+  });
+
+  it('shows a key limited to some queues only the workers of those queues', async () => {
+    await api(app).enqueue('w-secret', { payload: 1 });
+    await api(app).claim('w-secret', { worker_id: 'secret-worker' });
+    const limited = await createTestApp(database, {
+      BATON_API_KEYS: JSON.stringify([apiKeyEntry('limited', ['consumer'], ['w-mail'])]),
+    });
+    try {
+      const res = await limited.inject({ method: 'GET', url: '/v1/workers', headers: bearer('limited') });
+      expect(res.statusCode).toBe(200);
+      const queues = res.json().workers.map((w: { queue: string }) => w.queue);
+      expect(queues).not.toContain('w-secret');
+      expect(queues).toContain('w-mail');
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('refuses a bad query naming the field', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/workers?limit=0' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0].field).toBe('limit');
+  });
+});
