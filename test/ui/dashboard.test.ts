@@ -226,6 +226,28 @@ describe('the dashboard, with an admin key', WALK, () => {
     await eventually(() => counts.textContent()).toContain('Waiting for parents2');
   });
 
+  it('shows who holds leases now: the worker, its queue and jobs, and forgets it once it acks', async () => {
+    await asOps('POST', '/v1/queues/renders/jobs/batch', { jobs: [{ payload: 1 }, { payload: 2 }] });
+    const claimed = await asOps('POST', '/v1/queues/renders/claim', {
+      max_jobs: 2,
+      worker_id: 'render-box:42',
+    });
+    expect(claimed.body.jobs).toHaveLength(2);
+    await page.getByRole('link', { name: 'Workers' }).click();
+    await page.getByRole('heading', { name: 'Workers' }).waitFor();
+    const row = page.getByRole('row', { name: /render-box:42/ });
+    await row.waitFor({ timeout: 10_000 });
+    expect(await row.getByRole('cell').nth(0).textContent()).toBe('renders');
+    expect(await row.getByRole('cell').nth(1).textContent()).toBe('2');
+    await asOps('POST', '/v1/jobs/ack', {
+      acks: claimed.body.jobs.map((j: { id: string; lease_token: string }) => ({
+        id: j.id,
+        lease_token: j.lease_token,
+      })),
+    });
+    await row.waitFor({ state: 'detached', timeout: 10_000 });
+  });
+
   it('follows the system’s dark mode: dark paper, light ink, on every page', async () => {
     const dark = await openPage({ width: 1280, height: 800 }, 'dark');
     try {
@@ -240,7 +262,7 @@ describe('the dashboard, with an admin key', WALK, () => {
         const [r, g, b] = rgb.match(/\d+/g)!.map(Number);
         return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
       };
-      for (const hash of ['#/queues', '#/queues/emails', '#/schedules']) {
+      for (const hash of ['#/queues', '#/queues/emails', '#/schedules', '#/workers']) {
         await dark.page.goto(`${server.url}/ui${hash}`);
         await dark.page.locator('main h1').waitFor();
         const { ink, paper } = await colours();

@@ -5,6 +5,7 @@ import { Overview } from './overview.js';
 import { QueuePage } from './queue.js';
 import { SchedulePage } from './schedule.js';
 import { SchedulesPage } from './schedules.js';
+import { WorkersPage } from './workers.js';
 
 export interface PageProps {
   params: Record<string, string>;
@@ -34,4 +35,5 @@ export const PAGES: Page[] = [
   { path: '/jobs/:id', title: (p) => `Job ${p.id}`, component: JobPage },
   { path: '/schedules', nav: 'Schedules', title: () => 'Schedules', component: SchedulesPage },
   { path: '/schedules/:name', title: (p) => `Schedule ${p.name}`, component: SchedulePage },
+  { path: '/workers', nav: 'Workers', title: () => 'Workers', component: WorkersPage },
 ];
