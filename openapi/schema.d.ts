@@ -620,6 +620,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every queue at a glance: totals, the last hour, queues needing attention
+         * @description Totals of every queue the key may see as the maintenance leader last counted them (with when), the last hour minute by minute (jobs enqueued, completed and failed), and up to 10 queues needing attention first. A key limited to some queues sees only those.
+         *
+         *     API key scopes: producer or consumer or admin.
+         */
+        get: operations["getOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules/{name}": {
         parameters: {
             query?: never;
@@ -1761,6 +1783,90 @@ export interface components {
              * @description The database's time of the reading.
              */
             as_of: string;
+        };
+        OverviewMinute: {
+            /**
+             * Format: date-time
+             * @description The minute (UTC, to the minute).
+             */
+            minute: string;
+            /**
+             * Format: int64
+             * @description Jobs that arrived in the minute, over every queue.
+             */
+            enqueued: number;
+            /**
+             * Format: int64
+             * @description Jobs completed in the minute.
+             */
+            completed: number;
+            /**
+             * Format: int64
+             * @description Jobs that went dead in the minute.
+             */
+            failed: number;
+        };
+        AttentionQueue: {
+            queue: string;
+            paused: boolean;
+            /**
+             * Format: int64
+             * @description Dead jobs kept now.
+             */
+            dead: number;
+            /**
+             * Format: int64
+             * @description Jobs that went dead in the last hour.
+             */
+            failed_last_hour: number;
+            oldest_ready_age_ms: number | null;
+        };
+        Overview: {
+            /**
+             * Format: date-time
+             * @description The database's time of the reading.
+             */
+            as_of: string;
+            /** @description Every queue the key may see, as the leader last counted them. */
+            totals: {
+                /** Format: int32 */
+                queues: number;
+                /**
+                 * Format: int32
+                 * @description Paused queues.
+                 */
+                paused: number;
+                /**
+                 * Format: int64
+                 * @description Jobs waiting for parents.
+                 */
+                waiting: number;
+                /**
+                 * Format: int64
+                 * @description Jobs waiting for their run_at.
+                 */
+                scheduled: number;
+                /**
+                 * Format: int64
+                 * @description Jobs claimable now.
+                 */
+                ready: number;
+                /**
+                 * Format: int64
+                 * @description Jobs under a lease.
+                 */
+                claimed: number;
+                /**
+                 * Format: int64
+                 * @description Dead jobs kept (within retention).
+                 */
+                dead: number;
+                counted_at: string | null;
+            };
+            /** @description The last hour, oldest first; a minute no queue sampled (all idle) is left out. */
+            minutes: components["schemas"]["OverviewMinute"][];
+            /** @description Up to 10 queues needing attention first: jobs failed in the last hour, dead jobs kept, the oldest ready job waiting over a minute, paused. */
+            attention: components["schemas"]["AttentionQueue"][];
         };
         Health: {
             /** @enum {string} */
@@ -4505,6 +4611,53 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
                 };
             };
             /** @description Missing or unknown API key (unauthorized). */

@@ -23,6 +23,7 @@ import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
 import health from './routes/health.js';
 import jobs from './routes/jobs.js';
+import overview from './routes/overview.js';
 import queueGroups from './routes/queue-groups.js';
 import queueHistory from './routes/queue-history.js';
 import queueJobs from './routes/queue-jobs.js';
@@ -125,6 +126,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(queueGroups);
   await app.register(whoami);
   await app.register(workers);
+  await app.register(overview);
   await app.register(schedules);
   // The SQS-compatible endpoint (docs/sqs.md): POST / and POST /{account}/{queue}, hidden from OpenAPI.
   if (config.sqs) await app.register(sqs, { apiKeys, credentials: sqsCredentials });

@@ -5,6 +5,7 @@ import type { LeaseHolderRow } from '../jobs/lease-holders.js';
 import { traceOf } from '../jobs/trace-context.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { GroupRow } from '../queues/group-store.js';
+import type { OverviewRows } from '../queues/overview.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
@@ -267,5 +268,19 @@ export function toLeaseHolder(row: LeaseHolderRow) {
     oldest_claimed_at: isoTime(row.oldest_claimed_at),
     last_renewed_at: isoTime(row.last_renewed_at),
     next_expiry_at: isoTime(row.next_expiry_at),
+  };
+}
+
+/** The system at a glance (GET /v1/overview). */
+export function toOverview(rows: OverviewRows) {
+  return {
+    as_of: isoTime(rows.now),
+    totals: { ...rows.totals, counted_at: iso(rows.totals.counted_at) },
+    minutes: rows.minutes.map((m) => ({ ...m, minute: isoTime(m.minute) })),
+    attention: rows.attention.map((a) => ({
+      ...a,
+      oldest_ready_age_ms:
+        a.oldest_ready_age_ms === null ? null : Math.max(0, Math.round(a.oldest_ready_age_ms)),
+    })),
   };
 }

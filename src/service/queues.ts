@@ -5,6 +5,7 @@ import { forgetIdempotencyKeys } from '../jobs/enqueue.js';
 import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
 import type { LiveState } from '../jobs/states.js';
 import { deleteGroupOverride, type GroupChanges, putGroupOverride } from '../queues/group-store.js';
+import { readOverview } from '../queues/overview.js';
 import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';
 import { lockQueue, type QueueChanges, setPaused, upsertQueue } from '../queues/queue-store.js';
 import type { ServiceDeps } from './jobs.js';
@@ -21,6 +22,11 @@ export class QueueUseCases {
 
   /** Jobs a purge or a forced delete cancelled: requests awaiting them are told (Notifier.jobsFinished). */
   private readonly finished = (ids: string[]) => this.deps.notifier.jobsFinished(ids.map((id) => ({ id })));
+
+  /** Every queue the patterns allow, at a glance (the dashboard's first page). */
+  overview(patterns?: string[]) {
+    return readOverview(this.deps.db, patterns);
+  }
 
   /** Create or configure a queue; whether it was created. */
   async configure(queue: string, changes: QueueChanges): Promise<{ created: boolean }> {

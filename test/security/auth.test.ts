@@ -102,6 +102,12 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'overview',
+      method: 'GET',
+      url: () => '/v1/overview',
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
       name: 'list workers',
       method: 'GET',
       url: () => '/v1/workers',
@@ -302,9 +308,15 @@ describe('API keys', () => {
                 : outside && BATCH_ROUTES.includes(route.name)
                   ? 'hidden item'
                   : outside &&
-                      !['list queues', 'list workers', 'delete queue', 'cancel', 'whoami', 'list schedules'].includes(
-                        route.name,
-                      )
+                      ![
+                        'list queues',
+                        'list workers',
+                        'overview',
+                        'delete queue',
+                        'cancel',
+                        'whoami',
+                        'list schedules',
+                      ].includes(route.name)
                     ? 403
                     : 'allowed';
         it(`${route.name} with ${who === 'limited' ? `a key limited to allowed.* on ${queue}` : `${who} key`} → ${expected}`, async () => {

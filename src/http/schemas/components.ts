@@ -43,6 +43,7 @@ import {
   RenewResponse,
   WorkerError,
 } from './leases.js';
+import { AttentionQueue, Overview, OverviewMinute } from './overview.js';
 import { FieldError, ProblemCode, ProblemSchema } from './problem.js';
 import {
   DeletedQueue,
@@ -127,6 +128,9 @@ export const COMPONENTS = [
   Whoami,
   LeaseHolder,
   LeaseHolderList,
+  OverviewMinute,
+  AttentionQueue,
+  Overview,
   Health,
   Readiness,
 ];

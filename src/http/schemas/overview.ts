@@ -1,0 +1,58 @@
+import { Type } from 'typebox';
+import { Int32, Int64, Nullable, Timestamp } from './common.js';
+import { ref } from './ref.js';
+
+const Count = (description: string) => Int64({ minimum: 0, description });
+
+export const OverviewMinute = Type.Object(
+  {
+    minute: Timestamp('The minute (UTC, to the minute).'),
+    enqueued: Count('Jobs that arrived in the minute, over every queue.'),
+    completed: Count('Jobs completed in the minute.'),
+    failed: Count('Jobs that went dead in the minute.'),
+  },
+  { $id: 'OverviewMinute' },
+);
+
+export const AttentionQueue = Type.Object(
+  {
+    queue: Type.String(),
+    paused: Type.Boolean(),
+    dead: Count('Dead jobs kept now.'),
+    failed_last_hour: Count('Jobs that went dead in the last hour.'),
+    oldest_ready_age_ms: Nullable(
+      Int64({ minimum: 0, description: 'How long the oldest ready job has waited.' }),
+    ),
+  },
+  { $id: 'AttentionQueue' },
+);
+
+export const Overview = Type.Object(
+  {
+    as_of: Timestamp("The database's time of the reading."),
+    totals: Type.Object(
+      {
+        queues: Int32(),
+        paused: Int32({ description: 'Paused queues.' }),
+        waiting: Count('Jobs waiting for parents.'),
+        scheduled: Count('Jobs waiting for their run_at.'),
+        ready: Count('Jobs claimable now.'),
+        claimed: Count('Jobs under a lease.'),
+        dead: Count('Dead jobs kept (within retention).'),
+        counted_at: Nullable(
+          Timestamp('When the maintenance leader last counted (the latest of the queues); null: not yet.'),
+        ),
+      },
+      { description: 'Every queue the key may see, as the leader last counted them.' },
+    ),
+    minutes: Type.Array(ref(OverviewMinute), {
+      description: 'The last hour, oldest first; a minute no queue sampled (all idle) is left out.',
+    }),
+    attention: Type.Array(ref(AttentionQueue), {
+      description:
+        'Up to 10 queues needing attention first: jobs failed in the last hour, dead jobs kept, the oldest ready ' +
+        'job waiting over a minute, paused.',
+    }),
+  },
+  { $id: 'Overview' },
+);
