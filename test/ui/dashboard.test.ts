@@ -70,7 +70,7 @@ describe('the dashboard, with an admin key', WALK, () => {
     });
     expect(nack.body.state).toBe('dead');
 
-    await page.getByRole('link', { name: 'emails' }).click();
+    await page.getByRole('link', { name: 'emails', exact: true }).click();
     await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
     await page.getByLabel('State').selectOption('dead');
     expect(page.url()).toContain('state=dead');
@@ -122,7 +122,7 @@ describe('the dashboard, with an admin key', WALK, () => {
     const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.textContent);
     await page.getByRole('link', { name: 'Queues' }).click();
     await eventually(focused).toBe('Queues');
-    await page.getByRole('link', { name: 'emails' }).click();
+    await page.getByRole('link', { name: 'emails', exact: true }).click();
     await eventually(focused).toMatch(/^Queue emails/);
     // The heading takes focus for keyboard and screen-reader users, without a focus ring (not a control).
     expect(
@@ -179,7 +179,7 @@ describe('the dashboard, with an admin key', WALK, () => {
     await page.locator('tbody figure.chart canvas').nth(5).waitFor();
     await page.screenshot({ path: shot('overview.png') });
 
-    await page.getByRole('link', { name: 'reports' }).click();
+    await page.getByRole('link', { name: 'reports', exact: true }).click();
     await page.getByRole('heading', { name: 'Queue reports' }).waitFor();
     await page.locator('.charts canvas').nth(1).waitFor();
     await page.screenshot({ path: shot('queue.png'), fullPage: true });
@@ -248,6 +248,27 @@ describe('the dashboard, with an admin key', WALK, () => {
     await row.waitFor({ state: 'detached', timeout: 10_000 });
   });
 
+  it('answers "is the system healthy" on the first page: totals, the last hour, the queues needing attention', async () => {
+    await asOps('POST', '/v1/queues/broken/jobs', { payload: 'bad' });
+    const [job] = (await asOps('POST', '/v1/queues/broken/claim', { max_jobs: 1 })).body.jobs;
+    await asOps('POST', `/v1/jobs/${job.id}/nack`, {
+      lease_token: job.lease_token,
+      dead: true,
+      error: { message: 'no' },
+    });
+    await page.getByRole('link', { name: 'Queues' }).click();
+    const attention = page.getByRole('list', { name: 'Queues needing attention' });
+    await eventually(() => attention.textContent()).toMatch(/broken: .*1 dead/);
+    const tiles = page.getByRole('definition');
+    expect((await tiles.allTextContents()).length).toBeGreaterThanOrEqual(6);
+    // The chart's legend shows the latest minute's values, not "--", while no pointer is over it.
+    const legend = page.locator('section.system .u-legend .u-value');
+    await legend.first().waitFor();
+    const values = await legend.allTextContents();
+    expect(values.length).toBeGreaterThanOrEqual(3);
+    for (const value of values.slice(1)) expect(value).toMatch(/^\d/);
+  });
+
   it('follows the system’s dark mode: dark paper, light ink, on every page', async () => {
     const dark = await openPage({ width: 1280, height: 800 }, 'dark');
     try {
@@ -286,7 +307,7 @@ describe('the dashboard, with a key that may not act', WALK, () => {
     try {
       await signIn(page, SECRETS.viewer);
       await eventually(() => page.locator('header').textContent()).toMatch(/signed in as viewer.*read-only/);
-      await page.getByRole('link', { name: 'emails' }).click();
+      await page.getByRole('link', { name: 'emails', exact: true }).click();
       await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
       await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
       expect(await page.getByRole('button', { name: /pause|resume|redrive|purge|cancel/i }).count()).toBe(0);
@@ -335,7 +356,7 @@ describe('the dashboard of a server without keys (loopback only)', WALK, () => {
       await page.goto(`${open.url}/`);
       await page.getByRole('heading', { name: 'Queues' }).waitFor();
       await eventually(() => page.locator('header').textContent()).toContain('no API keys configured');
-      await page.getByRole('link', { name: 'emails' }).click();
+      await page.getByRole('link', { name: 'emails', exact: true }).click();
       await page.getByRole('button', { name: 'Pause queue emails' }).waitFor();
       expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
       expect(problems).toEqual([]);

@@ -73,7 +73,7 @@ describe('groups and schedules, with an admin key', WALK, () => {
   afterAll(() => context?.close());
 
   it('shows a grouped queue’s groups busiest first, with the limits in effect, and the queue’s limits', async () => {
-    await page.getByRole('link', { name: 'renders' }).click();
+    await page.getByRole('link', { name: 'renders', exact: true }).click();
     await page.getByRole('heading', { name: 'Groups' }).waitFor();
     // 5 ready, then 2, then the two groups of 1 by name ('' for the jobs without a group first).
     await eventually(() => rowHeaders(page, 'Groups of renders, busiest first')).toEqual([

@@ -39,6 +39,15 @@ function options(p: Props, width: number): uPlot.Options {
     width,
     height: p.height ?? (small ? 32 : 180),
     legend: { show: !small },
+    // The legend shows the values under the cursor; without one (the pointer elsewhere, or a
+    // touch screen) it shows the latest minute that has values, not "--".
+    hooks: small
+      ? {}
+      : {
+          ready: [showLatest],
+          setData: [showLatest],
+          setCursor: [(u) => (u.cursor.idx == null ? showLatest(u) : undefined)],
+        },
     cursor: { show: !small },
     padding: small ? [2, 0, 2, 0] : [8, 8, 0, 0],
     scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
@@ -63,6 +72,16 @@ function options(p: Props, width: number): uPlot.Options {
       })),
     ],
   };
+}
+
+/** Point the legend at the last index where some series has a value. */
+function showLatest(u: uPlot) {
+  for (let i = u.data[0].length - 1; i >= 0; i--) {
+    if (u.data.slice(1).some((values) => values[i] != null)) {
+      u.setLegend({ idx: i });
+      return;
+    }
+  }
 }
 
 const clock = (seconds: number) =>

@@ -1,6 +1,7 @@
-import { must, type Queue, serverClock } from '../api.js';
+import { must, type Queue } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.js';
 import { Sparklines } from '../components/sparklines.js';
+import { SystemSummary } from '../components/system-summary.js';
 import { REFRESH_MS } from '../config.js';
 import { count, duration } from '../format.js';
 import { usePoll } from '../hooks.js';
@@ -10,21 +11,17 @@ import { useSession } from '../session.js';
 const PAGE = 50;
 
 /**
- * Every queue with its counts, lag, pause flag, and the last hour's throughput and failure rate.
- * Counts come from GET /v1/queues (the leader's cached figures), re-read every REFRESH_MS; each
- * row's hour from GET /v1/queues/{queue}/history, re-read once a minute.
+ * Every queue at a glance (SystemSummary: GET /v1/overview), then each queue with its counts, lag,
+ * pause flag, and the last hour's throughput and failure rate. Counts come from GET /v1/queues (the
+ * leader's cached figures, the same the summary adds up), re-read every REFRESH_MS; each row's hour
+ * from GET /v1/queues/{queue}/history, re-read once a minute.
  */
 export function Overview() {
   const { api } = useSession();
   const pager = usePager();
   const list = usePoll(
-    async (signal) => {
-      const answer = await api.GET('/v1/queues', {
-        params: { query: { limit: PAGE, cursor: pager.cursor } },
-        signal,
-      });
-      return { ...(await must(Promise.resolve(answer))), now: serverClock(answer.response) };
-    },
+    (signal) =>
+      must(api.GET('/v1/queues', { params: { query: { limit: PAGE, cursor: pager.cursor } }, signal })),
     REFRESH_MS,
     [api, pager.cursor],
   );
@@ -32,6 +29,8 @@ export function Overview() {
   return (
     <>
       <h1 tabIndex={-1}>Queues</h1>
+      <SystemSummary />
+      <h2 id="queues-title">By queue</h2>
       <ErrorLine error={list.error} />
       {!queues ? (
         list.error ? null : (
@@ -44,7 +43,6 @@ export function Overview() {
         </p>
       ) : (
         <>
-          <Freshness queues={queues} now={list.data!.now} />
           <Scroll label="Queues">
             <table class="queues">
               <caption class="visually-hidden">Queues with their jobs by state and the last hour</caption>
@@ -81,26 +79,6 @@ export function Overview() {
         </>
       )}
     </>
-  );
-}
-
-/** When the leader last counted (by the server's clock): old counts mean no leader is running maintenance. */
-function Freshness({ queues, now }: { queues: Queue[]; now: number }) {
-  const times = queues.map((q) => q.stats.live_refreshed_at).filter((t): t is string => t !== null);
-  if (times.length === 0) {
-    return <p class="muted">Not counted yet: the maintenance leader counts every few seconds.</p>;
-  }
-  const age = now - Math.max(...times.map((t) => Date.parse(t)));
-  if (age > 60_000) {
-    return (
-      <p class="warning" role="alert">
-        Counted {duration(age)} ago: counts are not being refreshed. Is any replica running maintenance
-        (BATON_MAINTENANCE)?
-      </p>
-    );
-  }
-  return (
-    <p class="muted">Counted by the maintenance leader {age < 2000 ? 'just now' : `${duration(age)} ago`}.</p>
   );
 }
 

@@ -1,0 +1,98 @@
+import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createDatabase } from '../src/db/database.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { noLog } from '../src/logger.js';
+import { createHistoryPartitions } from '../src/maintenance/history-partitions.js';
+import { recordQueueHistory } from '../src/maintenance/queue-history.js';
+import { refreshFinishedStats, refreshLiveStats } from '../src/maintenance/queue-stats.js';
+import { DATABASES, databaseUrl, recreateDatabase } from './databases.js';
+import { fmt, median } from './stats.js';
+
+/**
+ * The dashboard's first page at scale: `npx tsx bench/overview.ts [--queues 1000] [--dead 100000]
+ * [--requests 50]`. Fills the bench's Baton database (BENCH_DB_PREFIX applies) with `queues` queues, `dead` dead jobs spread over
+ * them (in history, as the leader's prune keeps them), a ready job in each and an hour of
+ * per-minute samples for every queue; the leader's counts run once. Then times the requests the
+ * page makes, in process (app.inject, so HTTP parsing is left out and the figure is the server's
+ * and PostgreSQL's): GET /v1/overview, GET /v1/queues for the first page of 50, and one queue's hour (each row's sparklines). Target: the
+ * overview answers in under a second.
+ */
+const { values } = parseArgs({
+  options: {
+    queues: { type: 'string', default: '1000' },
+    dead: { type: 'string', default: '100000' },
+    requests: { type: 'string', default: '50' },
+  },
+});
+const QUEUES = Number(values.queues);
+const DEAD = Number(values.dead);
+const REQUESTS = Number(values.requests);
+
+await recreateDatabase(DATABASES.baton);
+const url = databaseUrl(DATABASES.baton);
+const config = loadConfig({ LOG_LEVEL: 'silent', BATON_MAINTENANCE: 'false' });
+const handle = createDatabase(url, config, noLog, 'maintenance');
+await migrateToLatest(handle.db);
+const t0 = performance.now();
+const db = handle.db;
+await sql`
+  INSERT INTO baton.queues (name, auto_created)
+  SELECT 'queue-' || lpad(g::text, 5, '0'), true FROM generate_series(1, ${QUEUES}::integer) g`.execute(db);
+await sql`
+  INSERT INTO baton.job_history (id, queue, state, priority, run_at, attempts, max_attempts, created_at,
+                                 claimed_at, finished_at, dead_reason, payload, last_error)
+  SELECT nextval('baton.jobs_id_seq'), 'queue-' || lpad((1 + g % ${QUEUES}::integer)::text, 5, '0'), 'dead', 0,
+         now() - interval '2 hours', 5, 5, now() - interval '2 hours', now() - interval '1 hour',
+         now() - (g % 3600) * interval '1 second', 'attempts_exhausted', jsonb_build_object('i', g),
+         jsonb_build_object('message', 'failed', 'attempt', 5)
+  FROM generate_series(1, ${DEAD}::integer) g`.execute(db);
+await createHistoryPartitions(db, { lockTimeoutMs: 5000, defaults: config });
+await sql`
+  INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, max_attempts, payload)
+  SELECT baton.job_slot(i), i, name, 'ready', 0, now() - interval '30 seconds', 5, '{}'
+  FROM (SELECT nextval('baton.jobs_id_seq') AS i, name FROM baton.queues) q`.execute(db);
+await refreshLiveStats(db, { limit: QUEUES + 1 });
+await refreshFinishedStats(db, { olderThanMs: 0 });
+await recordQueueHistory(db, QUEUES + 1);
+// An hour of samples for every queue (the leader writes one a minute), as after an hour's work.
+await sql`
+  INSERT INTO baton.queue_history (queue, minute, at, since, scheduled, ready, claimed, oldest_ready_age_ms,
+                                   enqueued, completed, dead, cancelled)
+  SELECT q.name, date_trunc('minute', now()) - m * interval '1 minute', now() - m * interval '1 minute',
+         now() - (m + 1) * interval '1 minute', 0, 1, 0, 1000, 30, 28, 2, 0
+  FROM baton.queues q, generate_series(1, 59) m
+  ON CONFLICT DO NOTHING`.execute(db);
+await sql`VACUUM ANALYZE`.execute(db);
+console.log(
+  `filled in ${fmt((performance.now() - t0) / 1000)} s: ${QUEUES} queues, ${DEAD} dead jobs, an hour of samples`,
+);
+
+const app = await buildApp({ config, databaseUrl: url });
+await app.ready();
+async function time(path: string): Promise<number[]> {
+  const ms: number[] = [];
+  for (let i = 0; i < REQUESTS; i++) {
+    const start = performance.now();
+    const res = await app.inject({ method: 'GET', url: path });
+    ms.push(performance.now() - start);
+    if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body.slice(0, 200)}`);
+  }
+  return ms.sort((a, b) => a - b);
+}
+for (const path of ['/v1/overview', '/v1/queues?limit=50', '/v1/queues/queue-00001/history']) {
+  const first = await time(path);
+  const ms = first;
+  console.log(
+    `${path}: p50 ${fmt(median(ms))} ms, p99 ${fmt(ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))]!)} ms, max ${fmt(ms.at(-1)!)} ms over ${REQUESTS} requests`,
+  );
+}
+const overview = (await app.inject({ method: 'GET', url: '/v1/overview' })).json();
+console.log(
+  `overview: ${overview.totals.queues} queues, ${overview.totals.dead} dead, ${overview.minutes.length} minutes, ${overview.attention.length} queues needing attention`,
+);
+await app.close();
+await handle.close();
+process.exit(0);

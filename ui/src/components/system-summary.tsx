@@ -1,0 +1,135 @@
+import { must, type Overview } from '../api.js';
+import { REFRESH_MS } from '../config.js';
+import { count, duration } from '../format.js';
+import { usePoll } from '../hooks.js';
+import { href } from '../router.js';
+import { useSession } from '../session.js';
+import { ErrorLine, Loading } from './bits.js';
+import { Chart } from './chart.js';
+
+/**
+ * Is the system healthy, at a glance (GET /v1/overview, every REFRESH_MS): jobs per minute over
+ * every queue in the last hour, the totals as the leader last counted them (with when), and the
+ * queues needing attention first. One request, whatever the number of queues.
+ */
+export function SystemSummary() {
+  const { api } = useSession();
+  const overview = usePoll(async (signal) => must(api.GET('/v1/overview', { signal })), REFRESH_MS, [api]);
+  return (
+    <section aria-labelledby="system-title" class="system">
+      <h2 id="system-title">Every queue</h2>
+      <ErrorLine error={overview.error} />
+      {overview.data ? <Summary overview={overview.data} /> : overview.error ? null : <Loading />}
+    </section>
+  );
+}
+
+function Summary({ overview: o }: { overview: Overview }) {
+  const now = Date.parse(o.as_of);
+  const last = Math.floor(now / 60_000) * 60;
+  const byMinute = new Map(o.minutes.map((m) => [Date.parse(m.minute) / 1000, m]));
+  const at: number[] = [];
+  const series = {
+    enqueued: [] as (number | null)[],
+    completed: [] as (number | null)[],
+    failed: [] as (number | null)[],
+  };
+  for (let t = last - 59 * 60; t <= last; t += 60) {
+    at.push(t);
+    const m = byMinute.get(t);
+    // The current minute is not sampled until the leader's next sample: a gap, not a zero.
+    if (!m && t === last) {
+      for (const s of Object.values(series)) s.push(null);
+      continue;
+    }
+    series.enqueued.push(m?.enqueued ?? 0);
+    series.completed.push(m?.completed ?? 0);
+    series.failed.push(m?.failed ?? 0);
+  }
+  const total = (s: (number | null)[]) => s.reduce<number>((n, v) => n + (v ?? 0), 0);
+  const t = o.totals;
+  const counted = t.counted_at ? now - Date.parse(t.counted_at) : null;
+  return (
+    <>
+      <dl class="tiles" aria-label="Jobs now, every queue">
+        <div>
+          <dt>Ready</dt>
+          <dd>{count(t.ready)}</dd>
+        </div>
+        <div>
+          <dt>Claimed</dt>
+          <dd>{count(t.claimed)}</dd>
+        </div>
+        <div>
+          <dt>Scheduled</dt>
+          <dd>{count(t.scheduled)}</dd>
+        </div>
+        <div>
+          <dt>Waiting for parents</dt>
+          <dd>{count(t.waiting)}</dd>
+        </div>
+        <div>
+          <dt>Dead</dt>
+          <dd class={t.dead > 0 ? 'alert' : undefined}>{count(t.dead)}</dd>
+        </div>
+        <div>
+          <dt>Queues</dt>
+          <dd>
+            {count(t.queues)}
+            {t.paused > 0 && <span class="badge paused">{count(t.paused)} paused</span>}
+          </dd>
+        </div>
+      </dl>
+      {counted !== null && counted > 60_000 ? (
+        <p class="warning" role="alert">
+          Counted {duration(counted)} ago: counts are not being refreshed. Is any replica running maintenance
+          (BATON_MAINTENANCE)?
+        </p>
+      ) : (
+        <p class="muted">
+          {counted === null
+            ? 'Not counted yet: the maintenance leader counts every few seconds.'
+            : `Counted by the maintenance leader ${counted < 2000 ? 'just now' : `${duration(counted)} ago`}, here and in the table below; the chart is the last hour in minutes.`}
+        </p>
+      )}
+      <Chart
+        data={[at, series.enqueued, series.completed, series.failed]}
+        series={[
+          { label: 'enqueued', color: '#1f4e79' },
+          { label: 'completed', color: '#2b7a3d' },
+          { label: 'failed (dead)', color: '#b3261e', bars: true },
+        ]}
+        summary={
+          `Every queue, the last hour: ${count(total(series.enqueued))} enqueued, ` +
+          `${count(total(series.completed))} completed, ${count(total(series.failed))} failed (dead).`
+        }
+        height={140}
+      />
+      <h3>Needs attention</h3>
+      {o.attention.length === 0 ? (
+        <p>Nothing: no job failed in the last hour, none is dead, no queue is paused or lagging.</p>
+      ) : (
+        <ul class="attention" aria-label="Queues needing attention">
+          {o.attention.map((a) => (
+            <li key={a.queue}>
+              <a href={href('/queues', a.queue)} aria-label={`${a.queue} (needs attention)`}>
+                {a.queue}
+              </a>
+              : {reasons(a).join(', ')}
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
+function reasons(a: Overview['attention'][number]): string[] {
+  const out: string[] = [];
+  if (a.failed_last_hour > 0) out.push(`${count(a.failed_last_hour)} failed in the last hour`);
+  if (a.dead > 0) out.push(`${count(a.dead)} dead`);
+  if (a.oldest_ready_age_ms !== null && a.oldest_ready_age_ms > 60_000)
+    out.push(`oldest ready job waiting ${duration(a.oldest_ready_age_ms)}`);
+  if (a.paused) out.push('paused');
+  return out;
+}
