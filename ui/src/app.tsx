@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { createApi, must } from './api.js';
+import { FindJob } from './components/find-job.js';
 import { AUTH_REQUIRED } from './config.js';
 import { forgetKey, storedKey, storeKey } from './key-store.js';
 import { PAGES } from './pages/index.js';
@@ -107,6 +108,7 @@ function Shell({ session }: { session: Session }) {
           ))}
           <a href="/docs">API</a>
         </nav>
+        <FindJob />
         <p class="who">
           {role}
           {!session.canAct && who.authenticated && <span class="badge">read-only</span>}
