@@ -61,17 +61,18 @@ export async function cancelQueueJobs(
   onCancelled: OnCancelled = () => {},
 ): Promise<number> {
   const inRing = states.filter((s) => s === 'ready' || s === 'claimed');
-  let total = 0;
-  // Waiting jobs first: a parent cancelled after them finds no waiting child to cancel again.
-  if (states.includes('waiting')) {
-    total += await cancelInBatches(
+  // Jobs off the ring, each state in a table of its own (ring.ts), by id alone.
+  const offRing = (table: 'waiting_jobs' | 'scheduled_jobs') =>
+    cancelInBatches(
       db,
-      sql`SELECT id FROM baton.waiting_jobs WHERE queue = ${queue}`,
-      (picked) => sql`DELETE FROM baton.waiting_jobs w USING ${picked} p WHERE w.id = p.id
-                      RETURNING ${liveCommonColumns('w')}`,
+      sql`SELECT id FROM ${sql.table(`baton.${table}`)} WHERE queue = ${queue}`,
+      (picked) => sql`DELETE FROM ${sql.table(`baton.${table}`)} o USING ${picked} p WHERE o.id = p.id
+                      RETURNING ${liveCommonColumns('o')}`,
       onCancelled,
     );
-  }
+  let total = 0;
+  // Waiting jobs first: a parent cancelled after them finds no waiting child to cancel again.
+  if (states.includes('waiting')) total += await offRing('waiting_jobs');
   if (inRing.length > 0) {
     total += await cancelInBatches(
       db,
@@ -81,15 +82,7 @@ export async function cancelQueueJobs(
       onCancelled,
     );
   }
-  if (states.includes('scheduled')) {
-    total += await cancelInBatches(
-      db,
-      sql`SELECT id FROM baton.scheduled_jobs WHERE queue = ${queue}`,
-      (picked) => sql`DELETE FROM baton.scheduled_jobs s USING ${picked} p WHERE s.id = p.id
-                      RETURNING ${liveCommonColumns('s')}`,
-      onCancelled,
-    );
-  }
+  if (states.includes('scheduled')) total += await offRing('scheduled_jobs');
   return total;
 }
 
