@@ -123,7 +123,7 @@ export class FailoverPair {
     }
     await this.monitor.query('SELECT pg_reload_conf()');
     for (const [i, name] of NODE_NAMES.entries()) {
-      this.startNode(name, [
+      this.keep(name, [
         'create',
         'postgres',
         '--pgdata',
@@ -234,7 +234,7 @@ export class FailoverPair {
 
   /** A killed node comes back (its keeper again), and rejoins as the standby. */
   restart(name: NodeName): void {
-    this.startNode(name, ['run', '--pgdata', join(this.opts.dir, name)]);
+    this.keep(name, ['run', '--pgdata', join(this.opts.dir, name)]);
   }
 
   /** Stop everything and remove the data folders (kept, with the logs, after a failed start). */
@@ -247,10 +247,6 @@ export class FailoverPair {
     }
     this.keepers.clear();
     if (removeFiles) rmSync(this.opts.dir, { recursive: true, force: true });
-  }
-
-  private startNode(name: NodeName, args: string[]): void {
-    this.keep(name, args);
   }
 
   private env(): NodeJS.ProcessEnv {
@@ -283,35 +279,38 @@ export class FailoverPair {
     await exec(cmd, argv, { env: this.env(), timeout: 120_000 });
   }
 
-  private async streamingStandbys(name: NodeName): Promise<number> {
+  /**
+   * One short session on a node; `fallback` when it does not answer (not up yet, or going down:
+   * the next poll asks again).
+   */
+  private async onNode<T>(name: NodeName, fallback: T, use: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client({ connectionString: this.nodeUrl(name), connectionTimeoutMillis: 1000 });
     client.on('error', () => {});
     try {
       await client.connect();
-      const { rows } = await client.query<{ n: number }>(
-        "SELECT (SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming')::int AS n WHERE NOT pg_is_in_recovery()",
-      );
-      return rows[0]?.n ?? 0;
+      return await use(client);
     } catch {
-      return 0;
+      return fallback;
     } finally {
       await client.end().catch(() => {});
     }
   }
 
+  private streamingStandbys(name: NodeName): Promise<number> {
+    return this.onNode(name, 0, async (client) => {
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT (SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming')::int AS n WHERE NOT pg_is_in_recovery()",
+      );
+      return rows[0]?.n ?? 0;
+    });
+  }
+
   private async checkpointPrimary(): Promise<void> {
     for (const name of NODE_NAMES) {
-      const client = new pg.Client({ connectionString: this.nodeUrl(name), connectionTimeoutMillis: 1000 });
-      client.on('error', () => {});
-      try {
-        await client.connect();
+      await this.onNode(name, undefined, async (client) => {
         const { rows } = await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
         if (!rows[0]!.standby) await client.query('CHECKPOINT');
-      } catch {
-        // Not up yet, or going down: the next poll asks again.
-      } finally {
-        await client.end().catch(() => {});
-      }
+      });
     }
   }
 
