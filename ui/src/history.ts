@@ -23,9 +23,27 @@ export interface Minutes {
   failureRate: Series;
 }
 
+/**
+ * Each minute of the last `minutes`, oldest first, ending with the current one: its unix second, its
+ * sample if any, and whether it is the current minute without a sample yet (a gap to draw, where a
+ * past minute without one was idle: zero). For a queue's history and for the overview's minutes.
+ */
+export function eachMinute<S extends { minute: string }>(
+  nowIso: string,
+  minutes: number,
+  samples: readonly S[],
+): { at: number; sample: S | undefined; pending: boolean }[] {
+  const last = Math.floor(Date.parse(nowIso) / 60_000) * 60;
+  const bySecond = new Map(samples.map((s) => [Date.parse(s.minute) / 1000, s]));
+  const out: { at: number; sample: S | undefined; pending: boolean }[] = [];
+  for (let t = last - (minutes - 1) * 60; t <= last; t += 60) {
+    const sample = bySecond.get(t);
+    out.push({ at: t, sample, pending: !sample && t === last });
+  }
+  return out;
+}
+
 export function perMinute(history: QueueHistory, minutes: number): Minutes {
-  const last = Math.floor(Date.parse(history.now) / 60_000) * 60;
-  const bySecond = new Map(history.samples.map((s) => [Date.parse(s.minute) / 1000, s]));
   const out: Minutes = {
     at: [],
     enqueued: [],
@@ -35,10 +53,9 @@ export function perMinute(history: QueueHistory, minutes: number): Minutes {
     lagSeconds: [],
     failureRate: [],
   };
-  for (let t = last - (minutes - 1) * 60; t <= last; t += 60) {
-    const s = bySecond.get(t);
-    out.at.push(t);
-    if (!s && t === last) {
+  for (const { at, sample: s, pending } of eachMinute(history.now, minutes, history.samples)) {
+    out.at.push(at);
+    if (pending) {
       for (const series of [
         out.enqueued,
         out.completed,

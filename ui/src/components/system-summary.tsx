@@ -1,6 +1,7 @@
 import { must, type Overview } from '../api.js';
 import { REFRESH_MS } from '../config.js';
 import { count, duration } from '../format.js';
+import { eachMinute, sum } from '../history.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -26,27 +27,18 @@ export function SystemSummary() {
 
 function Summary({ overview: o }: { overview: Overview }) {
   const now = Date.parse(o.as_of);
-  const last = Math.floor(now / 60_000) * 60;
-  const byMinute = new Map(o.minutes.map((m) => [Date.parse(m.minute) / 1000, m]));
   const at: number[] = [];
   const series = {
     enqueued: [] as (number | null)[],
     completed: [] as (number | null)[],
     failed: [] as (number | null)[],
   };
-  for (let t = last - 59 * 60; t <= last; t += 60) {
+  for (const { at: t, sample: m, pending } of eachMinute(o.as_of, 60, o.minutes)) {
     at.push(t);
-    const m = byMinute.get(t);
-    // The current minute is not sampled until the leader's next sample: a gap, not a zero.
-    if (!m && t === last) {
-      for (const s of Object.values(series)) s.push(null);
-      continue;
-    }
-    series.enqueued.push(m?.enqueued ?? 0);
-    series.completed.push(m?.completed ?? 0);
-    series.failed.push(m?.failed ?? 0);
+    series.enqueued.push(pending ? null : (m?.enqueued ?? 0));
+    series.completed.push(pending ? null : (m?.completed ?? 0));
+    series.failed.push(pending ? null : (m?.failed ?? 0));
   }
-  const total = (s: (number | null)[]) => s.reduce<number>((n, v) => n + (v ?? 0), 0);
   const t = o.totals;
   const counted = t.counted_at ? now - Date.parse(t.counted_at) : null;
   return (
@@ -100,8 +92,8 @@ function Summary({ overview: o }: { overview: Overview }) {
           { label: 'failed (dead)', color: '#b3261e', bars: true },
         ]}
         summary={
-          `Every queue, the last hour: ${count(total(series.enqueued))} enqueued, ` +
-          `${count(total(series.completed))} completed, ${count(total(series.failed))} failed (dead).`
+          `Every queue, the last hour: ${count(sum(series.enqueued))} enqueued, ` +
+          `${count(sum(series.completed))} completed, ${count(sum(series.failed))} failed (dead).`
         }
         height={140}
       />
