@@ -356,6 +356,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find jobs across queues: what is failing, what died, what a key names
+         * @description With `state=failing` or `state=dead`: those jobs of every queue the key may see (or one `queue`), newest failure first, filtered by `group`, `error` (text in the last error) and `since`; keyset pages (pass next_cursor as cursor). With `unique_key` or `idempotency_key` instead of a state: the jobs that key names, in one page. A key limited to some queues sees only theirs.
+         *
+         *     API key scopes: producer or consumer or admin.
+         */
+        get: operations["searchJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redrive, cancel or delete many jobs, with a result per job
+         * @description Up to 1,000 ids, each named once. Each job gets its own outcome: the action done, not_found, or invalid_state with the state it is in (a live job is not deleted, a finished one not cancelled, only a dead one is redriven). 200 whatever the outcomes; `done` and `failed` count them. Jobs of queues a limited key may not use are not_found.
+         *
+         *     API key scopes: admin.
+         */
+        post: operations["bulkJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues": {
         parameters: {
             query?: never;
@@ -1783,6 +1827,48 @@ export interface components {
              * @description The database's time of the reading.
              */
             as_of: string;
+        };
+        /**
+         * @example {
+         *       "action": "redrive",
+         *       "ids": [
+         *         "42",
+         *         "43"
+         *       ]
+         *     }
+         */
+        BulkRequest: {
+            /**
+             * @description redrive: dead jobs back to ready with fresh attempts; cancel: live jobs will not run (a claimed one's worker loses its lease); delete: finished jobs (completed, dead, cancelled) are forgotten, with the idempotency key that named them.
+             * @enum {string}
+             */
+            action: "redrive" | "cancel" | "delete";
+            ids: string[];
+        };
+        /** @description One job's result: its outcome and its state afterwards (null: gone). */
+        BulkResult: {
+            id: string;
+            /**
+             * @description What happened to this job: the action done (redriven, cancelled, deleted), not_found (no such job this key may see), or invalid_state (the action does not apply to the state it is in).
+             * @enum {string}
+             */
+            outcome: "redriven" | "cancelled" | "deleted" | "not_found" | "invalid_state";
+            state: components["schemas"]["JobState"] | null;
+            message?: string;
+        };
+        BulkResponse: {
+            /** @description One per id, in request order. */
+            results: components["schemas"]["BulkResult"][];
+            /**
+             * Format: int32
+             * @description How many jobs the action was done to.
+             */
+            done: number;
+            /**
+             * Format: int32
+             * @description How many were not found or in a state the action does not apply to.
+             */
+            failed: number;
         };
         OverviewMinute: {
             /**
@@ -3369,6 +3455,175 @@ export interface operations {
             };
             /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    searchJobs: {
+        parameters: {
+            query?: {
+                /** @description failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest failure first; dead: dead jobs, newest first. Required unless a key is given. */
+                state?: "failing" | "dead";
+                /** @description Only jobs that failed (or died) at or after this time. */
+                since?: string;
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue?: string;
+                /**
+                 * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
+                 * @example customer:42
+                 */
+                group?: string;
+                /** @description Only jobs whose last error's message contains this text (ignoring case). */
+                error?: string;
+                /** @description The job holding this unique key now (it waits to run) and any job of the key running now. Not with state. */
+                unique_key?: string;
+                /** @description The job this idempotency key created, while the key is kept, whatever its state. Not with state. */
+                idempotency_key?: string;
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+                /** @description Payloads (and metadata) are left out unless asked for. */
+                include_payload?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    bulkJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description A result per job, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResponse"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -21,7 +21,9 @@ import service from './plugins/service.js';
 import sqs from './plugins/sqs.js';
 import ui from './plugins/ui.js';
 import wake from './plugins/wake.js';
+import bulk from './routes/bulk.js';
 import health from './routes/health.js';
+import jobSearch from './routes/job-search.js';
 import jobs from './routes/jobs.js';
 import overview from './routes/overview.js';
 import queueGroups from './routes/queue-groups.js';
@@ -121,6 +123,8 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(health);
   await app.register(queueJobs);
   await app.register(jobs);
+  await app.register(jobSearch);
+  await app.register(bulk);
   await app.register(queues);
   await app.register(queueHistory);
   await app.register(queueGroups);

@@ -36,6 +36,31 @@ export async function getJobs(db: Db, ids: string[], queue?: string): Promise<Ma
 }
 
 /**
+ * Read jobs by id, live or finished, of the queues `patterns` match (a queue-limited key's; undefined:
+ * every queue), the condition in each statement; those not found or not visible are absent.
+ */
+export async function getVisibleJobs(
+  db: Db,
+  ids: string[],
+  patterns: string[] | undefined,
+): Promise<Map<string, JobRow>> {
+  if (patterns === undefined) return getJobs(db, ids);
+  if (ids.length === 0) return new Map();
+  const visible = (a: string) => sql`${sql.ref(`${a}.queue`)} ~ ANY(${patterns}::text[])`;
+  const { rows } = await sql<JobRow>`
+    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[]) AND ${visible('j')}
+    UNION ALL
+    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[]) AND ${visible('s')}
+    UNION ALL
+    SELECT ${waitingJobColumns} FROM baton.waiting_jobs w WHERE w.id = ANY(${ids}::bigint[]) AND ${visible('w')}
+    UNION ALL
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[]) AND ${visible('h')}`.execute(
+    db,
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
  * Read jobs by id, live or finished, each only in its own item's queue when it names one (a
  * queue-limited key's scope, matched by position as the lease writes do); those not found are absent.
  */

@@ -39,6 +39,8 @@ export async function redriveDeadJobs(
      * endpoint's RedrivePolicy asks). They keep their id; they take the target queue's max_attempts.
      */
     toQueue?: string;
+    /** Told the ids of each batch moved, once its transaction has committed. */
+    onMoved?: (ids: string[]) => void;
   },
 ): Promise<number> {
   const given = [filter.ids !== undefined, filter.deadSince !== undefined, filter.all === true];
@@ -98,7 +100,7 @@ export async function redriveDeadJobs(
       // job forwarded to a dead-letter queue: that one is a message to look at, not the parent run again.
       const parents = opts.toQueue === undefined ? rows.filter((r) => r.dependents).map((r) => r.id) : [];
       if (parents.length > 0) await sql`SELECT baton.parents_redriven(${parents}::bigint[])`.execute(trx);
-      return rows.length;
+      return rows.map((r) => r.id);
     });
     if (moved === undefined) {
       // The queue was collected (or never existed). Bring it back only if it has dead jobs to redrive.
@@ -110,7 +112,8 @@ export async function redriveDeadJobs(
       await createAutoQueue(db, target, opts.autoCreate.maxQueues);
       continue;
     }
-    total += moved;
-    if (moved < batchSize) return total;
+    opts.onMoved?.(moved);
+    total += moved.length;
+    if (moved.length < batchSize) return total;
   }
 }

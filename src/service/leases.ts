@@ -124,13 +124,19 @@ export class LeaseUseCases {
    * lost). Cancelling a cancelled job answers it again, uncounted.
    */
   async cancel(id: string, queue?: string): Promise<JobRow> {
-    const { job, already } = await cancelJob(this.deps.db, id, queue);
+    return (await this.cancelTelling(id, queue)).job;
+  }
+
+  /** cancel(), telling whether the job was cancelled already (by someone else, or an earlier try). */
+  async cancelTelling(id: string, queue?: string): Promise<{ job: JobRow; already: boolean }> {
+    const cancelled = await cancelJob(this.deps.db, id, queue);
+    const { job, already } = cancelled;
     if (!already) {
       this.deps.metrics.cancelled(job.queue, 1);
       this.deps.notifier.slotsFreed(job.queue, 1);
       this.deps.notifier.jobsFinished([job]);
     }
-    return job;
+    return cancelled;
   }
 
   /** Acked jobs: counted, each frees its slot of a limited queue, and their awaiters are told. */

@@ -77,11 +77,17 @@ export class QueueUseCases {
     await forgetIdempotencyKeys(this.deps.db, queue);
   }
 
-  /** Send dead jobs back to ready (the queue is created again if it was collected); how many. */
-  async redrive(queue: string, filter: RedriveFilter): Promise<number> {
+  /**
+   * Send dead jobs back to ready (the queue is created again if it was collected); how many.
+   * `onMoved` is told the ids of each batch moved.
+   */
+  async redrive(queue: string, filter: RedriveFilter, onMoved?: (ids: string[]) => void): Promise<number> {
     const { config } = this.deps;
     const autoCreate = { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues };
-    const redriven = await redriveDeadJobs(this.deps.db, queue, filter, { autoCreate });
+    const redriven = await redriveDeadJobs(this.deps.db, queue, filter, {
+      autoCreate,
+      ...(onMoved ? { onMoved } : {}),
+    });
     this.deps.notifier.jobsReady(queue, redriven);
     return redriven;
   }

@@ -1,3 +1,4 @@
+import { BulkActions } from './bulk.js';
 import { JobUseCases, type ServiceDeps } from './jobs.js';
 import { LeaseUseCases } from './leases.js';
 import { QueueUseCases } from './queues.js';
@@ -11,11 +12,15 @@ export interface Service {
   jobs: JobUseCases;
   leases: LeaseUseCases;
   queues: QueueUseCases;
+  /** One action on many jobs an operator picked, with a result per job. */
+  bulk: BulkActions;
 }
 
 export function createService(deps: ServiceDeps): Service {
   const jobs = new JobUseCases(deps);
-  return { jobs, leases: new LeaseUseCases(deps, jobs), queues: new QueueUseCases(deps) };
+  const leases = new LeaseUseCases(deps, jobs);
+  const queues = new QueueUseCases(deps);
+  return { jobs, leases, queues, bulk: new BulkActions(deps, leases, queues) };
 }
 
 export type { ServiceDeps };

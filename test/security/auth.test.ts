@@ -114,6 +114,21 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'search jobs',
+      method: 'GET',
+      url: (q) => `/v1/jobs?state=dead&queue=${q}`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'bulk action',
+      method: 'POST',
+      url: () => '/v1/jobs/bulk',
+      // Redrive: the job is not dead, so nothing changes for the rows after this one.
+      body: (q) => ({ action: 'redrive', ids: [job(q).id] }),
+      // A limited admin key's bulk actions: test/jobs/bulk.test.ts.
+      allowed: ['admin'],
+    },
+    {
       name: 'job parents',
       method: 'GET',
       url: (q) => `/v1/jobs/${job(q).id}/parents`,
@@ -311,6 +326,7 @@ describe('API keys', () => {
                       ![
                         'list queues',
                         'list workers',
+                        'search jobs',
                         'overview',
                         'delete queue',
                         'cancel',

@@ -1,5 +1,6 @@
 import { DeletedGroup, Group, GroupConfigRequest, GroupList } from './groups.js';
 import { Health, Readiness } from './health.js';
+import { BulkRequest, BulkResponse, BulkResult } from './job-search.js';
 import {
   AwaitRequest,
   AwaitResponse,
@@ -128,6 +129,9 @@ export const COMPONENTS = [
   Whoami,
   LeaseHolder,
   LeaseHolderList,
+  BulkRequest,
+  BulkResult,
+  BulkResponse,
   OverviewMinute,
   AttentionQueue,
   Overview,
