@@ -272,7 +272,7 @@ describe('the dashboard, with an admin key', WALK, () => {
     }).toBe(true);
 
     // Any job by its id, from the header, whatever its queue or state.
-    await page.getByLabel('Find a job by id').fill(job.id);
+    await page.getByLabel('Find a job by id or key').fill(job.id);
     await page.getByRole('button', { name: 'Find' }).click();
     await page.getByRole('heading', { name: `Job ${job.id}` }).waitFor();
     await eventually(() => page.locator('main').textContent()).toContain('dead');

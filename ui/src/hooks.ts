@@ -11,17 +11,22 @@ const isAbort = (err: unknown) => err instanceof DOMException && err.name === 'A
 
 /**
  * `load()` now, and again every `everyMs` (0: never) while the tab is visible. Keeps the last good
- * answer through a failed poll; a request still running when the inputs change is aborted.
+ * answer through a failed poll; a request still running when the inputs change is aborted. While
+ * `held()` answers true, the timed loads are skipped (a list the operator is reading or selecting
+ * in stays as it is); new inputs and reload() still load.
  */
 export function usePoll<T>(
   load: (signal: AbortSignal) => Promise<T>,
   everyMs: number,
   inputs: unknown[],
+  held: () => boolean = () => false,
 ): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: Error }>({});
   const [tick, setTick] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
+  const heldRef = useRef(held);
+  heldRef.current = held;
 
   // Inputs changed: forget the old answer, so one queue's figures never show under another's name.
   useEffect(() => setState({}), inputs);
@@ -30,6 +35,10 @@ export function usePoll<T>(
   useEffect(() => {
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const tick = () => {
+      if (heldRef.current()) timer = setTimeout(tick, everyMs);
+      else void run();
+    };
     const run = async () => {
       if (document.hidden) return;
       try {
@@ -38,12 +47,12 @@ export function usePoll<T>(
       } catch (err) {
         if (!isAbort(err) && !abort.signal.aborted) setState((s) => ({ ...s, error: err as Error }));
       }
-      if (everyMs > 0 && !abort.signal.aborted) timer = setTimeout(run, everyMs);
+      if (everyMs > 0 && !abort.signal.aborted) timer = setTimeout(tick, everyMs);
     };
     const onVisible = () => {
       if (document.hidden || everyMs === 0) return;
       clearTimeout(timer);
-      void run();
+      tick();
     };
     void run();
     document.addEventListener('visibilitychange', onVisible);

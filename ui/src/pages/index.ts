@@ -1,6 +1,7 @@
 import type { FunctionComponent } from 'preact';
 import { GroupPage } from './group.js';
 import { JobPage } from './job.js';
+import { JobsPage } from './jobs.js';
 import { Overview } from './overview.js';
 import { QueuePage } from './queue.js';
 import { SchedulePage } from './schedule.js';
@@ -26,6 +27,7 @@ export interface Page {
 
 export const PAGES: Page[] = [
   { path: '/', nav: 'Queues', title: () => 'Queues', component: Overview },
+  { path: '/jobs', nav: 'Jobs', title: () => 'Jobs across queues', component: JobsPage },
   { path: '/queues/:queue', title: (p) => `Queue ${p.queue}`, component: QueuePage },
   {
     path: '/queues/:queue/groups/:group',

@@ -1,0 +1,175 @@
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, SECRETS, useDashboard, WALK } from './walk.js';
+
+/**
+ * The Jobs page (#/jobs), in headless Chromium against a real server and PostgreSQL: dead and failing
+ * jobs of every queue with their filters, a list that refreshes on its own but holds still while the
+ * operator selects, bulk actions with a count to confirm and a result per job, and search by key.
+ */
+const { call, asOps, openPage, signIn, shot } = useDashboard();
+
+/** Enqueue into `queue` and fail each job once: to dead, or to a retry a minute away. */
+async function fail(queue: string, messages: string[], opts: { dead?: boolean; group?: string } = {}) {
+  const ids: string[] = [];
+  for (const message of messages) {
+    const enq = await asOps('POST', `/v1/queues/${queue}/jobs`, {
+      payload: { message },
+      ...(opts.group ? { group: opts.group } : {}),
+    });
+    expect(enq.status).toBe(201);
+    const [job] = (await asOps('POST', `/v1/queues/${queue}/claim`, {})).body.jobs;
+    const nack = await asOps('POST', `/v1/jobs/${job.id}/nack`, {
+      lease_token: job.lease_token,
+      error: { message },
+      ...(opts.dead === false ? { retry_in_ms: 60_000 } : { dead: true }),
+    });
+    expect(nack.status).toBe(200);
+    ids.push(job.id);
+  }
+  return ids;
+}
+
+/** Open a page of the dashboard by its fragment, in the signed-in tab. */
+const go = (page: Page, fragment: string) => page.goto(`${page.url().split('#')[0]}${fragment}`);
+
+const rows = (page: Page) => page.locator('table.across tbody tr');
+const rowIds = async (page: Page) => rows(page).locator('th').allTextContents();
+
+describe('jobs across queues', WALK, () => {
+  let context: BrowserContext;
+  let page: Page;
+  let problems: string[];
+  let mail: string[];
+  let pdf: string[];
+  let retrying: string[];
+  beforeAll(async () => {
+    mail = await fail('ui-mail', ['SMTP timeout', 'bad address', 'SMTP timeout again']);
+    pdf = await fail('ui-pdf', ['font missing'], { group: 'tenant:9' });
+    retrying = await fail('ui-pdf', ['render crashed'], { dead: false });
+    await fail('renders-big', ['out of memory']);
+    ({ context, page, problems } = await openPage());
+    await signIn(page, SECRETS.ops);
+  });
+  afterAll(() => context?.close());
+
+  it('lists the last hour’s dead jobs of every queue, newest first, and filters them by queue, error text and kind', async () => {
+    await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+    await page.getByRole('heading', { name: 'Jobs across queues' }).waitFor();
+    await eventually(async () => {
+      const ids = await rowIds(page);
+      return [...mail, ...pdf].every((id) => ids.includes(id));
+    }).toBe(true);
+    const ids = await rowIds(page);
+    // Newest failure first: the pdf job died after the mail jobs.
+    expect(ids.indexOf(pdf[0]!)).toBeLessThan(ids.indexOf(mail[2]!));
+    expect(ids.indexOf(mail[2]!)).toBeLessThan(ids.indexOf(mail[0]!));
+    // The group shows under the queue.
+    await page.screenshot({ path: shot('jobs.png'), fullPage: true });
+    const pdfRow = rows(page).filter({ has: page.getByRole('rowheader', { name: pdf[0]!, exact: true }) });
+    expect(await pdfRow.textContent()).toContain('tenant:9');
+
+    await page.getByLabel('Error text').fill('smtp timeout');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await eventually(() => rowIds(page)).toEqual([mail[2], mail[0]]);
+    expect(page.url()).toContain('error=smtp');
+
+    await page.getByLabel('Error text').fill('');
+    await page.getByLabel('Queue').fill('ui-pdf');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await eventually(() => rowIds(page)).toEqual(pdf);
+    await page.getByLabel('Show').selectOption('failing');
+    await eventually(() => rowIds(page)).toEqual(retrying);
+    expect(await rows(page).first().textContent()).toContain('render crashed');
+    expect(problems).toEqual([]);
+  });
+
+  it('refreshes on its own, but holds still while jobs are selected', async () => {
+    await go(page, '#/jobs?queue=ui-live');
+    await page.getByText('No dead jobs of ui-live.').waitFor();
+    const [first] = await fail('ui-live', ['first']);
+    await eventually(() => rowIds(page)).toEqual([first]);
+
+    await page.getByLabel(`Select job ${first}`).check();
+    await eventually(() => page.getByRole('status').first().textContent()).toMatch(/Holding still/);
+    const [second] = await fail('ui-live', ['second']);
+    // Three refresh periods pass (the page refreshes every 2 s here): the list has not moved.
+    await page.waitForTimeout(6_000);
+    expect(await rowIds(page)).toEqual([first]);
+
+    await page.getByLabel(`Select job ${first}`).uncheck();
+    // Pointer and focus leave the list: it refreshes again.
+    await page.getByRole('heading', { name: 'Jobs across queues' }).click();
+    await page.mouse.move(0, 0);
+    await eventually(() => rowIds(page)).toEqual([second, first]);
+  });
+
+  it('redrives a selection after a confirmation that counts it, and shows what happened to each job', async () => {
+    await go(page, '#/jobs?queue=ui-mail');
+    await eventually(() => rowIds(page)).toEqual([...mail].reverse());
+    await page.getByLabel('Select every job on this page').check();
+    await page.getByRole('button', { name: 'Redrive 3 selected jobs' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('3 dead jobs go back to ready');
+    await dialog.getByRole('button', { name: 'Redrive 3 jobs' }).click();
+    const results = page.getByRole('region', { name: 'Result per job' });
+    await eventually(() => results.locator('tbody tr').count()).toBe(3);
+    expect(await results.locator('tbody').textContent()).toMatch(/redriven.*redriven.*redriven/);
+    await eventually(() => page.getByRole('status').last().textContent()).toContain('3 of 3 jobs done');
+    for (const id of mail) expect((await asOps('GET', `/v1/jobs/${id}`)).body.state).toBe('ready');
+    await eventually(() => page.getByText('No dead jobs of ui-mail.').count()).toBe(1);
+  });
+
+  it('deletes and cancels a mixed selection: each action applies to the jobs it can, and says so', async () => {
+    const [dead] = await fail('ui-mixed', ['gone for good']);
+    const [retry] = await fail('ui-mixed', ['will retry'], { dead: false });
+    // Two lists in turn: the dead one to delete, the failing one to cancel.
+    await go(page, '#/jobs?queue=ui-mixed');
+    await eventually(() => rowIds(page)).toEqual([dead]);
+    await page.getByLabel(`Select job ${dead}`).check();
+    expect(await page.getByRole('button', { name: 'Cancel 0 selected jobs' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Delete 1 selected job' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete 1 job' }).click();
+    const results = page.getByRole('region', { name: 'Result per job' });
+    await eventually(() => results.locator('tbody').textContent()).toMatch(/deleted.*gone/);
+    expect((await asOps('GET', `/v1/jobs/${dead}`)).status).toBe(404);
+
+    await go(page, '#/jobs?show=failing&queue=ui-mixed');
+    await eventually(() => rowIds(page)).toEqual([retry]);
+    await page.getByLabel(`Select job ${retry}`).check();
+    await page.getByRole('button', { name: 'Cancel 1 selected job' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel 1 job' }).click();
+    await eventually(() => results.locator('tbody').textContent()).toMatch(/cancelled/);
+    expect((await asOps('GET', `/v1/jobs/${retry}`)).body.state).toBe('cancelled');
+  });
+
+  it('finds the job an idempotency key made, from the header', async () => {
+    const made = await asOps('POST', '/v1/queues/ui-orders/jobs', {
+      payload: 1,
+      idempotency_key: 'order-77',
+    });
+    await page.getByLabel('Find a job by id or key').fill('order-77');
+    await page.getByRole('button', { name: 'Find', exact: true }).click();
+    await page.getByRole('heading', { name: 'Named by key “order-77”' }).waitFor();
+    await eventually(() => rowIds(page)).toEqual([made.body.id]);
+  });
+
+  it('fits 800 px, and to a key limited to some queues shows only theirs, with nothing to act with', async () => {
+    // The API first: the limited key's list holds no other queue.
+    const listed = await call(SECRETS.renders, 'GET', '/v1/jobs?state=dead');
+    expect(listed.body.jobs.map((j: { queue: string }) => j.queue)).toEqual(['renders-big']);
+    const narrow = await openPage({ width: 800, height: 900 });
+    try {
+      await signIn(narrow.page, SECRETS.renders);
+      await go(narrow.page, '#/jobs');
+      await eventually(() => rowIds(narrow.page)).toHaveLength(1);
+      expect(await rows(narrow.page).textContent()).toContain('renders-big');
+      expect(await narrow.page.getByRole('checkbox').count()).toBe(0);
+      const width = await narrow.page.evaluate(() => document.documentElement.scrollWidth);
+      expect(width).toBeLessThanOrEqual(800);
+      expect(narrow.problems).toEqual([]);
+    } finally {
+      await narrow.context.close();
+    }
+  });
+});
