@@ -1,7 +1,9 @@
+import { useState } from 'preact/hooks';
 import { type BatonClient, type Job, must } from '../api.js';
 import { count, plural } from '../format.js';
 import { href } from '../router.js';
-import type { Action } from './actions.js';
+import { useSession } from '../session.js';
+import { type Action, useActions } from './actions.js';
 import { StateBadge } from './bits.js';
 
 type BulkAnswer = Awaited<ReturnType<typeof bulk>>;
@@ -127,5 +129,80 @@ export function BulkResults({ answer }: { answer: BulkDone }) {
         </tbody>
       </table>
     </section>
+  );
+}
+
+/** The jobs an operator has ticked in a list, as they were when ticked. */
+export function useSelection() {
+  const [selected, setSelected] = useState<Map<string, Job>>(new Map());
+  return {
+    selected,
+    size: selected.size,
+    has: (id: string) => selected.has(id),
+    toggle: (jobs: Job[], on: boolean) =>
+      setSelected((s) => {
+        const next = new Map(s);
+        for (const job of jobs) {
+          if (on) next.set(job.id, job);
+          else next.delete(job.id);
+        }
+        return next;
+      }),
+    clear: () => setSelected(new Map()),
+  };
+}
+export type Selection = ReturnType<typeof useSelection>;
+
+/**
+ * A list's selection tools for admins: how many are ticked, the bulk actions, their confirmation and
+ * status line, and the result per job of the last action. `onDone` reloads the list.
+ */
+export function BulkBar({ selection, onDone }: { selection: Selection; onDone: () => void }) {
+  const { api } = useSession();
+  const [answer, setAnswer] = useState<BulkDone | undefined>();
+  const run = useActions(onDone);
+  const actions = bulkActions(api, [...selection.selected.values()], (done) => {
+    setAnswer(done);
+    selection.clear();
+  });
+  return (
+    <>
+      <div class="actions">
+        <div class="buttons">
+          <span class="selected-count">{count(selection.size)} selected</span>
+          {actions.map(run.button)}
+        </div>
+        {run.status}
+        {run.dialog}
+      </div>
+      {answer && <BulkResults answer={answer} />}
+    </>
+  );
+}
+
+/** The header cell that ticks every job of the page. */
+export function SelectAllCell({ selection, jobs }: { selection: Selection; jobs: Job[] }) {
+  return (
+    <th scope="col">
+      <input
+        type="checkbox"
+        aria-label="Select every job on this page"
+        checked={jobs.length > 0 && jobs.every((j) => selection.has(j.id))}
+        onChange={(e) => selection.toggle(jobs, e.currentTarget.checked)}
+      />
+    </th>
+  );
+}
+
+export function SelectCell({ selection, job }: { selection: Selection; job: Job }) {
+  return (
+    <td>
+      <input
+        type="checkbox"
+        aria-label={`Select job ${job.id}`}
+        checked={selection.has(job.id)}
+        onChange={(e) => selection.toggle([job], e.currentTarget.checked)}
+      />
+    </td>
   );
 }

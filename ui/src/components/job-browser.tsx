@@ -1,10 +1,13 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Job, type JobState, must } from '../api.js';
+import { REFRESH_MS } from '../config.js';
 import { count, time } from '../format.js';
 import { usePoll } from '../hooks.js';
+import { useReading } from '../reading.js';
 import { href, setQuery } from '../router.js';
 import { useSession } from '../session.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from './bits.js';
+import { BulkBar, SelectAllCell, SelectCell, type Selection, useSelection } from './bulk-actions.js';
 
 export const STATES: JobState[] = [
   'ready',
@@ -33,8 +36,9 @@ const GROUP_NAME = /^[!-~]{1,128}$/;
 /**
  * A queue's jobs in one state (and maybe one group), a page at a time (keyset paging: GET
  * /v1/queues/{queue}/jobs with the previous page's next_cursor). The filter lives in the page's URL,
- * so it can be shared. Not polled: a list that moves under the reader is hard to use; "Refresh"
- * reads it again.
+ * so it can be shared. It refreshes on its own, but holds still while the operator points at it,
+ * works or selects text in it, or has jobs ticked (a list that moves under the reader is hard to
+ * use); admins act on the ticked jobs (bulk-actions.tsx).
  */
 export function JobBrowser(props: Props) {
   return (
@@ -114,8 +118,12 @@ function GroupFilter({ group }: { group?: string }) {
 }
 
 function JobPages({ queue, state, order, group, groupFilter }: Props) {
-  const { api } = useSession();
+  const { api, canAct } = useSession();
   const pager = usePager();
+  const region = useRef<HTMLDivElement>(null);
+  const reading = useReading(region);
+  const selection = useSelection();
+  const held = reading || selection.size > 0;
   const page = usePoll(
     (signal) =>
       must(
@@ -124,8 +132,9 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
           signal,
         }),
       ),
-    0,
+    REFRESH_MS,
     [api, queue, state, order, group, pager.cursor],
+    () => held,
   );
   const jobs = page.data?.jobs;
   const finished = state === 'completed' || state === 'dead' || state === 'cancelled';
@@ -134,54 +143,80 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
   const showGroup = groupFilter === true && group === undefined;
   return (
     <>
+      <p class="muted refresh-state" role="status">
+        {held
+          ? 'Holding still while you read or select.'
+          : `Refreshes every ${Math.round(REFRESH_MS / 1000)} s.`}
+      </p>
       <button type="button" class="refresh" onClick={page.reload}>
         Refresh jobs
       </button>
       <ErrorLine error={page.error} />
-      {!jobs ? (
-        page.error ? null : (
-          <Loading />
-        )
-      ) : jobs.length === 0 ? (
-        <p>No {what}.</p>
-      ) : (
-        <Scroll label={what}>
-          <table class="jobs">
-            <caption class="visually-hidden">{`${what} of ${queue}`}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">State</th>
-                {showGroup && <th scope="col">Group</th>}
-                <th scope="col" class="num">
-                  Priority
-                </th>
-                <th scope="col" class="num">
-                  Attempts
-                </th>
-                <th scope="col">
-                  {finished ? 'Finished' : state === 'claimed' ? 'Lease expires' : 'Run at'}
-                </th>
-                <th scope="col">Last error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.map((job) => (
-                <JobRow key={job.id} job={job} finished={finished} showGroup={showGroup} />
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
+      {canAct && <BulkBar selection={selection} onDone={page.reload} />}
+      <div ref={region}>
+        {!jobs ? (
+          page.error ? null : (
+            <Loading />
+          )
+        ) : jobs.length === 0 ? (
+          <p>No {what}.</p>
+        ) : (
+          <Scroll label={what}>
+            <table class="jobs">
+              <caption class="visually-hidden">{`${what} of ${queue}`}</caption>
+              <thead>
+                <tr>
+                  {canAct && <SelectAllCell selection={selection} jobs={jobs} />}
+                  <th scope="col">Job</th>
+                  <th scope="col">State</th>
+                  {showGroup && <th scope="col">Group</th>}
+                  <th scope="col" class="num">
+                    Priority
+                  </th>
+                  <th scope="col" class="num">
+                    Attempts
+                  </th>
+                  <th scope="col">
+                    {finished ? 'Finished' : state === 'claimed' ? 'Lease expires' : 'Run at'}
+                  </th>
+                  <th scope="col">Last error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {jobs.map((job) => (
+                  <JobRow
+                    key={job.id}
+                    job={job}
+                    finished={finished}
+                    showGroup={showGroup}
+                    selection={canAct ? selection : undefined}
+                  />
+                ))}
+              </tbody>
+            </table>
+          </Scroll>
+        )}
+      </div>
       <Pager pager={pager} nextCursor={page.data?.next_cursor} what={what} />
     </>
   );
 }
 
-function JobRow({ job, finished, showGroup }: { job: Job; finished: boolean; showGroup: boolean }) {
+function JobRow({
+  job,
+  finished,
+  showGroup,
+  selection,
+}: {
+  job: Job;
+  finished: boolean;
+  showGroup: boolean;
+  selection?: Selection;
+}) {
   const when = finished ? job.finished_at : job.state === 'claimed' ? job.lease_expires_at : job.run_at;
   return (
     <tr>
+      {selection && <SelectCell selection={selection} job={job} />}
       <th scope="row">
         <a href={href('/jobs', job.id)}>{job.id}</a>
       </th>

@@ -1,10 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Job, must } from '../api.js';
-import { useActions } from '../components/actions.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from '../components/bits.js';
-import { type BulkDone, BulkResults, bulkActions } from '../components/bulk-actions.js';
+import { BulkBar, SelectAllCell, SelectCell, useSelection } from '../components/bulk-actions.js';
 import { REFRESH_MS } from '../config.js';
-import { count, duration, time } from '../format.js';
+import { duration, time } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { useReading } from '../reading.js';
 import { href, setQuery } from '../router.js';
@@ -155,9 +154,8 @@ function JobList({ filters }: { filters: Filters }) {
   const pager = usePager();
   const region = useRef<HTMLDivElement>(null);
   const reading = useReading(region);
-  const [selected, setSelected] = useState<Map<string, Job>>(new Map());
-  const [answer, setAnswer] = useState<BulkDone | undefined>();
-  const held = reading || selected.size > 0;
+  const selection = useSelection();
+  const held = reading || selection.size > 0;
   const list = usePoll(
     async (signal) => {
       if (filters.show === 'key') {
@@ -197,20 +195,11 @@ function JobList({ filters }: { filters: Filters }) {
     [api, pager.cursor],
     () => held,
   );
-  const actions = useActions(list.reload);
   const jobs = list.data?.jobs;
   const what =
     filters.show === 'key'
       ? `jobs named by key ${filters.key}`
       : `${filters.show} jobs${filters.queue ? ` of ${filters.queue}` : ''}${filters.group ? ` in group ${filters.group}` : ''}`;
-  const toggle = (job: Job, on: boolean) =>
-    setSelected((s) => {
-      const next = new Map(s);
-      if (on) next.set(job.id, job);
-      else next.delete(job.id);
-      return next;
-    });
-  const allOn = !!jobs && jobs.length > 0 && jobs.every((j) => selected.has(j.id));
   const when = (j: Job) =>
     filters.show === 'dead' || j.finished_at ? j.finished_at : (j.last_error?.at ?? null);
   return (
@@ -233,20 +222,7 @@ function JobList({ filters }: { filters: Filters }) {
         Refresh now
       </button>
       <ErrorLine error={list.error} />
-      {canAct && (
-        <div class="actions">
-          <div class="buttons">
-            <span>{count(selected.size)} selected</span>
-            {bulkActions(api, [...selected.values()], (done) => {
-              setAnswer(done);
-              setSelected(new Map());
-            }).map(actions.button)}
-          </div>
-          {actions.status}
-          {actions.dialog}
-        </div>
-      )}
-      {answer && <BulkResults answer={answer} />}
+      {canAct && <BulkBar selection={selection} onDone={list.reload} />}
       <div ref={region}>
         {!jobs ? (
           list.error ? null : (
@@ -260,18 +236,7 @@ function JobList({ filters }: { filters: Filters }) {
               <caption class="visually-hidden">{what}</caption>
               <thead>
                 <tr>
-                  {canAct && (
-                    <th scope="col">
-                      <input
-                        type="checkbox"
-                        aria-label="Select every job on this page"
-                        checked={allOn}
-                        onChange={(e) => {
-                          for (const j of jobs) toggle(j, e.currentTarget.checked);
-                        }}
-                      />
-                    </th>
-                  )}
+                  {canAct && <SelectAllCell selection={selection} jobs={jobs} />}
                   <th scope="col">Job</th>
                   <th scope="col">Queue</th>
                   <th scope="col">State</th>
@@ -285,16 +250,7 @@ function JobList({ filters }: { filters: Filters }) {
               <tbody>
                 {jobs.map((job) => (
                   <tr key={job.id}>
-                    {canAct && (
-                      <td>
-                        <input
-                          type="checkbox"
-                          aria-label={`Select job ${job.id}`}
-                          checked={selected.has(job.id)}
-                          onChange={(e) => toggle(job, e.currentTarget.checked)}
-                        />
-                      </td>
-                    )}
+                    {canAct && <SelectCell selection={selection} job={job} />}
                     <th scope="row">
                       <a href={href('/jobs', job.id)}>{job.id}</a>
                     </th>
