@@ -71,7 +71,7 @@ function Summary({ overview: o }: { overview: Overview }) {
           title="Kept in history"
           at={t.finished_counted_at}
           rows={[['Dead', <span class={t.dead > 0 ? 'alert' : undefined}>{count(t.dead)}</span>]]}
-          note="Within retention, counted about once a minute; the dead jobs in the list and the table below are this count too."
+          note="Within retention, counted about once a minute, like the dead jobs below."
         />
       </div>
       {counted !== null && counted > 60_000 ? (
