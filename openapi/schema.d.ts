@@ -1897,7 +1897,7 @@ export interface components {
             paused: boolean;
             /**
              * Format: int64
-             * @description Dead jobs kept now.
+             * @description Dead jobs kept, as the leader last counted finished jobs (about once a minute).
              */
             dead: number;
             /**
@@ -1913,7 +1913,7 @@ export interface components {
              * @description The database's time of the reading.
              */
             as_of: string;
-            /** @description Every queue the key may see, as the leader last counted them. */
+            /** @description Every queue the key may see, as the leader last counted them: live jobs every tick (counted_at), finished ones about once a minute (finished_counted_at). */
             totals: {
                 /** Format: int32 */
                 queues: number;
@@ -1944,10 +1944,11 @@ export interface components {
                 claimed: number;
                 /**
                  * Format: int64
-                 * @description Dead jobs kept (within retention).
+                 * @description Dead jobs kept (within retention), as of finished_counted_at.
                  */
                 dead: number;
                 counted_at: string | null;
+                finished_counted_at: string | null;
             };
             /** @description The last hour, oldest first; a minute no queue sampled (all idle) is left out. */
             minutes: components["schemas"]["OverviewMinute"][];

@@ -275,7 +275,11 @@ export function toLeaseHolder(row: LeaseHolderRow) {
 export function toOverview(rows: OverviewRows) {
   return {
     as_of: isoTime(rows.now),
-    totals: { ...rows.totals, counted_at: iso(rows.totals.counted_at) },
+    totals: {
+      ...rows.totals,
+      counted_at: iso(rows.totals.counted_at),
+      finished_counted_at: iso(rows.totals.finished_counted_at),
+    },
     minutes: rows.minutes.map((m) => ({ ...m, minute: isoTime(m.minute) })),
     attention: rows.attention.map((a) => ({
       ...a,

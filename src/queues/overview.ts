@@ -12,8 +12,13 @@ export interface OverviewRows {
     ready: number;
     claimed: number;
     dead: number;
-    /** The latest of the queues' counts (live_refreshed_at): how fresh these totals are. */
+    /** The latest of the queues' live counts (live_refreshed_at): how fresh all but `dead` are. */
     counted_at: Date | null;
+    /**
+     * The latest of the queues' finished counts (finished_refreshed_at): how fresh `dead` is. Those
+     * counts scan each queue's history, so the leader takes them once a minute, not every tick.
+     */
+    finished_counted_at: Date | null;
   };
   /** The last hour, minute by minute, oldest first: only minutes some queue sampled. */
   minutes: { minute: Date; enqueued: number; completed: number; failed: number }[];
@@ -44,7 +49,8 @@ export async function readOverview(db: Db, patterns?: string[]): Promise<Overvie
       SELECT now() AS now, count(*)::int AS queues, count(*) FILTER (WHERE q.paused)::int AS paused,
              coalesce(sum(s.waiting), 0)::float8 AS waiting, coalesce(sum(s.scheduled), 0)::float8 AS scheduled,
              coalesce(sum(s.ready), 0)::float8 AS ready, coalesce(sum(s.claimed), 0)::float8 AS claimed,
-             coalesce(sum(s.dead), 0)::float8 AS dead, max(s.live_refreshed_at) AS counted_at
+             coalesce(sum(s.dead), 0)::float8 AS dead, max(s.live_refreshed_at) AS counted_at,
+             max(s.finished_refreshed_at) AS finished_counted_at
       FROM baton.queues q LEFT JOIN baton.queue_stats s ON s.queue = q.name
       WHERE ${scope('q.name')}`.execute(db),
     sql<OverviewRows['minutes'][number]>`

@@ -35,6 +35,7 @@ describe('GET /v1/overview', () => {
       claimed: 0,
       dead: 0,
       counted_at: null,
+      finished_counted_at: null,
     });
     expect(body.minutes).toEqual([]);
     expect(body.attention).toEqual([]);
@@ -59,6 +60,7 @@ describe('GET /v1/overview', () => {
     const body = await overview();
     expect(body.totals).toMatchObject({ queues: 3, paused: 1, ready: 3, scheduled: 1, claimed: 0, dead: 2 });
     expect(Date.parse(body.totals.counted_at)).toBeLessThanOrEqual(Date.parse(body.as_of));
+    expect(Date.parse(body.totals.finished_counted_at)).toBeLessThanOrEqual(Date.parse(body.as_of));
     const hour = body.minutes.reduce(
       (sum: Record<string, number>, m: Record<string, number>) => ({
         enqueued: sum.enqueued! + m.enqueued!,
@@ -71,6 +73,30 @@ describe('GET /v1/overview', () => {
     // Failing first, then the paused one; the healthy queue is not listed.
     expect(body.attention.map((a: { queue: string }) => a.queue)).toEqual(['ov-pdf', 'ov-quiet']);
     expect(body.attention[0]).toMatchObject({ failed_last_hour: 2, dead: 2, paused: false });
+  });
+
+  it('dates dead jobs by their own count, and each queue in GET /v1/queues adds up to the total', async () => {
+    const before = (await overview()).totals;
+    const poison = await enqueueAndClaim(app, 'ov-pdf', { payload: 'late' });
+    await api(app).nack(poison.id, { lease_token: poison.lease_token, dead: true, error: { message: 'x' } });
+    // A tick counts live jobs only: dead stays as the last finished count says, with that count's time.
+    await refreshLiveStats(database.db);
+    const ticked = (await overview()).totals;
+    expect(ticked.dead).toBe(before.dead);
+    expect(ticked.finished_counted_at).toBe(before.finished_counted_at);
+    expect(Date.parse(ticked.counted_at)).toBeGreaterThan(Date.parse(before.counted_at));
+
+    await refreshFinishedStats(database.db, { olderThanMs: 0 });
+    const { totals } = await overview();
+    expect(totals.dead).toBe(before.dead + 1);
+    expect(Date.parse(totals.finished_counted_at)).toBeGreaterThan(Date.parse(before.finished_counted_at));
+    const { queues } = (await api(app).call('GET', '/v1/queues')).body as {
+      queues: { stats: { dead: number; finished_refreshed_at: string } }[];
+    };
+    expect(queues.reduce((n, q) => n + q.stats.dead, 0)).toBe(totals.dead);
+    expect(Math.max(...queues.map((q) => Date.parse(q.stats.finished_refreshed_at)))).toBe(
+      Date.parse(totals.finished_counted_at),
+    );
   });
 
   it('puts a queue whose oldest ready job waits over a minute on the list', async () => {

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refreshFinishedStats } from '../../src/maintenance/queue-stats.js';
 import { useListeningApp } from '../support/app.js';
 import { seedHourOfHistory } from './history-seed.js';
 import { eventually, SECRETS, useDashboard, WALK, XSS } from './walk.js';
@@ -102,7 +103,9 @@ describe('the dashboard, with an admin key', WALK, () => {
     await page.getByRole('link', { name: 'emails', exact: true }).click();
     await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
     await eventually(async () => (await asOps('GET', '/v1/queues/emails')).body.stats.ready).toBe(2);
-    await eventually(() => page.locator('dl.tiles').textContent()).toMatch(/Ready\s*2/);
+    await eventually(() => page.getByRole('region', { name: /^Now, as of/ }).textContent()).toMatch(
+      /Ready\s*2/,
+    );
 
     await page.getByRole('button', { name: 'Pause queue emails' }).click();
     const dialog = page.getByRole('dialog', { name: 'Pause queue emails?' });
@@ -276,6 +279,58 @@ describe('the dashboard, with an admin key', WALK, () => {
     await page.getByRole('button', { name: 'Find' }).click();
     await page.getByRole('heading', { name: `Job ${job.id}` }).waitFor();
     await eventually(() => page.locator('main').textContent()).toContain('dead');
+  });
+
+  it('dates each count: live jobs and those kept in history under their own times, the same figures on every page', async () => {
+    // The leader counts finished jobs about once a minute; the walk counts them now rather than wait.
+    await refreshFinishedStats(database.db, { olderThanMs: 0 });
+    const stats = async (queue: string) => (await asOps('GET', `/v1/queues/${queue}`)).body.stats;
+    expect((await stats('broken')).dead).toBe(1);
+    const clock = (iso: string) => page.evaluate((at) => new Date(at).toLocaleTimeString('en-GB'), iso);
+
+    await page.getByRole('link', { name: 'broken', exact: true }).first().click();
+    await page.getByRole('heading', { name: /^Queue broken/ }).waitFor();
+    const kept = page.getByRole('region', { name: /^Kept in history, as of / });
+    const live = page.getByRole('region', { name: /^Now, as of / });
+    await eventually(async () => (await kept.getByRole('heading').textContent()) ?? '').toBe(
+      `Kept in history, as of ${await clock((await stats('broken')).finished_refreshed_at)}`,
+    );
+    expect(await kept.textContent()).toMatch(/Dead\s*1/);
+    expect(await kept.textContent()).toMatch(/Completed\s*\d/);
+    expect(await live.getByRole('heading').textContent()).toMatch(/^Now, as of \d\d:\d\d:\d\d$/);
+    expect(await live.textContent()).toMatch(/Completed in the last minute\s*\d/);
+    expect(await live.textContent()).not.toMatch(/Dead|Cancelled/);
+
+    // The first page: the total of dead jobs is the sum of the queues' rows, under the same time.
+    await page.getByRole('link', { name: 'Queues' }).click();
+    const table = page.getByRole('table', { name: /^Queues with their jobs/ });
+    const rowsDead = () =>
+      table
+        .locator('tbody tr')
+        .evaluateAll((rows) =>
+          rows.map((r: any) => Number(r.querySelectorAll('td')[3].textContent.replace(/,/g, ''))),
+        );
+    const system = page.locator('section.system');
+    const totalKept = system.getByRole('region', { name: /^Kept in history, as of / });
+    await eventually(async () => {
+      const total = Number((await totalKept.getByRole('definition').textContent())?.replace(/,/g, ''));
+      const rows = await rowsDead();
+      return { total, sum: rows.reduce((n, d) => n + d, 0) };
+    }).toEqual({ total: 1, sum: 1 });
+    expect(
+      await table
+        .getByRole('row', { name: /broken/ })
+        .getByRole('cell')
+        .nth(3)
+        .textContent(),
+    ).toBe('1');
+    // Both read the same counts, dated by the latest of them.
+    await eventually(async () => {
+      const at = (await totalKept.getByRole('heading').textContent())?.replace('Kept in history, as of ', '');
+      return (await page.getByTestId('queue-count-times').textContent())?.includes(
+        `dead (kept in history, counted about once a minute) as of ${at}.`,
+      );
+    }).toBe(true);
   });
 
   it('follows the system’s dark mode: dark paper, light ink, on every page', async () => {

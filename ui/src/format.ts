@@ -46,6 +46,13 @@ export function time(iso: string | null | undefined): string {
   return new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
+/** When a count was taken: the time of day to the second ("09:41:05"), with the date unless today. */
+export function clock(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const at = new Date(iso);
+  return at.toDateString() === new Date().toDateString() ? at.toLocaleTimeString('en-GB') : time(iso);
+}
+
 export const percent = (fraction: number): string => `${(fraction * 100).toFixed(fraction < 0.1 ? 1 : 0)} %`;
 
 export const plural = (n: number, one: string, many = `${one}s`): string =>

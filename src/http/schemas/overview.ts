@@ -18,7 +18,7 @@ export const AttentionQueue = Type.Object(
   {
     queue: Type.String(),
     paused: Type.Boolean(),
-    dead: Count('Dead jobs kept now.'),
+    dead: Count('Dead jobs kept, as the leader last counted finished jobs (about once a minute).'),
     failed_last_hour: Count('Jobs that went dead in the last hour.'),
     oldest_ready_age_ms: Nullable(
       Int64({ minimum: 0, description: 'How long the oldest ready job has waited.' }),
@@ -38,12 +38,25 @@ export const Overview = Type.Object(
         scheduled: Count('Jobs waiting for their run_at.'),
         ready: Count('Jobs claimable now.'),
         claimed: Count('Jobs under a lease.'),
-        dead: Count('Dead jobs kept (within retention).'),
+        dead: Count('Dead jobs kept (within retention), as of finished_counted_at.'),
         counted_at: Nullable(
-          Timestamp('When the maintenance leader last counted (the latest of the queues); null: not yet.'),
+          Timestamp(
+            'When the maintenance leader last counted live jobs (the latest of the queues): the time of every ' +
+              'figure but dead; null: not yet.',
+          ),
+        ),
+        finished_counted_at: Nullable(
+          Timestamp(
+            'When the maintenance leader last counted finished jobs (the latest of the queues, about once a ' +
+              'minute each): the time of dead; null: not yet.',
+          ),
         ),
       },
-      { description: 'Every queue the key may see, as the leader last counted them.' },
+      {
+        description:
+          'Every queue the key may see, as the leader last counted them: live jobs every tick (counted_at), ' +
+          'finished ones about once a minute (finished_counted_at).',
+      },
     ),
     minutes: Type.Array(ref(OverviewMinute), {
       description: 'The last hour, oldest first; a minute no queue sampled (all idle) is left out.',

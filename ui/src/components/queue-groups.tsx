@@ -117,9 +117,9 @@ function GroupRow({ group: g, children }: { group: Group; children: preact.Compo
       <td class="num">{count(g.ready)}</td>
       <td class="num">{count(g.claimed)}</td>
       <td class="num wide">{count(g.scheduled)}</td>
-      <td class="wide">{own(g, 'concurrency_limit', atOnce(g.concurrency_limit))}</td>
+      <td class="wide wraps">{own(g, 'concurrency_limit', atOnce(g.concurrency_limit))}</td>
       <td class="wide">{own(g, 'rate_limit', rate(g.rate_limit))}</td>
-      <td class="num wide">{own(g, 'weight', String(g.weight))}</td>
+      <td class="num wide wraps">{own(g, 'weight', String(g.weight))}</td>
       {children}
     </tr>
   );

@@ -7,11 +7,13 @@ import { href } from '../router.js';
 import { useSession } from '../session.js';
 import { ErrorLine, Loading } from './bits.js';
 import { Chart } from './chart.js';
+import { CountGroup } from './count-group.js';
 
 /**
  * Is the system healthy, at a glance (GET /v1/overview, every REFRESH_MS): jobs per minute over
- * every queue in the last hour, the totals as the leader last counted them (with when), and the
- * queues needing attention first. One request, whatever the number of queues.
+ * every queue in the last hour, the totals as the leader last counted them (live jobs and dead ones
+ * kept in history, each with its count's time), and the queues needing attention first. One
+ * request, whatever the number of queues.
  */
 export function SystemSummary() {
   const { api } = useSession();
@@ -43,35 +45,35 @@ function Summary({ overview: o }: { overview: Overview }) {
   const counted = t.counted_at ? now - Date.parse(t.counted_at) : null;
   return (
     <>
-      <dl class="tiles" aria-label="Jobs now, every queue">
-        <div>
-          <dt>Ready</dt>
-          <dd>{count(t.ready)}</dd>
-        </div>
-        <div>
-          <dt>Claimed</dt>
-          <dd>{count(t.claimed)}</dd>
-        </div>
-        <div>
-          <dt>Scheduled</dt>
-          <dd>{count(t.scheduled)}</dd>
-        </div>
-        <div>
-          <dt>Waiting for parents</dt>
-          <dd>{count(t.waiting)}</dd>
-        </div>
-        <div>
-          <dt>Dead</dt>
-          <dd class={t.dead > 0 ? 'alert' : undefined}>{count(t.dead)}</dd>
-        </div>
-        <div>
-          <dt>Queues</dt>
-          <dd>
-            {count(t.queues)}
-            {t.paused > 0 && <span class="badge paused">{count(t.paused)} paused</span>}
-          </dd>
-        </div>
-      </dl>
+      <div class="count-groups">
+        <CountGroup
+          id="system-live-title"
+          heading="h3"
+          title="Now"
+          at={t.counted_at}
+          rows={[
+            ['Ready', count(t.ready)],
+            ['Claimed', count(t.claimed)],
+            ['Scheduled', count(t.scheduled)],
+            ['Waiting for parents', count(t.waiting)],
+            [
+              'Queues',
+              <>
+                {count(t.queues)}
+                {t.paused > 0 && <span class="badge paused">{count(t.paused)} paused</span>}
+              </>,
+            ],
+          ]}
+        />
+        <CountGroup
+          id="system-kept-title"
+          heading="h3"
+          title="Kept in history"
+          at={t.finished_counted_at}
+          rows={[['Dead', <span class={t.dead > 0 ? 'alert' : undefined}>{count(t.dead)}</span>]]}
+          note="Within retention, counted about once a minute, like the dead jobs below."
+        />
+      </div>
       {counted !== null && counted > 60_000 ? (
         <p class="warning" role="alert">
           Counted {duration(counted)} ago: counts are not being refreshed. Is any replica running maintenance
@@ -81,7 +83,7 @@ function Summary({ overview: o }: { overview: Overview }) {
         <p class="muted">
           {counted === null
             ? 'Not counted yet: the maintenance leader counts every few seconds.'
-            : `Counted by the maintenance leader ${counted < 2000 ? 'just now' : `${duration(counted)} ago`}, here and in the table below; the chart is the last hour in minutes.`}
+            : `Live jobs counted by the maintenance leader ${counted < 2000 ? 'just now' : `${duration(counted)} ago`}, every few seconds; the chart is the last hour in minutes.`}
         </p>
       )}
       <Chart

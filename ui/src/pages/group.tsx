@@ -1,11 +1,12 @@
 import { ApiError, type Group, type JobState, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading } from '../components/bits.js';
+import { CountGroup } from '../components/count-group.js';
 import { groupActions, ownSettings } from '../components/group-actions.js';
 import { JobBrowser, STATES } from '../components/job-browser.js';
 import { own } from '../components/queue-groups.js';
 import { REFRESH_MS } from '../config.js';
-import { atOnce, count, rate, time } from '../format.js';
+import { atOnce, count, rate } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -74,21 +75,18 @@ export function GroupPage({ params, query }: PageProps) {
 }
 
 function Counts({ group: g }: { group: Group }) {
-  const cells: [string, string][] = [
-    ['Ready', count(g.ready)],
-    ['Claimed', count(g.claimed)],
-    ['Scheduled', count(g.scheduled)],
-  ];
   return (
-    <section aria-labelledby="counts-title">
-      <h2 id="counts-title">Now</h2>
-      <Facts rows={cells} look="tiles" />
-      <p class="muted">
-        {g.refreshed_at
-          ? `As counted by the maintenance leader at ${time(g.refreshed_at)} (every 5 s).`
-          : 'Not counted yet: the maintenance leader counts groups every 5 s.'}
-      </p>
-    </section>
+    <CountGroup
+      id="counts-title"
+      title="Now"
+      at={g.refreshed_at}
+      rows={[
+        ['Ready', count(g.ready)],
+        ['Claimed', count(g.claimed)],
+        ['Scheduled', count(g.scheduled)],
+      ]}
+      note="The maintenance leader counts groups every 5 s."
+    />
   );
 }
 

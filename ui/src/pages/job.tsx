@@ -128,7 +128,7 @@ function Errors({ job: j }: { job: Job }) {
                 <tr key={`${e.attempt}-${e.at}`}>
                   <th scope="row">{e.attempt}</th>
                   <td>{time(e.at)}</td>
-                  <td>{e.worker_id ?? '—'}</td>
+                  <td class="name">{e.worker_id ?? '—'}</td>
                   <td class="message">
                     {e.message}
                     {e.details !== undefined && <pre class="json">{json(e.details)}</pre>}

@@ -3,7 +3,7 @@ import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.
 import { Sparklines } from '../components/sparklines.js';
 import { SystemSummary } from '../components/system-summary.js';
 import { REFRESH_MS } from '../config.js';
-import { count, duration } from '../format.js';
+import { clock, count, duration } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -43,6 +43,7 @@ export function Overview() {
         </p>
       ) : (
         <>
+          <CountTimes queues={queues} />
           <Scroll label="Queues">
             <table class="queues">
               <caption class="visually-hidden">Queues with their jobs by state and the last hour</caption>
@@ -79,6 +80,23 @@ export function Overview() {
         </>
       )}
     </>
+  );
+}
+
+/**
+ * The table holds two counts of each queue: its live jobs (every tick) and its dead ones, kept in
+ * history (about once a minute). Each is dated by the latest of the rows, as the summary's totals are.
+ */
+function CountTimes({ queues }: { queues: Queue[] }) {
+  const latest = (at: (q: Queue) => string | null) =>
+    queues.map(at).reduce<string | null>((a, b) => (b !== null && (a === null || b > a) ? b : a), null);
+  const live = latest((q) => q.stats.live_refreshed_at);
+  const kept = latest((q) => q.stats.finished_refreshed_at);
+  return (
+    <p class="muted" data-testid="queue-count-times">
+      Ready, scheduled, claimed and oldest ready as of {clock(live)}; dead (kept in history, counted about
+      once a minute) as of {clock(kept)}.
+    </p>
   );
 }
 

@@ -2,6 +2,7 @@ import type { FunctionComponent } from 'preact';
 import { ApiError, type JobState, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading } from '../components/bits.js';
+import { CountGroup } from '../components/count-group.js';
 import { JobBrowser, STATES } from '../components/job-browser.js';
 import { queueActions } from '../components/queue-actions.js';
 import { Activity } from '../components/queue-activity.js';
@@ -73,26 +74,36 @@ export function QueuePage({ params, query }: PageProps) {
 
 function Counts({ queue: q }: SectionProps) {
   const s = q.stats;
-  const cells: [string, string][] = [
-    ['Ready', count(s.ready)],
-    ['Scheduled', count(s.scheduled)],
-    ['Waiting for parents', count(s.waiting)],
-    ['Claimed', count(s.claimed)],
-    ['Dead', count(s.dead)],
-    ['Completed', count(s.completed)],
-    ['Cancelled', count(s.cancelled)],
-    ['Oldest ready', s.oldest_ready_age_ms === null ? '—' : duration(s.oldest_ready_age_ms)],
-    ['Completed, last minute', count(s.completed_last_minute)],
-  ];
   return (
-    <section aria-labelledby="counts-title">
-      <h2 id="counts-title">Now</h2>
-      <Facts rows={cells} look="tiles" />
-      <p class="muted">
-        Live counts as of {time(s.live_refreshed_at)}; finished ones (within retention) as of{' '}
-        {time(s.finished_refreshed_at)}.
-      </p>
-    </section>
+    <div class="count-groups">
+      <CountGroup
+        id="counts-title"
+        title="Now"
+        at={s.live_refreshed_at}
+        rows={[
+          ['Ready', count(s.ready)],
+          ['Scheduled', count(s.scheduled)],
+          ['Waiting for parents', count(s.waiting)],
+          ['Claimed', count(s.claimed)],
+          ['Oldest ready', s.oldest_ready_age_ms === null ? '—' : duration(s.oldest_ready_age_ms)],
+          ['Completed in the last minute', count(s.completed_last_minute)],
+        ]}
+      />
+      <CountGroup
+        id="kept-title"
+        title="Kept in history"
+        at={s.finished_refreshed_at}
+        rows={[
+          ['Completed', count(s.completed)],
+          ['Dead', count(s.dead)],
+          ['Cancelled', count(s.cancelled)],
+        ]}
+        note={
+          `Within retention (completed and cancelled jobs ${duration(q.retention.completed_ms)}, dead ` +
+          `${duration(q.retention.dead_ms)}); counted about once a minute.`
+        }
+      />
+    </div>
   );
 }
 

@@ -1,7 +1,7 @@
 import { must, type Schedule, serverClock } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.js';
 import { REFRESH_MS } from '../config.js';
-import { relative, time } from '../format.js';
+import { clock, relative } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -88,14 +88,14 @@ function ScheduleRow({ schedule: s, now }: { schedule: Schedule; now: number }) 
         {s.paused && <span class="badge paused">paused</span>}
         {s.last_error && <span class="badge state-dead">failed</span>}
       </th>
-      <td>
+      <td class="name">
         <a href={href('/queues', s.queue)}>{s.queue}</a>
       </td>
-      <td>
+      <td class="wraps">
         <code>{s.cron}</code> <span class="muted">{s.timezone}</span>
       </td>
-      <td>{s.paused ? 'paused' : <When at={s.next_run_at} now={now} />}</td>
-      <td class="wide">
+      <td class="wraps">{s.paused ? 'paused' : <When at={s.next_run_at} now={now} />}</td>
+      <td class="wide wraps">
         <When at={s.last_run_at} now={now} />
       </td>
       <td class="wide">{s.last_job_id ? <a href={href('/jobs', s.last_job_id)}>{s.last_job_id}</a> : '—'}</td>
@@ -104,12 +104,15 @@ function ScheduleRow({ schedule: s, now }: { schedule: Schedule; now: number }) 
   );
 }
 
-/** A time and how far it is from now (by the server's clock): "30 Nov 2026, 02:30:00", "in 4 h". */
+/**
+ * A time and how far it is from now (by the server's clock): "02:30:00 in 4 h" today, else with its
+ * date ("30 Nov 2026, 02:30:00"), so a table of them fits a narrow window.
+ */
 export function When({ at, now }: { at: string | null; now: number }) {
   if (!at) return <>—</>;
   return (
     <>
-      {time(at)} <span class="muted relative">{relative(at, now)}</span>
+      {clock(at)} <span class="muted relative">{relative(at, now)}</span>
     </>
   );
 }

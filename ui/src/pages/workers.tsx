@@ -75,17 +75,17 @@ function WorkerRow({ worker: w, now }: { worker: LeaseHolder; now: number }) {
   return (
     <tr>
       <th scope="row">{w.worker_id ?? <span class="muted">(no worker id)</span>}</th>
-      <td>
+      <td class="name">
         <a href={href('/queues', w.queue)}>{w.queue}</a>
       </td>
       <td class="num">{count(w.jobs)}</td>
-      <td>
+      <td class="wraps">
         <When at={w.oldest_claimed_at} now={now} />
       </td>
-      <td class="wide">
+      <td class="wide wraps">
         <When at={w.last_renewed_at} now={now} />
       </td>
-      <td class="wide">
+      <td class="wide wraps">
         <When at={w.next_expiry_at} now={now} />
       </td>
     </tr>
