@@ -154,19 +154,17 @@ describe('jobs across queues', WALK, () => {
     await eventually(() => rowIds(page)).toEqual([made.body.id]);
   });
 
-  it('fits 800 px, and to a key limited to some queues shows only theirs, with nothing to act with', async () => {
+  it('to a key limited to some queues shows only theirs, with nothing to act with', async () => {
     // The API first: the limited key's list holds no other queue.
     const listed = await call(SECRETS.renders, 'GET', '/v1/jobs?state=dead');
     expect(listed.body.jobs.map((j: { queue: string }) => j.queue)).toEqual(['renders-big']);
-    const narrow = await openPage({ width: 800, height: 900 });
+    const narrow = await openPage();
     try {
       await signIn(narrow.page, SECRETS.renders);
       await go(narrow.page, '#/jobs');
       await eventually(() => rowIds(narrow.page)).toHaveLength(1);
       expect(await rows(narrow.page).textContent()).toContain('renders-big');
       expect(await narrow.page.getByRole('checkbox').count()).toBe(0);
-      const width = await narrow.page.evaluate(() => document.documentElement.scrollWidth);
-      expect(width).toBeLessThanOrEqual(800);
       expect(narrow.problems).toEqual([]);
     } finally {
       await narrow.context.close();

@@ -105,6 +105,15 @@ describe('every page at 800 px', WALK, () => {
           1,
         ],
         [`#/jobs/${deadJob}`, (p) => p.getByRole('heading', { name: 'Failed attempts' }).waitFor(), 1],
+        // Every dead job, ticked: the selection's bar and a long error beside a long queue name.
+        [
+          '#/jobs?within=all',
+          async (p) => {
+            await p.getByRole('link', { name: deadJob, exact: true }).waitFor();
+            await p.getByLabel('Select every job on this page').check();
+          },
+          1,
+        ],
         ['#/workers', (p) => p.getByRole('row', { name: new RegExp(WORKER) }).waitFor(), 1],
         ['#/schedules', (p) => p.getByRole('row', { name: /hourly-thumbnail-cleanup/ }).waitFor(), 1],
         ['#/schedules/hourly-thumbnail-cleanup', (p) => p.getByTestId('last-error').waitFor(), 0],

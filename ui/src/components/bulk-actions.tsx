@@ -183,7 +183,7 @@ export function BulkBar({ selection, onDone }: { selection: Selection; onDone: (
 /** The header cell that ticks every job of the page. */
 export function SelectAllCell({ selection, jobs }: { selection: Selection; jobs: Job[] }) {
   return (
-    <th scope="col">
+    <th scope="col" class="select">
       <input
         type="checkbox"
         aria-label="Select every job on this page"
@@ -196,7 +196,7 @@ export function SelectAllCell({ selection, jobs }: { selection: Selection; jobs:
 
 export function SelectCell({ selection, job }: { selection: Selection; job: Job }) {
   return (
-    <td>
+    <td class="select">
       <input
         type="checkbox"
         aria-label={`Select job ${job.id}`}

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Job, type JobState, must } from '../api.js';
 import { REFRESH_MS } from '../config.js';
-import { count, time } from '../format.js';
+import { clock, count } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { useReading } from '../reading.js';
 import { href, setQuery } from '../router.js';
@@ -236,7 +236,7 @@ function JobRow({
       <td class="num">
         {job.attempts} of {job.max_attempts}
       </td>
-      <td>{time(when)}</td>
+      <td>{clock(when)}</td>
       <td class="message">{job.last_error?.message ?? ''}</td>
     </tr>
   );

@@ -3,7 +3,7 @@ import { type Job, must } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from '../components/bits.js';
 import { BulkBar, SelectAllCell, SelectCell, useSelection } from '../components/bulk-actions.js';
 import { REFRESH_MS } from '../config.js';
-import { duration, time } from '../format.js';
+import { clock, duration } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { useReading } from '../reading.js';
 import { href, setQuery } from '../router.js';
@@ -264,7 +264,7 @@ function JobList({ filters }: { filters: Filters }) {
                     <td class="num">
                       {job.attempts} of {job.max_attempts}
                     </td>
-                    <td>{time(when(job))}</td>
+                    <td>{clock(when(job))}</td>
                     <td class="message">{job.last_error?.message ?? ''}</td>
                   </tr>
                 ))}
