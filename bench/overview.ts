@@ -13,20 +13,25 @@ import { fmt, median } from './stats.js';
 
 /**
  * The dashboard's first page at scale: `npx tsx bench/overview.ts [--queues 1000] [--dead 100000]
- * [--requests 50]`. Fills the bench's Baton database (BENCH_DB_PREFIX applies) with `queues` queues, `dead` dead jobs spread over
+ * [--failing 10000] [--requests 50]`. Fills the bench's Baton database (BENCH_DB_PREFIX applies) with `queues` queues, `dead` dead jobs spread over
  * them (in history, as the leader's prune keeps them), a ready job in each and an hour of
  * per-minute samples for every queue; the leader's counts run once. Then times the requests the
  * page makes, in process (app.inject, so HTTP parsing is left out and the figure is the server's
  * and PostgreSQL's): GET /v1/overview, GET /v1/queues for the first page of 50, and one queue's hour (each row's sparklines). Target: the
- * overview answers in under a second.
+ * overview answers in under a second. Then the Jobs page's lists across queues (GET /v1/jobs), with
+ * `failing` jobs waiting for a retry (and as many that never failed) and an idempotency key per dead
+ * job: the last hour's dead and failing jobs, filtered by error text (1 in 100 match; and a text
+ * none has, which walks every dead job of the hour), one queue's, a second page, and a key.
  */
 const { values } = parseArgs({
   options: {
     queues: { type: 'string', default: '1000' },
     dead: { type: 'string', default: '100000' },
     requests: { type: 'string', default: '50' },
+    failing: { type: 'string', default: '10000' },
   },
 });
+const FAILING = Number(values.failing);
 const QUEUES = Number(values.queues);
 const DEAD = Number(values.dead);
 const REQUESTS = Number(values.requests);
@@ -47,7 +52,21 @@ await sql`
   SELECT nextval('baton.jobs_id_seq'), 'queue-' || lpad((1 + g % ${QUEUES}::integer)::text, 5, '0'), 'dead', 0,
          now() - interval '2 hours', 5, 5, now() - interval '2 hours', now() - interval '1 hour',
          now() - (g % 3600) * interval '1 second', 'attempts_exhausted', jsonb_build_object('i', g),
-         jsonb_build_object('message', 'failed', 'attempt', 5)
+         jsonb_build_object('message', CASE WHEN g % 100 = 0 THEN 'SMTP timeout' ELSE 'failed' END, 'attempt', 5,
+                            'at', to_char((now() - (g % 3600) * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+  FROM generate_series(1, ${DEAD}::integer) g`.execute(db);
+// Jobs waiting for a retry (a failing job each), failed within the hour, and as many that never failed.
+await sql`
+  INSERT INTO baton.scheduled_jobs (id, queue, priority, run_at, attempts, max_attempts, created_at, payload, last_error, errors)
+  SELECT nextval('baton.jobs_id_seq'), 'queue-' || lpad((1 + g % ${QUEUES}::integer)::text, 5, '0'), 0,
+         now() + interval '10 minutes', CASE WHEN g % 2 = 0 THEN 1 ELSE 0 END, 5, now(), '{}',
+         CASE WHEN g % 2 = 0 THEN jsonb_build_object('message', 'failed', 'attempt', 1, 'at',
+           to_char((now() - (g % 3600) * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END,
+         '[]'
+  FROM generate_series(1, ${FAILING * 2}::integer) g`.execute(db);
+await sql`
+  INSERT INTO baton.idempotency_keys (queue, key, job_id, expires_at)
+  SELECT 'queue-' || lpad((1 + g % ${QUEUES}::integer)::text, 5, '0'), 'order-' || g, g, now() + interval '1 day'
   FROM generate_series(1, ${DEAD}::integer) g`.execute(db);
 await createHistoryPartitions(db, { lockTimeoutMs: 5000, defaults: config });
 await sql`
@@ -82,11 +101,29 @@ async function time(path: string): Promise<number[]> {
   }
   return ms.sort((a, b) => a - b);
 }
-for (const path of ['/v1/overview', '/v1/queues?limit=50', '/v1/queues/queue-00001/history']) {
+const hour = encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString());
+const firstDead = (await app.inject({ method: 'GET', url: `/v1/jobs?state=dead&since=${hour}` })).json();
+for (const path of [
+  '/v1/overview',
+  '/v1/queues?limit=50',
+  '/v1/queues/queue-00001/history',
+  `/v1/jobs?state=dead&since=${hour}`,
+  `/v1/jobs?state=dead&since=${hour}&cursor=${firstDead.next_cursor}`,
+  `/v1/jobs?state=dead&since=${hour}&error=timeout`,
+  `/v1/jobs?state=dead&since=${hour}&error=no-such-text`,
+  `/v1/jobs?state=dead&since=${hour}&queue=queue-00001`,
+  `/v1/jobs?state=failing&since=${hour}`,
+  '/v1/jobs?idempotency_key=order-500',
+]) {
   const first = await time(path);
   const ms = first;
   console.log(
-    `${path}: p50 ${fmt(median(ms))} ms, p99 ${fmt(ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))]!)} ms, max ${fmt(ms.at(-1)!)} ms over ${REQUESTS} requests`,
+    `${decodeURIComponent(path)
+      .replace(/since=[^&]+/, 'since=<an hour ago>')
+      .replace(
+        /cursor=.*/,
+        'cursor=<page 2>',
+      )}: p50 ${fmt(median(ms))} ms, p99 ${fmt(ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))]!)} ms, max ${fmt(ms.at(-1)!)} ms over ${REQUESTS} requests`,
   );
 }
 const overview = (await app.inject({ method: 'GET', url: '/v1/overview' })).json();

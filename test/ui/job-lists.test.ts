@@ -1,5 +1,6 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refreshFinishedStats } from '../../src/maintenance/queue-stats.js';
 import { eventually, SECRETS, useDashboard, WALK } from './walk.js';
 
 /**
@@ -7,7 +8,7 @@ import { eventually, SECRETS, useDashboard, WALK } from './walk.js';
  * jobs of every queue with their filters, a list that refreshes on its own but holds still while the
  * operator selects, bulk actions with a count to confirm and a result per job, and search by key.
  */
-const { call, asOps, openPage, signIn, shot } = useDashboard();
+const { database, call, asOps, openPage, signIn, shot } = useDashboard();
 
 /** Enqueue into `queue` and fail each job once: to dead, or to a retry a minute away. */
 async function fail(queue: string, messages: string[], opts: { dead?: boolean; group?: string } = {}) {
@@ -82,6 +83,20 @@ describe('jobs across queues', WALK, () => {
     await eventually(() => rowIds(page)).toEqual(retrying);
     expect(await rows(page).first().textContent()).toContain('render crashed');
     expect(problems).toEqual([]);
+  });
+
+  it('leads from a queue needing attention on the first page to its dead jobs', async () => {
+    // The leader counts dead jobs about once a minute: the test counts them itself.
+    await refreshFinishedStats(database.db, { olderThanMs: 0 });
+    await page.getByRole('link', { name: 'Queues', exact: true }).click();
+    const attention = page.getByRole('list', { name: 'Queues needing attention' });
+    await attention
+      .getByRole('listitem')
+      .filter({ hasText: 'ui-mail' })
+      .getByRole('link', { name: 'see its dead jobs' })
+      .click();
+    await page.getByRole('heading', { name: 'Jobs across queues' }).waitFor();
+    await eventually(() => rowIds(page)).toEqual([...mail].reverse());
   });
 
   it('refreshes on its own, but holds still while jobs are selected', async () => {

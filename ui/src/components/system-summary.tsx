@@ -110,6 +110,16 @@ function Summary({ overview: o }: { overview: Overview }) {
                 {a.queue}
               </a>
               : {reasons(a).join(', ')}
+              {(a.failed_last_hour > 0 || a.dead > 0) && (
+                <>
+                  {' '}
+                  (
+                  <a href={`${href('/jobs')}?${new URLSearchParams({ queue: a.queue, within: 'all' })}`}>
+                    see its dead jobs
+                  </a>
+                  )
+                </>
+              )}
             </li>
           ))}
         </ul>
