@@ -1839,20 +1839,20 @@ export interface components {
          */
         BulkRequest: {
             /**
-             * @description redrive: dead jobs back to ready with fresh attempts; cancel: live jobs will not run (a claimed one's worker loses its lease); delete: finished jobs (completed, dead, cancelled) are forgotten, with the idempotency key that named them.
+             * @description redrive: dead jobs back to ready with fresh attempts; run_now: scheduled jobs (a delay, or a retry's backoff) ready now; cancel: live jobs will not run (a claimed one's worker loses its lease); delete: finished jobs (completed, dead, cancelled) are forgotten, with the idempotency key that named them.
              * @enum {string}
              */
-            action: "redrive" | "cancel" | "delete";
+            action: "redrive" | "run_now" | "cancel" | "delete";
             ids: string[];
         };
         /** @description One job's result: its outcome and its state afterwards (null: gone). */
         BulkResult: {
             id: string;
             /**
-             * @description What happened to this job: the action done (redriven, cancelled, deleted), not_found (no such job this key may see), or invalid_state (the action does not apply to the state it is in).
+             * @description What happened to this job: the action done (redriven, ready_now, cancelled, deleted), not_found (no such job this key may see), or invalid_state (the action does not apply to the state it is in).
              * @enum {string}
              */
-            outcome: "redriven" | "cancelled" | "deleted" | "not_found" | "invalid_state";
+            outcome: "redriven" | "ready_now" | "cancelled" | "deleted" | "not_found" | "invalid_state";
             state: components["schemas"]["JobState"] | null;
             message?: string;
         };

@@ -71,7 +71,7 @@ const JOB_TABLES =
 const DOMAIN_PATH =
   '^src/(jobs|queues|schedules|maintenance|wake|db|auth|json|metrics|memory)/|^src/errors\\.ts$';
 const WRITES =
-  '^src/jobs/(ack|nack|renew|cancel|enqueue|redrive|delete-queue|delete-finished|statement-groups|claim/(?!types))';
+  '^src/jobs/(ack|nack|renew|cancel|enqueue|redrive|delete-queue|delete-finished|run-now|statement-groups|claim/(?!types))';
 
 const RULES: IForbiddenRuleType[] = [
   { name: 'no-cycle', severity: 'error', from: { path: '^src/' }, to: { circular: true } },

@@ -2,15 +2,23 @@ import { DomainError } from '../errors.js';
 import { deleteFinishedJobs } from '../jobs/delete-finished.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { getVisibleJobs } from '../jobs/read.js';
+import { runScheduledNow } from '../jobs/run-now.js';
 import { FINISHED_STATES, type JobState } from '../jobs/states.js';
 import type { ServiceDeps } from './jobs.js';
 import type { LeaseUseCases } from './leases.js';
 import type { QueueUseCases } from './queues.js';
 
-export const BULK_ACTIONS = ['redrive', 'cancel', 'delete'] as const;
+export const BULK_ACTIONS = ['redrive', 'run_now', 'cancel', 'delete'] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
-export const BULK_OUTCOMES = ['redriven', 'cancelled', 'deleted', 'not_found', 'invalid_state'] as const;
+export const BULK_OUTCOMES = [
+  'redriven',
+  'ready_now',
+  'cancelled',
+  'deleted',
+  'not_found',
+  'invalid_state',
+] as const;
 export type BulkOutcome = (typeof BULK_OUTCOMES)[number];
 
 export interface BulkResult {
@@ -21,13 +29,19 @@ export interface BulkResult {
   message?: string;
 }
 
-const DONE: Record<BulkAction, BulkOutcome> = { redrive: 'redriven', cancel: 'cancelled', delete: 'deleted' };
+const DONE: Record<BulkAction, BulkOutcome> = {
+  redrive: 'redriven',
+  run_now: 'ready_now',
+  cancel: 'cancelled',
+  delete: 'deleted',
+};
 const FINISHED: ReadonlySet<JobState> = new Set(FINISHED_STATES);
 
 /**
  * One action on jobs an operator picked (POST /v1/jobs/bulk, the dashboard's selections), with a
  * result per job. Each action is the one the single-job paths use (a queue's redrive by ids, the
- * cancel, and the delete of finished jobs), so the same rules, counts and wake-ups apply; what is
+ * promoter's move of a scheduled job, the cancel, and the delete of finished jobs), so the same
+ * rules, counts and wake-ups apply; what is
  * added is the per-job answer: each job's outcome is what its own statement did, never inferred
  * from a count, so two operators acting on the same jobs at once each see which jobs they moved.
  *
@@ -63,6 +77,24 @@ export class BulkActions {
           for (const id of queueIds) refused.set(id, err.message);
         }
       }
+    } else if (action === 'run_now') {
+      const scheduled = [...before.values()].filter((job) => job.state === 'scheduled').map((job) => job.id);
+      for (const job of before.values()) {
+        if (job.state !== 'scheduled') {
+          refused.set(
+            job.id,
+            `job ${job.id} is ${job.state}; only a scheduled job (a delay or a retry's backoff) is run now`,
+          );
+        }
+      }
+      const moved = await runScheduledNow(this.deps.db, scheduled, patterns);
+      const byQueue = new Map<string, number>();
+      for (const { id, queue } of moved) {
+        done.add(id);
+        byQueue.set(queue, (byQueue.get(queue) ?? 0) + 1);
+      }
+      // Waiting claims of those queues take them at once, here and on other replicas.
+      for (const [queue, n] of byQueue) this.deps.notifier.jobsReady(queue, n);
     } else if (action === 'cancel') {
       for (const job of before.values()) {
         try {

@@ -63,6 +63,31 @@ describe('one action on many jobs, a result per job (POST /v1/jobs/bulk)', () =>
     expect(job.errors).toHaveLength(1);
   });
 
+  it('runs scheduled jobs now (a retry’s backoff or a delay cut short), and a waiting claim gets them at once', async () => {
+    const later = (await api(app).enqueue('b-now', { payload: 'later', delay_ms: 3_600_000 })).body.id;
+    await api(app).enqueue('b-now-retry', { payload: 'x' });
+    const [job] = (await api(app).claim('b-now-retry')).body.jobs;
+    await api(app).nack(job.id, {
+      lease_token: job.lease_token,
+      error: { message: 'flaky' },
+      retry_in_ms: 3_600_000,
+    });
+    const ready = (await api(app).enqueue('b-now', { payload: 'ready' })).body.id;
+    // A worker long-polls the delayed job's queue on the other replica, after the ready job is taken.
+    await api(other).claim('b-now', { max_jobs: 1 });
+    const waiting = api(other).claim('b-now', { max_jobs: 1, wait_ms: 10_000 });
+    const answer = await bulk({ action: 'run_now', ids: [later, job.id, ready] });
+    expect(answer.results.map((r) => [r.id, r.outcome, r.state])).toEqual([
+      [later, 'ready_now', 'ready'],
+      [job.id, 'ready_now', 'ready'],
+      [ready, 'invalid_state', 'claimed'],
+    ]);
+    expect((await waiting).body.jobs.map((j: { id: string }) => j.id)).toEqual([later]);
+    // The retried job keeps its attempts and its error.
+    expect((await api(app).get(job.id)).body).toMatchObject({ state: 'ready', attempts: 1 });
+    expect((await api(app).get(job.id)).body.last_error.message).toBe('flaky');
+  });
+
   it('cancels live jobs in any live state, refuses finished ones, and the claimed one’s worker loses its lease', async () => {
     await api(app).enqueue('b-cancel', { payload: 3 });
     const claimed = (await api(app).claim('b-cancel', { max_jobs: 1 })).body.jobs[0];
@@ -133,6 +158,28 @@ describe('one action on many jobs, a result per job (POST /v1/jobs/bulk)', () =>
     for (const id of d) expect((await api(app).get(id)).status).toBe(404);
   });
 
+  it('run now racing a cancel of the same scheduled jobs: each job ends ready or cancelled, as the answers say, and none is lost', async () => {
+    const enq = await api(app).enqueueBatch(
+      'b-race-now',
+      Array.from({ length: 40 }, (_, i) => ({ payload: i, delay_ms: 3_600_000 })),
+    );
+    const ids = enq.body.jobs.map((j: { id: string }) => j.id);
+    const [now, cancel] = await Promise.all([
+      bulk({ action: 'run_now', ids }),
+      bulk({ action: 'cancel', ids: [...ids].reverse() }, other),
+    ]);
+    const ready = now.results.filter((r) => r.outcome === 'ready_now').map((r) => r.id);
+    const cancelled = cancel.results.filter((r) => r.outcome === 'cancelled').map((r) => r.id);
+    // A job may be made ready and then cancelled (both happened, in that order); every job was
+    // either cancelled or made ready, and those not cancelled are ready to claim, each once.
+    expect(ids.filter((id: string) => !ready.includes(id) && !cancelled.includes(id))).toEqual([]);
+    const claimed = (await api(app).claim('b-race-now', { max_jobs: 100 })).body.jobs;
+    expect(claimed.map((j: { id: string }) => j.id).sort()).toEqual(
+      ids.filter((id: string) => !cancelled.includes(id)).sort(),
+    );
+    for (const id of cancelled) expect((await api(app).get(id)).body.state).toBe('cancelled');
+  });
+
   it('to a key limited to some queues, another tenant’s jobs are not found and stay as they were', async () => {
     const [mine] = await dead('bt-mine', 1);
     const [theirs] = await dead('bt-theirs', 1);
@@ -140,7 +187,7 @@ describe('one action on many jobs, a result per job (POST /v1/jobs/bulk)', () =>
       BATON_API_KEYS: JSON.stringify([apiKeyEntry('ops', ['admin'], ['bt-mine'])]),
     });
     try {
-      for (const action of ['redrive', 'cancel', 'delete']) {
+      for (const action of ['redrive', 'run_now', 'cancel', 'delete']) {
         const answer = await bulk({ action, ids: [theirs] }, limited, bearer('ops'));
         expect(answer.results[0]).toMatchObject({ id: theirs, outcome: 'not_found', state: null });
       }

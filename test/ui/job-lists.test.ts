@@ -135,7 +135,7 @@ describe('jobs across queues', WALK, () => {
     await eventually(() => page.getByText('No dead jobs of ui-mail.').count()).toBe(1);
   });
 
-  it('deletes and cancels a mixed selection: each action applies to the jobs it can, and says so', async () => {
+  it('deletes, runs now and cancels: each action is offered for the jobs it applies to, and says what it did', async () => {
     const [dead] = await fail('ui-mixed', ['gone for good']);
     const [retry] = await fail('ui-mixed', ['will retry'], { dead: false });
     // Two lists in turn: the dead one to delete, the failing one to cancel.
@@ -151,6 +151,14 @@ describe('jobs across queues', WALK, () => {
 
     await go(page, '#/jobs?show=failing&queue=ui-mixed');
     await eventually(() => rowIds(page)).toEqual([retry]);
+    // Its retry is an hour away: run it now, then cancel it.
+    await page.getByLabel(`Select job ${retry}`).check();
+    await page.getByRole('button', { name: 'Run now 1 selected job' }).click();
+    expect(await page.getByRole('dialog').textContent()).toContain('1 scheduled job becomes ready now');
+    await page.getByRole('dialog').getByRole('button', { name: 'Run now 1 job' }).click();
+    await eventually(() => results.locator('tbody').textContent()).toMatch(/ready now.*ready/);
+    expect((await asOps('GET', `/v1/jobs/${retry}`)).body.state).toBe('ready');
+    await eventually(() => rows(page).first().textContent()).toContain('ready');
     await page.getByLabel(`Select job ${retry}`).check();
     await page.getByRole('button', { name: 'Cancel 1 selected job' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel 1 job' }).click();

@@ -57,7 +57,8 @@ export const BulkRequest = Type.Object(
       Type.String({
         enum: [...BULK_ACTIONS],
         description:
-          'redrive: dead jobs back to ready with fresh attempts; cancel: live jobs will not run (a claimed ' +
+          'redrive: dead jobs back to ready with fresh attempts; run_now: scheduled jobs (a delay, or a ' +
+          "retry's backoff) ready now; cancel: live jobs will not run (a claimed " +
           "one's worker loses its lease); delete: finished jobs (completed, dead, cancelled) are forgotten, " +
           'with the idempotency key that named them.',
       }),
@@ -74,7 +75,7 @@ export const BulkResult = Type.Object(
       Type.String({
         enum: [...BULK_OUTCOMES],
         description:
-          'What happened to this job: the action done (redriven, cancelled, deleted), not_found (no such ' +
+          'What happened to this job: the action done (redriven, ready_now, cancelled, deleted), not_found (no such ' +
           'job this key may see), or invalid_state (the action does not apply to the state it is in).',
       }),
     ),

@@ -12,7 +12,9 @@ export type BulkDone = BulkAnswer & { verb: string };
 const LIVE = new Set(['waiting', 'scheduled', 'ready', 'claimed']);
 const FINISHED = new Set(['completed', 'dead', 'cancelled']);
 
-const bulk = (api: BatonClient, action: 'redrive' | 'cancel' | 'delete', ids: string[]) =>
+type BulkAction = 'redrive' | 'run_now' | 'cancel' | 'delete';
+
+export const bulk = (api: BatonClient, action: BulkAction, ids: string[]) =>
   must(api.POST('/v1/jobs/bulk', { body: { action, ids } }));
 
 /** "3 ready, 1 claimed": the states of jobs, for a confirmation. */
@@ -24,17 +26,18 @@ function states(jobs: Job[]): string {
 
 /**
  * What an admin can do to the jobs selected in a list (POST /v1/jobs/bulk): redrive the dead ones,
- * cancel the live ones, delete the finished ones. Each confirmation counts the jobs it applies to and
+ * run the scheduled ones now, cancel the live ones, delete the finished ones. Each confirmation counts the jobs it applies to and
  * names those it leaves alone; the jobs are sent as they were when selected, and the answer says,
  * job by job, what the server did (`onDone`), since a job may have moved meanwhile.
  */
 export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: BulkDone) => void): Action[] {
   const make = (
-    action: 'redrive' | 'cancel' | 'delete',
+    action: BulkAction,
     label: string,
     applies: (j: Job) => boolean,
     what: string,
-    effect: string,
+    /** What happens to them, said of one job or of several. */
+    effect: (one: boolean) => string,
     danger: boolean,
   ): Action => {
     const picked = selected.filter(applies);
@@ -44,7 +47,7 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
       label: `${label} selected`,
       name: `${label} ${plural(picked.length, 'selected job')}`,
       consequence:
-        `${plural(picked.length, `${what} job`)} ${effect}` +
+        `${plural(picked.length, `${what} job`)} ${effect(picked.length === 1)}` +
         (others.length > 0
           ? `; the other ${plural(others.length, 'job')} (${states(others)}) are left as they are`
           : '') +
@@ -76,7 +79,16 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
       'Redrive',
       (j) => j.state === 'dead',
       'dead',
-      'go back to ready with fresh attempts (their error history is kept)',
+      (one) => `${one ? 'goes' : 'go'} back to ready with fresh attempts (error history kept)`,
+      false,
+    ),
+    make(
+      'run_now',
+      'Run now',
+      (j) => j.state === 'scheduled',
+      'scheduled',
+      (one) =>
+        `${one ? 'becomes' : 'become'} ready now: a retry’s backoff or a delay is cut short (attempts and errors kept)`,
       false,
     ),
     make(
@@ -84,7 +96,7 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
       'Cancel',
       (j) => LIVE.has(j.state),
       'live',
-      'will not run; a claimed one’s worker loses its lease. This cannot be undone',
+      () => 'will not run; a claimed one’s worker loses its lease. This cannot be undone',
       true,
     ),
     make(
@@ -92,7 +104,8 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
       'Delete',
       (j) => FINISHED.has(j.state),
       'finished',
-      'are deleted for good, with the idempotency keys that named them. This cannot be undone',
+      (one) =>
+        `${one ? 'is' : 'are'} deleted for good, with the idempotency key that named ${one ? 'it' : 'them'}. This cannot be undone`,
       true,
     ),
   ];

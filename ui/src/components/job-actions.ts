@@ -1,9 +1,27 @@
 import { type BatonClient, type Job, must } from '../api.js';
 import type { Action } from './actions.js';
+import { bulk } from './bulk-actions.js';
 
-/** What an admin can do to one job: cancel it while it is live, redrive it while it is dead. */
+/**
+ * What an admin can do to one job: run it now while it is scheduled, cancel it while it is live,
+ * redrive it while it is dead.
+ */
 export function jobActions(api: BatonClient, j: Job): Action[] {
   const actions: Action[] = [];
+  if (j.state === 'scheduled') {
+    actions.push({
+      label: 'Run now',
+      name: `Run job ${j.id} now`,
+      consequence: `Job ${j.id} of ${j.queue} becomes ready now instead of at its run time (a retry’s backoff or a delay is cut short; its attempts and errors are kept).`,
+      confirm: `Run job ${j.id} now`,
+      run: async () => {
+        const [result] = (await bulk(api, 'run_now', [j.id])).results;
+        return result?.outcome === 'ready_now'
+          ? `Job ${j.id} is ready now.`
+          : `Job ${j.id} was not run now: ${result?.message ?? 'it changed meanwhile'}.`;
+      },
+    });
+  }
   if (j.state === 'waiting' || j.state === 'scheduled' || j.state === 'ready' || j.state === 'claimed') {
     actions.push({
       label: 'Cancel job',
