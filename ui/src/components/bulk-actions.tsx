@@ -48,9 +48,11 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
       name: `${label} ${plural(picked.length, 'selected job')}`,
       consequence:
         `${plural(picked.length, `${what} job`)} ${effect(picked.length === 1)}` +
-        (others.length > 0
-          ? `; the other ${plural(others.length, 'job')} (${states(others)}) are left as they are`
-          : '') +
+        (others.length === 1
+          ? `; the other job (${states(others)}) is left as it is`
+          : others.length > 1
+            ? `; the other ${plural(others.length, 'job')} (${states(others)}) are left as they are`
+            : '') +
         '.',
       confirm: `${label} ${plural(picked.length, 'job')}`,
       danger,
