@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 
 /**
  * Delete finished jobs (completed, dead or cancelled) by id: an operator clearing dead jobs it has
@@ -21,10 +22,9 @@ export async function deleteFinishedJobs(
   patterns?: string[],
 ): Promise<{ id: string; queue: string }[]> {
   if (ids.length === 0) return [];
-  const visible = patterns === undefined ? sql`TRUE` : sql`h.queue ~ ANY(${patterns}::text[])`;
   const { rows } = await sql<{ id: string; queue: string }>`
     WITH gone AS (
-      DELETE FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[]) AND ${visible}
+      DELETE FROM baton.job_history h WHERE h.id = ANY(${ids}::bigint[]) AND ${queueVisible('h.queue', patterns)}
       RETURNING h.id, h.queue, h.idempotency_key
     ), keys AS (
       DELETE FROM baton.idempotency_keys k USING gone g

@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 import type { Database } from '../db/schema.js';
 import { DomainError, invalidField } from '../errors.js';
 import {
@@ -399,8 +400,7 @@ function waitingJson(
 }
 
 /** `<alias>.queue` is one the caller may see. */
-const visible = (alias: string, scope: ParentScope) =>
-  scope === undefined ? sql`true` : sql`${sql.ref(`${alias}.queue`)} ~ ANY(${[...scope]}::text[])`;
+const visible = (alias: string, scope: ParentScope) => queueVisible(`${alias}.queue`, scope);
 
 /**
  * Hold each parent named by id (step 2 above): flag and lock its live row, else read its finished

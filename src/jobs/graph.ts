@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 import type { ParentScope } from './dependencies.js';
 import type { ParentFailurePolicy } from './enqueue-item.js';
 import type { JobState } from './states.js';
@@ -62,13 +63,13 @@ export async function relatedJobs(
 ): Promise<RelatedPage> {
   const parents = direction === 'parents';
   const [self, other, otherQueue] = parents
-    ? [sql.ref('e.child'), sql.ref('e.parent'), sql.ref('e.parent_queue')]
-    : [sql.ref('e.parent'), sql.ref('e.child'), sql.ref('e.child_queue')];
-  const visible = opts.scope === undefined ? sql`true` : sql`${otherQueue} ~ ANY(${[...opts.scope]}::text[])`;
+    ? [sql.ref('e.child'), sql.ref('e.parent'), 'e.parent_queue']
+    : [sql.ref('e.parent'), sql.ref('e.child'), 'e.child_queue'];
+  const visible = queueVisible(otherQueue, opts.scope);
   // Each related job is looked up where it can be by id: live tables, then history (whose result a
   // fan-in reads). The edges are read on their primary key (child, parent) or job_edges_parent_idx.
   const { rows } = await sql<RelatedJob>`
-    SELECT ${other}::text AS id, ${otherQueue} AS queue, e.parent_outcome,
+    SELECT ${other}::text AS id, ${sql.ref(otherQueue)} AS queue, e.parent_outcome,
            coalesce(
              (SELECT j.state FROM baton.jobs j WHERE j.id = ${other}),
              (SELECT 'scheduled' FROM baton.scheduled_jobs s WHERE s.id = ${other}),

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 
 /** Who holds leases now: the claimed jobs of one worker in one queue, summed up. */
 export interface LeaseHolderRow {
@@ -32,7 +33,7 @@ export async function listLeaseHolders(
     FROM baton.jobs j
     WHERE j.state = 'claimed'
       ${opts.queue === undefined ? sql`` : sql`AND j.queue = ${opts.queue}`}
-      ${opts.patterns === undefined ? sql`` : sql`AND j.queue ~ ANY(${opts.patterns}::text[])`}
+      AND ${queueVisible('j.queue', opts.patterns)}
     GROUP BY j.worker_id, j.queue
     ORDER BY jobs DESC, j.worker_id NULLS LAST, j.queue
     LIMIT ${opts.limit}`.execute(db);

@@ -44,9 +44,10 @@ export interface ListOptions {
 export type ListKey = string[];
 
 const UTC_MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-const isTime = (v: string | undefined) =>
+/** A page key's time: UTC with microseconds, as isoMicros() writes it (search.ts's keys too). */
+export const isTime = (v: string | undefined) =>
   v !== undefined && UTC_MICROS.test(v) && !Number.isNaN(Date.parse(v));
-const isId = (v: string | undefined) => v !== undefined && isJobId(v);
+export const isId = (v: string | undefined) => v !== undefined && isJobId(v);
 const isPriority = (v: string | undefined) =>
   v !== undefined && /^-?\d{1,10}$/.test(v) && Number(v) >= PRIORITY_MIN && Number(v) <= PRIORITY_MAX;
 

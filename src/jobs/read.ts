@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 import {
   finishedJobColumns,
   inScope,
@@ -46,7 +47,7 @@ export async function getVisibleJobs(
 ): Promise<Map<string, JobRow>> {
   if (patterns === undefined) return getJobs(db, ids);
   if (ids.length === 0) return new Map();
-  const visible = (a: string) => sql`${sql.ref(`${a}.queue`)} ~ ANY(${patterns}::text[])`;
+  const visible = (a: string) => queueVisible(`${a}.queue`, patterns);
   const { rows } = await sql<JobRow>`
     SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[]) AND ${visible('j')}
     UNION ALL

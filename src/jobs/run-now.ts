@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 import { carriedColumns, carriedValues } from './job-row.js';
 
 /**
@@ -17,10 +18,9 @@ export async function runScheduledNow(
   patterns?: string[],
 ): Promise<{ id: string; queue: string }[]> {
   if (ids.length === 0) return [];
-  const visible = patterns === undefined ? sql`TRUE` : sql`s.queue ~ ANY(${patterns}::text[])`;
   const { rows } = await sql<{ id: string; queue: string }>`
     WITH picked AS (
-      SELECT s.id FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[]) AND ${visible}
+      SELECT s.id FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}::bigint[]) AND ${queueVisible('s.queue', patterns)}
       FOR UPDATE SKIP LOCKED
     ), moved AS (
       DELETE FROM baton.scheduled_jobs s USING picked WHERE s.id = picked.id RETURNING s.*

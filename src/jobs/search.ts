@@ -1,8 +1,10 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 import { isoMicros } from '../db/sql-time.js';
 import { invalidField } from '../errors.js';
 import { finishedJobColumns, type JobRow, liveJobColumns, scheduledJobColumns } from './job-row.js';
+import { isId, isTime } from './list.js';
 import { getJobs } from './read.js';
 
 /**
@@ -46,25 +48,13 @@ export interface FailurePage {
   next?: FailureKey;
 }
 
-const UTC_MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-/** A decoded page key checked part by part; a 400 naming `cursor` otherwise. */
+/** A decoded page key checked part by part, as list.ts checks its own; a 400 naming `cursor` otherwise. */
 export function parseFailureKey(key: string[] | undefined): FailureKey {
   const [at, id] = key ?? [];
-  const ok =
-    key?.length === 2 &&
-    at !== undefined &&
-    UTC_MICROS.test(at) &&
-    !Number.isNaN(Date.parse(at)) &&
-    id !== undefined &&
-    /^[1-9]\d{0,18}$/.test(id);
-  if (!ok) throw invalidField('cursor', 'is not a cursor this server issued for this list');
+  if (key?.length !== 2 || !isTime(at) || !isId(id)) {
+    throw invalidField('cursor', 'is not a cursor this server issued for this list');
+  }
   return [at!, id!];
-}
-
-/** `a.queue` is one the key may see (no condition for an unlimited key). */
-function visible(alias: string, patterns: string[] | undefined): RawBuilder<unknown> {
-  return patterns === undefined ? sql`TRUE` : sql`${sql.ref(`${alias}.queue`)} ~ ANY(${patterns}::text[])`;
 }
 
 /**
@@ -73,7 +63,7 @@ function visible(alias: string, patterns: string[] | undefined): RawBuilder<unkn
  * could use the queue's index only this way.
  */
 function filters(a: string, opts: FailureListOptions): RawBuilder<unknown> {
-  const parts: RawBuilder<unknown>[] = [visible(a, opts.patterns)];
+  const parts: RawBuilder<unknown>[] = [queueVisible(`${a}.queue`, opts.patterns)];
   const col = (c: string) => sql.ref(`${a}.${c}`);
   if (opts.queue !== undefined) parts.push(sql`${col('queue')} = ${opts.queue}`);
   if (opts.group !== undefined) parts.push(sql`${col('group_key')} = ${opts.group}`);
@@ -146,8 +136,7 @@ export async function findByKey(
   key: JobKey,
   opts: { queue?: string; patterns?: string[] },
 ): Promise<JobRow[]> {
-  const scope = opts.patterns === undefined ? sql`TRUE` : sql`q.name ~ ANY(${opts.patterns}::text[])`;
-  const queues = sql`SELECT q.name FROM baton.queues q WHERE ${scope}
+  const queues = sql`SELECT q.name FROM baton.queues q WHERE ${queueVisible('q.name', opts.patterns)}
     ${opts.queue === undefined ? sql`` : sql`AND q.name = ${opts.queue}`}`;
   let ids: string[];
   if ('idempotency_key' in key) {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 
 /** The whole system at a glance (GET /v1/overview): what the leader already counts, summed. */
 export interface OverviewRows {
@@ -42,8 +43,7 @@ const ATTENTION_MAX = 10;
  * then paused). With `patterns` (a queue-limited key), only the queues they match, in each query.
  */
 export async function readOverview(db: Db, patterns?: string[]): Promise<OverviewRows> {
-  const scope = (column: string) =>
-    patterns === undefined ? sql`TRUE` : sql`${sql.ref(column)} ~ ANY(${patterns}::text[])`;
+  const scope = (column: string) => queueVisible(column, patterns);
   const [totals, minutes, attention] = await Promise.all([
     sql<OverviewRows['totals'] & { now: Date }>`
       SELECT now() AS now, count(*)::int AS queues, count(*) FILTER (WHERE q.paused)::int AS paused,
