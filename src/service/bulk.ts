@@ -3,7 +3,7 @@ import { deleteFinishedJobs } from '../jobs/delete-finished.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { getVisibleJobs } from '../jobs/read.js';
 import { runScheduledNow } from '../jobs/run-now.js';
-import { FINISHED_STATES, type JobState } from '../jobs/states.js';
+import { FINISHED_STATES, type JobState, LIVE_STATES } from '../jobs/states.js';
 import type { ServiceDeps } from './jobs.js';
 import type { LeaseUseCases } from './leases.js';
 import type { QueueUseCases } from './queues.js';
@@ -35,19 +35,29 @@ const DONE: Record<BulkAction, BulkOutcome> = {
   cancel: 'cancelled',
   delete: 'deleted',
 };
-const FINISHED: ReadonlySet<JobState> = new Set(FINISHED_STATES);
+
+/** The states each action applies to, and what a job in another state is told. */
+const APPLIES: Record<BulkAction, { states: ReadonlySet<JobState>; only: string }> = {
+  redrive: { states: new Set(['dead']), only: 'only a dead job is redriven' },
+  run_now: {
+    states: new Set(['scheduled']),
+    only: "only a scheduled job (a delay or a retry's backoff) is run now",
+  },
+  cancel: { states: new Set(LIVE_STATES), only: 'only a live job is cancelled' },
+  delete: { states: new Set(FINISHED_STATES), only: 'cancel it first, only a finished job is deleted' },
+};
 
 /**
  * One action on jobs an operator picked (POST /v1/jobs/bulk, the dashboard's selections), with a
  * result per job. Each action is the one the single-job paths use (a queue's redrive by ids, the
  * promoter's move of a scheduled job, the cancel, and the delete of finished jobs), so the same
- * rules, counts and wake-ups apply; what is
- * added is the per-job answer: each job's outcome is what its own statement did, never inferred
- * from a count, so two operators acting on the same jobs at once each see which jobs they moved.
+ * rules, counts and wake-ups apply; what is added is the per-job answer: each job's outcome is what
+ * its own statement did, never inferred from a count, so two operators acting on the same jobs at
+ * once each see which jobs they moved.
  *
  * With `patterns` (a queue-limited key) a job of another tenant is not_found, as it is to a read: the
- * jobs are first read under the patterns, and each action's statement is bounded to the queue that
- * read found.
+ * jobs are first read under the patterns, and each action's statement is bounded by them or by the
+ * queue that read found.
  */
 export class BulkActions {
   constructor(
@@ -57,71 +67,26 @@ export class BulkActions {
   ) {}
 
   async run(action: BulkAction, ids: string[], patterns?: string[]): Promise<BulkResult[]> {
-    const before = await this.visibleJobs(ids, patterns);
-    const done = new Set<string>();
+    const { db } = this.deps;
+    const rule = APPLIES[action];
+    const picked: JobRow[] = [];
+    /** Why the action was not done to a job it was asked of. */
     const refused = new Map<string, string>();
-    if (action === 'redrive') {
-      const dead = new Map<string, string[]>();
-      for (const job of before.values()) {
-        if (job.state === 'dead') dead.set(job.queue, [...(dead.get(job.queue) ?? []), job.id]);
-        else refused.set(job.id, `job ${job.id} is ${job.state}; only a dead job is redriven`);
-      }
-      for (const [queue, queueIds] of dead) {
-        try {
-          await this.queues.redrive(queue, { ids: queueIds }, (moved) => {
-            for (const id of moved) done.add(id);
-          });
-        } catch (err) {
-          // The queue is gone and the server creates none (BATON_AUTO_CREATE_QUEUES=false): its jobs stay dead.
-          if (!(err instanceof DomainError)) throw err;
-          for (const id of queueIds) refused.set(id, err.message);
-        }
-      }
-    } else if (action === 'run_now') {
-      const scheduled = [...before.values()].filter((job) => job.state === 'scheduled').map((job) => job.id);
-      for (const job of before.values()) {
-        if (job.state !== 'scheduled') {
-          refused.set(
-            job.id,
-            `job ${job.id} is ${job.state}; only a scheduled job (a delay or a retry's backoff) is run now`,
-          );
-        }
-      }
-      const moved = await runScheduledNow(this.deps.db, scheduled, patterns);
-      const byQueue = new Map<string, number>();
-      for (const { id, queue } of moved) {
-        done.add(id);
-        byQueue.set(queue, (byQueue.get(queue) ?? 0) + 1);
-      }
-      // Waiting claims of those queues take them at once, here and on other replicas.
-      for (const [queue, n] of byQueue) this.deps.notifier.jobsReady(queue, n);
-    } else if (action === 'cancel') {
-      for (const job of before.values()) {
-        try {
-          // The job's queue bounds the statement (cancel.ts): under a limited key, only that queue.
-          const { already } = await this.leases.cancelTelling(job.id, job.queue);
-          if (already) refused.set(job.id, `job ${job.id} is already cancelled`);
-          else done.add(job.id);
-        } catch (err) {
-          if (!(err instanceof DomainError)) throw err;
-          // Gone meanwhile (not_found below), or finished meanwhile (invalid_state).
-          if (err.code !== 'not_found') refused.set(job.id, err.message);
-        }
-      }
-    } else {
-      const finished = [...before.values()].filter((job) => FINISHED.has(job.state)).map((job) => job.id);
-      for (const job of before.values()) {
-        if (!FINISHED.has(job.state)) {
-          refused.set(
-            job.id,
-            `job ${job.id} is ${job.state}; cancel it first, only a finished job is deleted`,
-          );
-        }
-      }
-      for (const gone of await deleteFinishedJobs(this.deps.db, finished, patterns)) done.add(gone.id);
+    for (const job of (await getVisibleJobs(db, ids, patterns)).values()) {
+      if (rule.states.has(job.state)) picked.push(job);
+      else refused.set(job.id, `job ${job.id} is ${job.state}; ${rule.only}`);
     }
+    const done = new Set(
+      action === 'redrive'
+        ? await this.redrive(picked, refused)
+        : action === 'run_now'
+          ? await this.runNow(picked, patterns)
+          : action === 'cancel'
+            ? await this.cancel(picked, refused)
+            : (await deleteFinishedJobs(db, idsOf(picked), patterns)).map((job) => job.id),
+    );
     // Each job as it is now: the state it was left in, or why the action did not apply.
-    const after = await this.visibleJobs(ids, patterns);
+    const after = await getVisibleJobs(db, ids, patterns);
     return ids.map((id): BulkResult => {
       const state = after.get(id)?.state ?? null;
       if (done.has(id)) return { id, outcome: DONE[action], state };
@@ -138,8 +103,49 @@ export class BulkActions {
     });
   }
 
-  /** The jobs among `ids` that exist and the key may see, wherever they are now. */
-  private visibleJobs(ids: string[], patterns?: string[]): Promise<Map<string, JobRow>> {
-    return getVisibleJobs(this.deps.db, ids, patterns);
+  /** Dead jobs back to ready, by the queue's redrive of ids; answers those it moved. */
+  private async redrive(jobs: JobRow[], refused: Map<string, string>): Promise<string[]> {
+    const moved: string[] = [];
+    const byQueue = new Map<string, string[]>();
+    for (const job of jobs) byQueue.set(job.queue, [...(byQueue.get(job.queue) ?? []), job.id]);
+    for (const [queue, queueIds] of byQueue) {
+      try {
+        await this.queues.redrive(queue, { ids: queueIds }, (batch) => moved.push(...batch));
+      } catch (err) {
+        // The queue is gone and the server creates none (BATON_AUTO_CREATE_QUEUES=false): its jobs stay dead.
+        if (!(err instanceof DomainError)) throw err;
+        for (const id of queueIds) refused.set(id, err.message);
+      }
+    }
+    return moved;
+  }
+
+  /** Scheduled jobs ready now; waiting claims of their queues, here and on other replicas, are woken. */
+  private async runNow(jobs: JobRow[], patterns?: string[]): Promise<string[]> {
+    const moved = await runScheduledNow(this.deps.db, idsOf(jobs), patterns);
+    const byQueue = new Map<string, number>();
+    for (const { queue } of moved) byQueue.set(queue, (byQueue.get(queue) ?? 0) + 1);
+    for (const [queue, n] of byQueue) this.deps.notifier.jobsReady(queue, n);
+    return moved.map((job) => job.id);
+  }
+
+  /** Live jobs cancelled one by one, as the single cancel does (counted, awaiters and slots told). */
+  private async cancel(jobs: JobRow[], refused: Map<string, string>): Promise<string[]> {
+    const cancelled: string[] = [];
+    for (const job of jobs) {
+      try {
+        // The job's queue bounds the statement (cancel.ts): under a limited key, only that queue.
+        const { already } = await this.leases.cancelTelling(job.id, job.queue);
+        if (already) refused.set(job.id, `job ${job.id} is already cancelled`);
+        else cancelled.push(job.id);
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        // Gone meanwhile (not_found, told below), or finished meanwhile (invalid_state).
+        if (err.code !== 'not_found') refused.set(job.id, err.message);
+      }
+    }
+    return cancelled;
   }
 }
+
+const idsOf = (jobs: JobRow[]) => jobs.map((job) => job.id);
