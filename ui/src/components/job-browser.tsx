@@ -1,13 +1,11 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { type Job, type JobState, must } from '../api.js';
-import { REFRESH_MS } from '../config.js';
 import { clock, count } from '../format.js';
-import { usePoll } from '../hooks.js';
-import { useReading } from '../reading.js';
 import { href, setQuery } from '../router.js';
 import { useSession } from '../session.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from './bits.js';
-import { BulkBar, SelectAllCell, SelectCell, type Selection, useSelection } from './bulk-actions.js';
+import { BulkBar, SelectAllCell, SelectCell, type Selection } from './bulk-actions.js';
+import { RefreshState, useHeldList } from './held-list.js';
 
 export const STATES: JobState[] = [
   'ready',
@@ -120,11 +118,12 @@ function GroupFilter({ group }: { group?: string }) {
 function JobPages({ queue, state, order, group, groupFilter }: Props) {
   const { api, canAct } = useSession();
   const pager = usePager();
-  const region = useRef<HTMLDivElement>(null);
-  const reading = useReading(region);
-  const selection = useSelection();
-  const held = reading || selection.size > 0;
-  const page = usePoll(
+  const {
+    list: page,
+    region,
+    selection,
+    held,
+  } = useHeldList(
     (signal) =>
       must(
         api.GET('/v1/queues/{queue}/jobs', {
@@ -132,9 +131,7 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
           signal,
         }),
       ),
-    REFRESH_MS,
     [api, queue, state, order, group, pager.cursor],
-    () => held,
   );
   const jobs = page.data?.jobs;
   const finished = state === 'completed' || state === 'dead' || state === 'cancelled';
@@ -143,11 +140,7 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
   const showGroup = groupFilter === true && group === undefined;
   return (
     <>
-      <p class="muted refresh-state" role="status">
-        {held
-          ? 'Holding still while you read or select.'
-          : `Refreshes every ${Math.round(REFRESH_MS / 1000)} s.`}
-      </p>
+      <RefreshState held={held} />
       <button type="button" class="refresh" onClick={page.reload}>
         Refresh jobs
       </button>

@@ -1,11 +1,9 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { type Job, must } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from '../components/bits.js';
-import { BulkBar, SelectAllCell, SelectCell, useSelection } from '../components/bulk-actions.js';
-import { REFRESH_MS } from '../config.js';
-import { clock, duration } from '../format.js';
-import { usePoll } from '../hooks.js';
-import { useReading } from '../reading.js';
+import { BulkBar, SelectAllCell, SelectCell } from '../components/bulk-actions.js';
+import { RefreshState, useHeldList } from '../components/held-list.js';
+import { clock } from '../format.js';
 import { href, setQuery } from '../router.js';
 import { useSession } from '../session.js';
 import type { PageProps } from './index.js';
@@ -152,11 +150,7 @@ function KeyForm({ filters }: { filters: Filters }) {
 function JobList({ filters }: { filters: Filters }) {
   const { api, canAct, who } = useSession();
   const pager = usePager();
-  const region = useRef<HTMLDivElement>(null);
-  const reading = useReading(region);
-  const selection = useSelection();
-  const held = reading || selection.size > 0;
-  const list = usePoll(
+  const { list, region, selection, held } = useHeldList(
     async (signal) => {
       if (filters.show === 'key') {
         // A key is either kind: both are asked, and a job named by both is listed once.
@@ -191,9 +185,7 @@ function JobList({ filters }: { filters: Filters }) {
         }),
       );
     },
-    REFRESH_MS,
     [api, pager.cursor],
-    () => held,
   );
   const jobs = list.data?.jobs;
   const what =
@@ -212,12 +204,9 @@ function JobList({ filters }: { filters: Filters }) {
             : 'Failing jobs'}
         {filters.show !== 'key' && `, failed within ${WITHIN[filters.within]!.label}`}
       </h2>
-      <p class="muted refresh-state" role="status">
-        {held
-          ? 'Holding still while you read or select; it refreshes again once you are done.'
-          : `Refreshes every ${duration(REFRESH_MS)}.`}{' '}
-        {who.queue_limited && 'This key sees only the queues it may use.'}
-      </p>
+      <RefreshState held={held}>
+        {who.queue_limited && ' This key sees only the queues it may use.'}
+      </RefreshState>
       <button type="button" class="refresh" onClick={list.reload}>
         Refresh now
       </button>
