@@ -220,14 +220,14 @@ describe('the ring under concurrent traffic', () => {
     const failures: string[] = [];
     const acked = new Map<string, number>();
 
-    // Paced by the leader: each batch waits until the ring has gone on far enough (about 12
-    // truncations over the run), so rotation races the traffic however fast or loaded the machine.
+    // Paced by the leader: each batch waits for two of its passes, so every batch goes into a slot
+    // of its own (each pass moves ids on) and that slot is sealed, carried and truncated while the
+    // traffic runs, however fast or loaded the machine. (Pacing by a number of truncations instead
+    // could wait for ever: once the traffic waits, nothing is left to truncate.)
     const producer = async () => {
       for (let sent = 0; sent < JOBS; sent += 100) {
-        const due = Math.floor((sent / JOBS) * 12);
-        const since = Date.now();
-        while (ring.truncated < due && Date.now() - since < 30_000)
-          await new Promise((r) => setTimeout(r, 10));
+        const after = ring.passes + 2;
+        while (ring.passes < after && !stop) await new Promise((r) => setTimeout(r, 5));
         const res = await api(app).enqueueBatch(
           q,
           Array.from({ length: 100 }, (_, i) => ({ payload: sent + i })),
@@ -268,16 +268,22 @@ describe('the ring under concurrent traffic', () => {
         }
       }
     };
-    const ring = { carried: 0, truncated: 0 };
+    const ring = { carried: 0, truncated: 0, passes: 0 };
     const leader = async () => {
       let slot = 0;
       while (!stop) {
         // Move the current slot on faster than the ids would, so that every slot is sealed, carried
         // and truncated many times during the run.
-        await drawIdsFrom(++slot % RING_SLOTS);
-        const pass = await maintainRing(database.db, { ...OPTS, carryAfterMs: 0 });
-        ring.carried += pass.carried;
-        ring.truncated += pass.truncated.length;
+        try {
+          await drawIdsFrom(++slot % RING_SLOTS);
+          const pass = await maintainRing(database.db, { ...OPTS, carryAfterMs: 0 });
+          ring.carried += pass.carried;
+          ring.truncated += pass.truncated.length;
+          ring.passes++;
+        } catch (err) {
+          failures.push(`ring pass: ${err}`);
+          stop = true;
+        }
         await new Promise((r) => setTimeout(r, 15));
       }
     };
