@@ -389,7 +389,7 @@ export interface paths {
         put?: never;
         /**
          * Redrive, cancel or delete many jobs, with a result per job
-         * @description Up to 1,000 ids, each named once. Each job gets its own outcome: the action done, not_found, or invalid_state with the state it is in (a live job is not deleted, a finished one not cancelled, only a dead one is redriven). 200 whatever the outcomes; `done` and `failed` count them. Jobs of queues a limited key may not use are not_found.
+         * @description Up to 1,000 ids, each named once; or `match`: every job of a GET /v1/jobs list (dead or failing, with its filters) that failed at or before `until`, up to 10,000 (`more` says whether others are left). Each job gets its own outcome: the action done, not_found, or invalid_state with the state it is in (a live job is not deleted, a finished one not cancelled, only a dead one is redriven). 200 whatever the outcomes; `done` and `failed` count them. Jobs of queues a limited key may not use are not_found.
          *
          *     API key scopes: admin.
          */
@@ -1828,6 +1828,52 @@ export interface components {
              */
             as_of: string;
         };
+        JobSearchPage: {
+            jobs: components["schemas"]["Job"][];
+            next_cursor: string | null;
+            /**
+             * Format: int32
+             * @description With count=true: how many jobs the list holds, counted up to 10,000.
+             */
+            total?: number;
+            /** @description With count=true: more than 10,000 jobs match. */
+            total_capped?: boolean;
+            /**
+             * Format: date-time
+             * @description With count=true: the server's time of the count; as a bulk action's match.until it acts on the jobs counted and on none that failed later.
+             */
+            counted_at?: string;
+        };
+        /** @description Every job of a list of GET /v1/jobs (its state and filters), newest failure first, up to 10,000 jobs. */
+        BulkMatch: {
+            /**
+             * @description failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest failure first; dead: dead jobs, newest first. Which list to act on.
+             * @enum {string}
+             */
+            state: "failing" | "dead";
+            /**
+             * Format: date-time
+             * @description Only jobs that failed (or died) at or after this time.
+             */
+            since?: string;
+            /**
+             * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+             * @example emails
+             */
+            queue?: string;
+            /**
+             * @description A group of jobs within a queue (a tenant, a customer, an API key): 1 to 128 printable ASCII characters, no spaces (percent-encode it in a URL path). Groups are served in turn and can have their own limits.
+             * @example customer:42
+             */
+            group?: string;
+            /** @description Only jobs whose last error's message contains this text (ignoring case). */
+            error?: string;
+            /**
+             * Format: date-time
+             * @description Only jobs that failed (or died) at or before this time; by default the time the request arrives. Pass a count's counted_at to act on what was counted.
+             */
+            until?: string;
+        };
         /**
          * @example {
          *       "action": "redrive",
@@ -1836,6 +1882,14 @@ export interface components {
          *         "43"
          *       ]
          *     }
+         * @example {
+         *       "action": "redrive",
+         *       "match": {
+         *         "state": "dead",
+         *         "error": "SMTP",
+         *         "until": "2026-12-02T10:00:00Z"
+         *       }
+         *     }
          */
         BulkRequest: {
             /**
@@ -1843,7 +1897,9 @@ export interface components {
              * @enum {string}
              */
             action: "redrive" | "run_now" | "cancel" | "delete";
-            ids: string[];
+            /** @description The jobs to act on. Either ids or match. */
+            ids?: string[];
+            match?: components["schemas"]["BulkMatch"];
         };
         /** @description One job's result: its outcome and its state afterwards (null: gone). */
         BulkResult: {
@@ -1857,7 +1913,7 @@ export interface components {
             message?: string;
         };
         BulkResponse: {
-            /** @description One per id, in request order. */
+            /** @description One per id, in request order; with match, one per job matched, newest failure first. */
             results: components["schemas"]["BulkResult"][];
             /**
              * Format: int32
@@ -1869,6 +1925,8 @@ export interface components {
              * @description How many were not found or in a state the action does not apply to.
              */
             failed: number;
+            /** @description With match: more jobs match than the 10,000 acted on (send it again). False with ids. */
+            more: boolean;
         };
         OverviewMinute: {
             /**
@@ -3502,6 +3560,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Payloads (and metadata) are left out unless asked for. */
                 include_payload?: boolean;
+                /** @description With a state: also count the list's jobs (every page), up to 10,000, in `total`. */
+                count?: boolean;
             };
             header?: never;
             path?: never;
@@ -3515,7 +3575,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobList"];
+                    "application/json": components["schemas"]["JobSearchPage"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
@@ -3569,7 +3629,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A result per job, in request order. */
+            /** @description A result per job, in request order (or the list order). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -102,6 +102,10 @@ export const HISTORY_MINUTES_MAX = 24 * 60;
 
 /** Jobs per batch enqueue, claim or batch ack. */
 export const MAX_BATCH = 1000;
+
+/** Most jobs one bulk action over a list's matches acts on (POST /v1/jobs/bulk with `match`). */
+export const BULK_MATCH_MAX = 10_000;
+
 export const MAX_WAIT_MS = 20_000;
 /**
  * Longest wait for jobs to finish (GET /v1/jobs/{id}?wait_ms, POST /v1/jobs/await): a minute, under

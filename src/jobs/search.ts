@@ -30,6 +30,8 @@ export interface FailureListOptions {
   kind: FailureKind;
   /** Only jobs that failed at or after this time (ISO 8601). */
   since?: string;
+  /** Only jobs that failed at or before this time: a bulk action's bound, what was counted (ISO 8601). */
+  until?: string;
   queue?: string;
   group?: string;
   /** Only jobs whose last error's message contains this text, ignoring case. */
@@ -74,8 +76,7 @@ function filters(a: string, opts: FailureListOptions): RawBuilder<unknown> {
 }
 
 export async function listFailures(db: Db, opts: FailureListOptions): Promise<FailurePage> {
-  const query = opts.kind === 'dead' ? deadJobs(opts) : failingJobs(opts);
-  const { rows } = await query.execute(db);
+  const { rows } = await failures(opts).execute(db);
   const last = rows.at(-1);
   return {
     rows: rows.map(({ sort_key: _, ...row }) => row),
@@ -83,7 +84,27 @@ export async function listFailures(db: Db, opts: FailureListOptions): Promise<Fa
   };
 }
 
+/**
+ * How many jobs a list holds, counted up to `cap` (an answer above `cap` means "more"): the walk of
+ * the list itself, stopped there, so a count costs what reading that many jobs of it costs.
+ */
+export async function countFailures(
+  db: Db,
+  opts: Omit<FailureListOptions, 'limit' | 'after'>,
+  cap: number,
+): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM (${failures({ ...opts, limit: cap + 1 })}) f`.execute(db);
+  return rows[0]!.n;
+}
+
 type Sorted = JobRow & { sort_key: FailureKey };
+
+const failures = (opts: FailureListOptions) => (opts.kind === 'dead' ? deadJobs(opts) : failingJobs(opts));
+
+/** `time <= until`, or TRUE. */
+const until = (time: RawBuilder<unknown>, opts: FailureListOptions) =>
+  opts.until === undefined ? sql`TRUE` : sql`${time} <= ${opts.until}::timestamptz`;
 
 function deadJobs(opts: FailureListOptions): RawBuilder<Sorted> {
   const since = opts.since === undefined ? sql`TRUE` : sql`h.finished_at >= ${opts.since}::timestamptz`;
@@ -95,7 +116,7 @@ function deadJobs(opts: FailureListOptions): RawBuilder<Sorted> {
   return sql<Sorted>`
     SELECT ${finishedJobColumns}, json_build_array(${isoMicros(sql`h.finished_at`)}, h.id::text) AS sort_key
     FROM baton.job_history h
-    WHERE h.state = 'dead' AND ${filters('h', opts)} AND ${since} AND ${after}
+    WHERE h.state = 'dead' AND ${filters('h', opts)} AND ${since} AND ${until(sql`h.finished_at`, opts)} AND ${after}
     ORDER BY h.finished_at DESC, h.id DESC
     LIMIT ${opts.limit}`;
 }
@@ -117,7 +138,7 @@ function failingJobs(opts: FailureListOptions): RawBuilder<Sorted> {
       SELECT ${scheduledJobColumns}, ${failedAt('s')} AS failed_at
       FROM baton.scheduled_jobs s WHERE s.last_error IS NOT NULL AND ${filters('s', opts)}
     ) f
-    WHERE ${since} AND ${after}
+    WHERE ${since} AND ${until(sql`f.failed_at`, opts)} AND ${after}
     ORDER BY f.failed_at DESC, f.id DESC
     LIMIT ${opts.limit}`;
 }

@@ -2,14 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queuePatternsOf } from '../auth/api-keys.js';
 import { invalidField } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
-import { JobSearchQuery } from '../http/schemas/job-search.js';
-import { JobList } from '../http/schemas/jobs.js';
+import { JobSearchPage, JobSearchQuery } from '../http/schemas/job-search.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { toJob } from '../http/views.js';
 import type { JobRow } from '../jobs/job-row.js';
-import { findByKey, listFailures, parseFailureKey } from '../jobs/search.js';
+import { BULK_MATCH_MAX } from '../jobs/limits.js';
+import { countFailures, findByKey, listFailures, parseFailureKey } from '../jobs/search.js';
 
 /**
  * GET /v1/jobs: the operator's lists across queues (src/jobs/search.ts): failing or dead jobs, newest
@@ -31,7 +31,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
           'pages (pass next_cursor as cursor). With `unique_key` or `idempotency_key` instead of a state: the ' +
           'jobs that key names, in one page. A key limited to some queues sees only theirs.',
         querystring: JobSearchQuery,
-        response: { 200: ok(ref(JobList), 'A page of jobs.'), ...errorResponses(400) },
+        response: { 200: ok(ref(JobSearchPage), 'A page of jobs.'), ...errorResponses(400) },
       },
     },
     async (request) => {
@@ -54,6 +54,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
         for (const field of ['state', 'since', 'group', 'error', 'cursor'] as const) {
           if (q[field] !== undefined) throw invalidField(field, 'cannot be given with a key search');
         }
+        if (q.count) throw invalidField('count', 'counts a list (state); a key search is one page');
         const rows = await findByKey(app.db, key, {
           ...(q.queue === undefined ? {} : { queue: q.queue }),
           ...(patterns === undefined ? {} : { patterns }),
@@ -66,17 +67,30 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
           'is required (failing or dead) unless unique_key or idempotency_key is given',
         );
       }
-      const page = await listFailures(app.db, {
+      const list = {
         kind: q.state,
-        limit: q.limit ?? 25,
         ...(q.since === undefined ? {} : { since: toUtcTimestamp(q.since)! }),
         ...(q.queue === undefined ? {} : { queue: q.queue }),
         ...(q.group === undefined ? {} : { group: q.group }),
         ...(q.error === undefined ? {} : { error: q.error }),
         ...(patterns === undefined ? {} : { patterns }),
+      };
+      const page = await listFailures(app.db, {
+        ...list,
+        limit: q.limit ?? 25,
         ...(q.cursor === undefined ? {} : { after: parseFailureKey(decodeCursor(q.cursor)) }),
       });
-      return { jobs: page.rows.map(view), next_cursor: page.next ? encodeCursor(page.next) : null };
+      const jobs = { jobs: page.rows.map(view), next_cursor: page.next ? encodeCursor(page.next) : null };
+      if (!q.count) return jobs;
+      // The count's time bounds it, so that a bulk action given it as match.until acts on these jobs.
+      const counted_at = new Date().toISOString();
+      const total = await countFailures(app.db, { ...list, until: counted_at }, BULK_MATCH_MAX);
+      return {
+        ...jobs,
+        total: Math.min(total, BULK_MATCH_MAX),
+        total_capped: total > BULK_MATCH_MAX,
+        counted_at,
+      };
     },
   );
 };

@@ -1,8 +1,10 @@
 import { DomainError } from '../errors.js';
 import { deleteFinishedJobs } from '../jobs/delete-finished.js';
 import type { JobRow } from '../jobs/job-row.js';
+import { BULK_MATCH_MAX, MAX_BATCH } from '../jobs/limits.js';
 import { getVisibleJobs } from '../jobs/read.js';
 import { runScheduledNow } from '../jobs/run-now.js';
+import { type FailureKey, type FailureListOptions, listFailures } from '../jobs/search.js';
 import { FINISHED_STATES, type JobState, LIVE_STATES } from '../jobs/states.js';
 import type { ServiceDeps } from './jobs.js';
 import type { LeaseUseCases } from './leases.js';
@@ -28,6 +30,11 @@ export interface BulkResult {
   state: JobState | null;
   message?: string;
 }
+
+/** The jobs of an operator's list (GET /v1/jobs's filters) that failed at or before `until`. */
+export type BulkMatch = Omit<FailureListOptions, 'limit' | 'after' | 'patterns' | 'until'> & {
+  until: string;
+};
 
 const DONE: Record<BulkAction, BulkOutcome> = {
   redrive: 'redriven',
@@ -101,6 +108,44 @@ export class BulkActions {
         message: `job ${id} changed meanwhile: it is ${state} now`,
       };
     });
+  }
+
+  /**
+   * The action on every job of a list (dead or failing, with its filters) that failed at or before
+   * `until`, newest first, up to BULK_MATCH_MAX jobs: the list is walked a page of MAX_BATCH at a
+   * time and each page acted on as `run` does, so each job still gets its own outcome. `until` (the
+   * time the operator's count was made) leaves alone the jobs that fail while the action runs; a
+   * job the action moves leaves the list or stays behind the walk's keyset, so none is met twice.
+   * `more`: matching jobs were left because the cap was reached.
+   */
+  async runMatch(
+    action: BulkAction,
+    match: BulkMatch,
+    patterns?: string[],
+  ): Promise<{ results: BulkResult[]; more: boolean }> {
+    const results: BulkResult[] = [];
+    let after: FailureKey | undefined;
+    for (;;) {
+      const limit = Math.min(MAX_BATCH, BULK_MATCH_MAX - results.length);
+      const page = await listFailures(this.deps.db, {
+        ...match,
+        limit,
+        ...(after === undefined ? {} : { after }),
+        ...(patterns === undefined ? {} : { patterns }),
+      });
+      if (page.rows.length > 0) results.push(...(await this.run(action, idsOf(page.rows), patterns)));
+      if (page.next === undefined) return { results, more: false };
+      after = page.next;
+      if (results.length >= BULK_MATCH_MAX) {
+        const beyond = await listFailures(this.deps.db, {
+          ...match,
+          limit: 1,
+          after,
+          ...(patterns ? { patterns } : {}),
+        });
+        return { results, more: beyond.rows.length > 0 };
+      }
+    }
   }
 
   /** Dead jobs back to ready, by the queue's redrive of ids; answers those it moved. */

@@ -15,6 +15,7 @@ interface Answer {
   results: { id: string; outcome: string; state: string | null; message?: string }[];
   done: number;
   failed: number;
+  more: boolean;
 }
 
 const bulk = async (body: object, on: BatonApp = app, headers: Record<string, string> = {}) => {
@@ -23,8 +24,8 @@ const bulk = async (body: object, on: BatonApp = app, headers: Record<string, st
   return res.json() as Answer;
 };
 
-/** `n` jobs of `queue`, claimed and sent to dead. */
-async function dead(queue: string, n: number, extra: object = {}): Promise<string[]> {
+/** `n` jobs of `queue`, claimed and sent to dead (with `message` as their last error). */
+async function dead(queue: string, n: number, extra: object = {}, message = 'boom'): Promise<string[]> {
   const enq = await api(app).enqueueBatch(
     queue,
     Array.from({ length: n }, (_, i) => ({ payload: i, ...extra })),
@@ -32,7 +33,7 @@ async function dead(queue: string, n: number, extra: object = {}): Promise<strin
   expect(enq.status).toBe(201);
   const jobs = (await api(app).claim(queue, { max_jobs: n })).body.jobs;
   for (const job of jobs) {
-    await api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'boom' }, dead: true });
+    await api(app).nack(job.id, { lease_token: job.lease_token, error: { message }, dead: true });
   }
   return jobs.map((j: { id: string }) => j.id);
 }
@@ -214,6 +215,133 @@ describe('one action on many jobs, a result per job (POST /v1/jobs/bulk)', () =>
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
       expect(res.json().errors[0].field, JSON.stringify(body)).toContain(field);
     }
+    expect((await api(app).get(job!)).body.state).toBe('dead');
+  });
+});
+
+/** GET /v1/jobs with count=true: the list's first page and its count. */
+const counted = async (query: string, on: BatonApp = app, headers: Record<string, string> = {}) => {
+  const res = await on.inject({ method: 'GET', url: `/v1/jobs?count=true&${query}`, headers });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as { jobs: { id: string }[]; total: number; total_capped: boolean; counted_at: string };
+};
+
+describe('one action on every job of a list (POST /v1/jobs/bulk with match)', () => {
+  it('redrives every dead job matching the filters that died by the count’s time, across queues and pages, and no other', async () => {
+    const smtp = [
+      ...(await dead('bm-mail', 700, {}, 'SMTP timeout')),
+      ...(await dead('bm-mail-eu', 400, {}, 'smtp TIMEOUT at relay')),
+    ];
+    const other = await dead('bm-mail', 3, {}, 'bad address');
+    const count = await counted('state=dead&error=smtp%20timeout');
+    expect(count).toMatchObject({ total: 1100, total_capped: false });
+    // Dies after the count: not one of the jobs the operator confirmed.
+    const [late] = await dead('bm-mail', 1, {}, 'SMTP timeout, later');
+
+    const answer = await bulk({
+      action: 'redrive',
+      match: { state: 'dead', error: 'smtp timeout', until: count.counted_at },
+    });
+    expect([answer.done, answer.failed, answer.more]).toEqual([1100, 0, false]);
+    // Newest death first, as the list shows them; each job once.
+    expect(answer.results.map((r) => r.id)).toEqual([...smtp].reverse());
+    expect(new Set(answer.results.map((r) => r.outcome))).toEqual(new Set(['redriven']));
+    for (const id of [late!, ...other]) expect((await api(app).get(id)).body.state).toBe('dead');
+    const ready = (await api(app).claim('bm-mail-eu', { max_jobs: 1000 })).body.jobs;
+    expect(ready).toHaveLength(400);
+    expect((await counted('state=dead&error=smtp%20timeout')).total).toBe(1);
+  });
+
+  it('cancels, or runs now, the failing jobs of a queue and group; a job that never failed is left alone', async () => {
+    const enq = await api(app).enqueueBatch(
+      'bm-retry',
+      Array.from({ length: 6 }, (_, i) => ({ payload: i, group: i < 4 ? 'acme' : 'other' })),
+    );
+    expect(enq.status).toBe(201);
+    const jobs = (await api(app).claim('bm-retry', { max_jobs: 6 })).body.jobs;
+    for (const job of jobs) {
+      await api(app).nack(job.id, {
+        lease_token: job.lease_token,
+        error: { message: 'flaky' },
+        retry_in_ms: 3_600_000,
+      });
+    }
+    const fresh = (
+      await api(app).enqueue('bm-retry', { payload: 'never failed', group: 'acme', delay_ms: 3_600_000 })
+    ).body.id;
+    const acme = jobs.filter((j: { group: string }) => j.group === 'acme').map((j: { id: string }) => j.id);
+    expect(acme).toHaveLength(4);
+
+    const now = await bulk({
+      action: 'run_now',
+      match: { state: 'failing', queue: 'bm-retry', group: 'acme' },
+    });
+    expect(now.results.map((r) => r.id).sort()).toEqual([...acme].sort());
+    expect(now.results.every((r) => r.outcome === 'ready_now' && r.state === 'ready')).toBe(true);
+    const cancel = await bulk({ action: 'cancel', match: { state: 'failing', queue: 'bm-retry' } });
+    expect(cancel.done).toBe(6);
+    for (const job of jobs) expect((await api(app).get(job.id)).body.state).toBe('cancelled');
+    expect((await api(app).get(fresh)).body.state).toBe('scheduled');
+  });
+
+  it('two operators redriving the same list at once on two replicas: each job redriven once, by exactly one of them', async () => {
+    for (let round = 0; round < 3; round++) {
+      const ids = await dead(`bm-race-${round}`, 60);
+      const match = { state: 'dead', queue: `bm-race-${round}` };
+      const [a, b] = await Promise.all([
+        bulk({ action: 'redrive', match }),
+        bulk({ action: 'redrive', match }, other),
+      ]);
+      const byA = a.results.filter((r) => r.outcome === 'redriven').map((r) => r.id);
+      const byB = b.results.filter((r) => r.outcome === 'redriven').map((r) => r.id);
+      expect(byA.filter((id) => byB.includes(id))).toEqual([]);
+      expect([...byA, ...byB].sort()).toEqual([...ids].sort());
+      const claimed = (await api(app).claim(`bm-race-${round}`, { max_jobs: 100 })).body.jobs;
+      expect(new Set(claimed.map((j: { id: string }) => j.id)).size).toBe(60);
+    }
+  });
+
+  it('to a key limited to some queues, a list is only its queues’ jobs: another tenant’s are neither counted nor touched', async () => {
+    const mine = await dead('bmt-mine', 2, {}, 'tenant boom');
+    const theirs = await dead('bmt-theirs', 3, {}, 'tenant boom');
+    const limited = await createTestApp(database, {
+      BATON_API_KEYS: JSON.stringify([apiKeyEntry('ops', ['admin'], ['bmt-mine'])]),
+    });
+    try {
+      expect((await counted('state=dead&error=tenant%20boom', limited, bearer('ops'))).total).toBe(2);
+      for (const action of ['delete', 'redrive']) {
+        const answer = await bulk(
+          { action, match: { state: 'dead', error: 'tenant boom' } },
+          limited,
+          bearer('ops'),
+        );
+        expect(answer.results.map((r) => r.id).sort()).toEqual(action === 'delete' ? [...mine].sort() : []);
+      }
+      for (const id of theirs) expect((await api(app).get(id)).body.state).toBe('dead');
+      for (const id of mine) expect((await api(app).get(id)).status).toBe(404);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('refuses a bad match with a 400 naming the field, and changes nothing', async () => {
+    const [job] = await dead('bm-bad', 1);
+    const cases: [object, string][] = [
+      [{ action: 'redrive', ids: [job], match: { state: 'dead' } }, 'match'],
+      [{ action: 'redrive', match: {} }, 'match'],
+      [{ action: 'redrive', match: { state: 'ready' } }, 'match'],
+      [{ action: 'redrive', match: { state: 'dead', until: 'yesterday' } }, 'until'],
+      [{ action: 'redrive', match: { state: 'dead', error: 'x'.repeat(201) } }, 'error'],
+      [{ action: 'redrive', match: { state: 'dead', nope: 1 } }, 'match'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await app.inject({ method: 'POST', url: '/v1/jobs/bulk', payload: body });
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json().errors[0].field, JSON.stringify(body)).toContain(field);
+    }
+    const key = await app.inject({ method: 'GET', url: '/v1/jobs?unique_key=k&count=true' });
+    expect(key.statusCode).toBe(400);
+    expect(key.json().errors[0].field).toBe('count');
     expect((await api(app).get(job!)).body.state).toBe('dead');
   });
 });

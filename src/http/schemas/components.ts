@@ -1,6 +1,6 @@
 import { DeletedGroup, Group, GroupConfigRequest, GroupList } from './groups.js';
 import { Health, Readiness } from './health.js';
-import { BulkRequest, BulkResponse, BulkResult } from './job-search.js';
+import { BulkMatch, BulkRequest, BulkResponse, BulkResult, JobSearchPage } from './job-search.js';
 import {
   AwaitRequest,
   AwaitResponse,
@@ -129,6 +129,8 @@ export const COMPONENTS = [
   Whoami,
   LeaseHolder,
   LeaseHolderList,
+  JobSearchPage,
+  BulkMatch,
   BulkRequest,
   BulkResult,
   BulkResponse,
