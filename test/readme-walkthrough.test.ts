@@ -62,7 +62,7 @@ describe('README walk-through', () => {
 
   it('runs every command of "Operating Baton"; each prints what the README shows under it', async () => {
     const { printed, shown } = await runBlock('operating');
-    expect(shown).toHaveLength(12);
+    expect(shown).toHaveLength(14);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
 

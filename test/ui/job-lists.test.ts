@@ -166,6 +166,32 @@ describe('jobs across queues', WALK, () => {
     expect((await asOps('GET', `/v1/jobs/${retry}`)).body.state).toBe('cancelled');
   });
 
+  it('selects every job of a list, not only the page, and acts on those counted, not on one that dies after', async () => {
+    const quota = await fail(
+      'ui-every',
+      Array.from({ length: 30 }, (_, i) => `quota exceeded ${i}`),
+    );
+    await go(page, '#/jobs?queue=ui-every');
+    await eventually(() => rowIds(page)).toHaveLength(25);
+    await page.getByLabel('Select every job on this page').check();
+    await page.getByRole('button', { name: 'Select every job of this list' }).click();
+    await page.getByText('All 30 dead jobs of this list are selected').waitFor();
+    const [late] = await fail('ui-every', ['quota exceeded, later']);
+
+    await page.getByRole('button', { name: 'Redrive all 30 matching jobs' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toMatch(/30 dead jobs matching, as of .* go back to ready/);
+    await dialog.getByRole('button', { name: 'Redrive 30 jobs' }).click();
+    await eventually(() => page.getByRole('status').last().textContent()).toContain(
+      'Redrive: 30 of 30 jobs done.',
+    );
+    for (const id of quota) expect((await asOps('GET', `/v1/jobs/${id}`)).body.state).toBe('ready');
+    // The job that died after the count is the list now.
+    await eventually(() => rowIds(page)).toEqual([late]);
+    expect(await page.getByText('Select every job of this list').count()).toBe(0);
+    expect(problems).toEqual([]);
+  });
+
   it('finds the job an idempotency key made, from the header', async () => {
     const made = await asOps('POST', '/v1/queues/ui-orders/jobs', {
       payload: 1,

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { type BatonClient, type Job, must } from '../api.js';
-import { count, plural } from '../format.js';
+import { type BatonClient, type BulkMatch, type Job, must } from '../api.js';
+import { clock, count, plural } from '../format.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
 import { type Action, useActions } from './actions.js';
@@ -14,8 +14,16 @@ const FINISHED = new Set(['completed', 'dead', 'cancelled']);
 
 type BulkAction = 'redrive' | 'run_now' | 'cancel' | 'delete';
 
-export const bulk = (api: BatonClient, action: BulkAction, ids: string[]) =>
-  must(api.POST('/v1/jobs/bulk', { body: { action, ids } }));
+export const bulk = (api: BatonClient, action: BulkAction, jobs: { ids: string[] } | { match: BulkMatch }) =>
+  must(api.POST('/v1/jobs/bulk', { body: { action, ...jobs } }));
+
+/** Every job of a failure list, as counted (GET /v1/jobs?count=true): what "select all" selects. */
+export interface ListMatch {
+  match: BulkMatch & { until: string };
+  total: number;
+  /** More than `total` (the server's cap) match: one action takes the first `total`. */
+  capped: boolean;
+}
 
 /** "3 ready, 1 claimed": the states of jobs, for a confirmation. */
 function states(jobs: Job[]): string {
@@ -62,11 +70,7 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
           }
         : {}),
       run: async () => {
-        const answer = await bulk(
-          api,
-          action,
-          picked.map((j) => j.id),
-        );
+        const answer = await bulk(api, action, { ids: picked.map((j) => j.id) });
         onDone({ ...answer, verb });
         return (
           `${label}: ${count(answer.done)} of ${plural(picked.length, 'job')} done` +
@@ -113,13 +117,79 @@ export function bulkActions(api: BatonClient, selected: Job[], onDone: (answer: 
   ];
 }
 
+/**
+ * What an admin can do to every job of a list (POST /v1/jobs/bulk with `match`): the dead ones are
+ * redriven or deleted, the failing ones run now (those waiting for a retry) or cancelled. The
+ * confirmation gives the count and its time: the action takes the jobs that failed by then, and
+ * leaves alone those that fail while the operator reads it.
+ */
+export function matchActions(
+  api: BatonClient,
+  every: ListMatch,
+  onDone: (answer: BulkDone) => void,
+): Action[] {
+  const { match, total, capped } = every;
+  const jobs = `${capped ? 'the newest ' : ''}${plural(total, `${match.state} job`)}${capped ? ' (of more)' : ''} matching, as of ${clock(match.until)},`;
+  const make = (action: BulkAction, label: string, effect: string, danger: boolean): Action => ({
+    label: `${label} all`,
+    name: `${label} all ${plural(total, 'matching job')}`,
+    consequence: `${jobs} ${effect}.`,
+    confirm: `${label} ${plural(total, 'job')}`,
+    danger,
+    run: async () => {
+      const answer = await bulk(api, action, { match });
+      onDone({ ...answer, verb: label.toLowerCase() });
+      return (
+        `${label}: ${count(answer.done)} of ${plural(answer.results.length, 'job')} done` +
+        (answer.failed > 0 ? `, ${count(answer.failed)} not (see below)` : '') +
+        (answer.more ? '; more match, select them again for the rest.' : '.')
+      );
+    },
+  });
+  return match.state === 'dead'
+    ? [
+        make('redrive', 'Redrive', 'go back to ready with fresh attempts (error history kept)', false),
+        make(
+          'delete',
+          'Delete',
+          'are deleted for good, with the idempotency keys that named them. This cannot be undone',
+          true,
+        ),
+      ]
+    : [
+        make(
+          'run_now',
+          'Run now',
+          'that wait for a retry become ready now (those already ready or running are left as they are)',
+          false,
+        ),
+        make(
+          'cancel',
+          'Cancel',
+          'will not run; a running one’s worker loses its lease. This cannot be undone',
+          true,
+        ),
+      ];
+}
+
+/** Rows of a long answer shown: past this, only the jobs the action was not done to. */
+const RESULT_ROWS = 100;
+
 /** The server's answer to a bulk action, job by job. */
 export function BulkResults({ answer }: { answer: BulkDone }) {
+  const long = answer.results.length > RESULT_ROWS;
+  const rows = long
+    ? answer.results
+        .filter((r) => r.outcome === 'not_found' || r.outcome === 'invalid_state')
+        .slice(0, RESULT_ROWS)
+    : answer.results;
   return (
     <section class="bulk-results" aria-label="Result per job">
       <table>
         <caption>
           What {answer.verb} did to each job: {count(answer.done)} done, {count(answer.failed)} not
+          {long &&
+            (answer.failed > RESULT_ROWS ? ` (the first ${RESULT_ROWS} of those listed)` : ' (those listed)')}
         </caption>
         <thead>
           <tr>
@@ -129,7 +199,7 @@ export function BulkResults({ answer }: { answer: BulkDone }) {
           </tr>
         </thead>
         <tbody>
-          {answer.results.map((r) => (
+          {rows.map((r) => (
             <tr key={r.id}>
               <th scope="row">
                 <a href={href('/jobs', r.id)}>{r.id}</a>
@@ -169,22 +239,38 @@ export function useSelection() {
 export type Selection = ReturnType<typeof useSelection>;
 
 /**
- * A list's selection tools for admins: how many are ticked, the bulk actions, their confirmation and
- * status line, and the result per job of the last action. `onDone` reloads the list.
+ * A list's selection tools for admins: how many are ticked (or that every job of the list is), the
+ * bulk actions, their confirmation and status line, and the result per job of the last action.
+ * `onDone` reloads the list.
  */
-export function BulkBar({ selection, onDone }: { selection: Selection; onDone: () => void }) {
+export function BulkBar({
+  selection,
+  every,
+  onDone,
+}: {
+  selection: Selection;
+  /** Every job of the list is selected, not only the ticked ones. */
+  every?: ListMatch | undefined;
+  onDone: () => void;
+}) {
   const { api } = useSession();
   const [answer, setAnswer] = useState<BulkDone | undefined>();
   const run = useActions(onDone);
-  const actions = bulkActions(api, [...selection.selected.values()], (done) => {
-    setAnswer(done);
+  const done = (answer: BulkDone) => {
+    setAnswer(answer);
     selection.clear();
-  });
+  };
+  const actions = every
+    ? matchActions(api, every, done)
+    : bulkActions(api, [...selection.selected.values()], done);
   return (
     <>
       <div class="actions">
         <div class="buttons">
-          <span class="selected-count">{count(selection.size)} selected</span>
+          <span class="selected-count">
+            {count(every ? every.total : selection.size)}
+            {every?.capped ? '+' : ''} selected
+          </span>
           {actions.map(run.button)}
         </div>
         {run.status}

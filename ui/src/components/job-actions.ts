@@ -15,7 +15,7 @@ export function jobActions(api: BatonClient, j: Job): Action[] {
       consequence: `Job ${j.id} of ${j.queue} becomes ready now instead of at its run time (a retry’s backoff or a delay is cut short; its attempts and errors are kept).`,
       confirm: `Run job ${j.id} now`,
       run: async () => {
-        const [result] = (await bulk(api, 'run_now', [j.id])).results;
+        const [result] = (await bulk(api, 'run_now', { ids: [j.id] })).results;
         return result?.outcome === 'ready_now'
           ? `Job ${j.id} is ready now.`
           : `Job ${j.id} was not run now: ${result?.message ?? 'it changed meanwhile'}.`;

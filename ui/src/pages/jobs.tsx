@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type Job, must } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from '../components/bits.js';
-import { BulkBar, SelectAllCell, SelectCell } from '../components/bulk-actions.js';
+import { BulkBar, type ListMatch, SelectAllCell, SelectCell } from '../components/bulk-actions.js';
 import { RefreshState, useHeldList } from '../components/held-list.js';
-import { clock } from '../format.js';
+import { clock, count, plural } from '../format.js';
 import { href, setQuery } from '../router.js';
 import { useSession } from '../session.js';
 import type { PageProps } from './index.js';
@@ -167,17 +167,14 @@ function JobList({ filters }: { filters: Filters }) {
         const byId = new Map([...unique!.jobs, ...idem!.jobs].map((j) => [j.id, j]));
         return { jobs: [...byId.values()], next_cursor: null };
       }
-      const ms = WITHIN[filters.within]?.ms;
       return must(
         api.GET('/v1/jobs', {
           params: {
             query: {
               state: filters.show,
               limit: PAGE,
-              ...(ms ? { since: new Date(Date.now() - ms).toISOString() } : {}),
-              ...(filters.queue ? { queue: filters.queue } : {}),
-              ...(filters.group ? { group: filters.group } : {}),
-              ...(filters.error ? { error: filters.error } : {}),
+              ...since(),
+              ...narrowing,
               ...(pager.cursor ? { cursor: pager.cursor } : {}),
             },
           },
@@ -188,6 +185,39 @@ function JobList({ filters }: { filters: Filters }) {
     [api, pager.cursor],
   );
   const jobs = list.data?.jobs;
+  const [every, setEvery] = useState<ListMatch | undefined>();
+  const [countError, setCountError] = useState<Error | undefined>();
+  const allOnPage = jobs !== undefined && jobs.length > 0 && jobs.every((j) => selection.has(j.id));
+  // "Every job of the list" lasts while the page stays ticked (an action clears the selection).
+  useEffect(() => {
+    if (!allOnPage) setEvery(undefined);
+  }, [allOnPage]);
+  const since = () => {
+    const ms = WITHIN[filters.within]?.ms;
+    return ms ? { since: new Date(Date.now() - ms).toISOString() } : {};
+  };
+  const narrowing = {
+    ...(filters.queue ? { queue: filters.queue } : {}),
+    ...(filters.group ? { group: filters.group } : {}),
+    ...(filters.error ? { error: filters.error } : {}),
+  };
+  /** Counts the list (every page) and selects it whole, as of the count. */
+  const selectEvery = async () => {
+    if (filters.show === 'key') return;
+    const bounds = since();
+    setCountError(undefined);
+    const page = await must(
+      api.GET('/v1/jobs', {
+        params: { query: { state: filters.show, limit: 1, count: true, ...bounds, ...narrowing } },
+      }),
+    ).catch((err: Error) => setCountError(err));
+    if (!page) return;
+    setEvery({
+      match: { state: filters.show, ...bounds, ...narrowing, until: page.counted_at! },
+      total: page.total ?? 0,
+      capped: page.total_capped ?? false,
+    });
+  };
   const what =
     filters.show === 'key'
       ? `jobs named by key ${filters.key}`
@@ -211,7 +241,30 @@ function JobList({ filters }: { filters: Filters }) {
         Refresh now
       </button>
       <ErrorLine error={list.error} />
-      {canAct && <BulkBar selection={selection} onDone={list.reload} />}
+      {canAct && <BulkBar selection={selection} every={every} onDone={list.reload} />}
+      <ErrorLine error={countError} />
+      {canAct && allOnPage && filters.show !== 'key' && (list.data?.next_cursor || every) && (
+        <p class="select-every">
+          {every ? (
+            <>
+              {every.capped ? 'The newest ' : 'All '}
+              {plural(every.total, `${filters.show} job`)} of this list are selected
+              {every.capped ? ' (more match: an action takes these, and can be repeated)' : ''}, as counted at{' '}
+              {clock(every.match.until)}.{' '}
+              <button type="button" class="link" onClick={selection.clear}>
+                Clear the selection
+              </button>
+            </>
+          ) : (
+            <>
+              The {count(jobs!.length)} jobs on this page are selected.{' '}
+              <button type="button" class="link" onClick={selectEvery}>
+                Select every job of this list
+              </button>
+            </>
+          )}
+        </p>
+      )}
       <div ref={region}>
         {!jobs ? (
           list.error ? null : (
