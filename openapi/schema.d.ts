@@ -1828,6 +1828,11 @@ export interface components {
              */
             as_of: string;
         };
+        /**
+         * @description failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest failure first; dead: dead jobs, newest first.
+         * @enum {string}
+         */
+        FailureList: "failing" | "dead";
         JobSearchPage: {
             jobs: components["schemas"]["Job"][];
             next_cursor: string | null;
@@ -1846,11 +1851,7 @@ export interface components {
         };
         /** @description Every job of a list of GET /v1/jobs (its state and filters), newest failure first, up to 10,000 jobs. */
         BulkMatch: {
-            /**
-             * @description failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest failure first; dead: dead jobs, newest first. Which list to act on.
-             * @enum {string}
-             */
-            state: "failing" | "dead";
+            state: components["schemas"]["FailureList"];
             /**
              * Format: date-time
              * @description Only jobs that failed (or died) at or after this time.
@@ -3535,8 +3536,7 @@ export interface operations {
     searchJobs: {
         parameters: {
             query?: {
-                /** @description failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest failure first; dead: dead jobs, newest first. Required unless a key is given. */
-                state?: "failing" | "dead";
+                state?: components["schemas"]["FailureList"];
                 /** @description Only jobs that failed (or died) at or after this time. */
                 since?: string;
                 /**

@@ -1,6 +1,13 @@
 import { DeletedGroup, Group, GroupConfigRequest, GroupList } from './groups.js';
 import { Health, Readiness } from './health.js';
-import { BulkMatch, BulkRequest, BulkResponse, BulkResult, JobSearchPage } from './job-search.js';
+import {
+  BulkMatch,
+  BulkRequest,
+  BulkResponse,
+  BulkResult,
+  FailureList,
+  JobSearchPage,
+} from './job-search.js';
 import {
   AwaitRequest,
   AwaitResponse,
@@ -129,6 +136,7 @@ export const COMPONENTS = [
   Whoami,
   LeaseHolder,
   LeaseHolderList,
+  FailureList,
   JobSearchPage,
   BulkMatch,
   BulkRequest,

@@ -8,15 +8,16 @@ import { ref } from './ref.js';
 /** Longest error text GET /v1/jobs looks for. */
 export const ERROR_SEARCH_MAX = 200;
 
-const FailureState = (more: string) =>
-  Type.Unsafe<'failing' | 'dead'>(
-    Type.String({
-      enum: ['failing', 'dead'],
-      description:
-        'failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest ' +
-        `failure first; dead: dead jobs, newest first. ${more}`,
-    }),
-  );
+/** Which failure list: the `state` of GET /v1/jobs and of a bulk action's `match`. */
+export const FailureList = Type.Unsafe<'failing' | 'dead'>(
+  Type.String({
+    $id: 'FailureList',
+    enum: ['failing', 'dead'],
+    description:
+      'failing: live jobs whose last attempt failed (waiting for a retry, or running one), newest ' +
+      'failure first; dead: dead jobs, newest first.',
+  }),
+);
 
 /** The filters of the failure lists, shared by GET /v1/jobs and a bulk action's `match`. */
 const FailureFilters = {
@@ -34,7 +35,8 @@ const FailureFilters = {
 
 export const JobSearchQuery = Type.Object(
   {
-    state: Type.Optional(FailureState('Required unless a key is given.')),
+    /** Required unless a key is given (checked by the route, which names the field). */
+    state: Type.Optional(ref(FailureList)),
     ...FailureFilters,
     unique_key: Type.Optional(
       PrintableText(
@@ -88,7 +90,7 @@ export const JobSearchPage = Type.Object(
 
 export const BulkMatch = Type.Object(
   {
-    state: FailureState('Which list to act on.'),
+    state: ref(FailureList),
     ...FailureFilters,
     until: Type.Optional(
       Timestamp(
