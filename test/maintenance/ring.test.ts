@@ -220,14 +220,17 @@ describe('the ring under concurrent traffic', () => {
     const failures: string[] = [];
     const acked = new Map<string, number>();
 
-    // Paced by the leader: each batch waits for two of its passes, so every batch goes into a slot
-    // of its own (each pass moves ids on) and that slot is sealed, carried and truncated while the
-    // traffic runs, however fast or loaded the machine. (Pacing by a number of truncations instead
-    // could wait for ever: once the traffic waits, nothing is left to truncate.)
+    // Paced by the workers and the leader: a batch waits until the one before the last is acked
+    // (so no slot piles up a backlog, which the leader leaves alone until drained) and for two
+    // leader passes (each moves ids on, so every batch goes into a slot of its own). Each slot is
+    // then sealed, carried and truncated while the traffic runs, however fast or loaded the
+    // machine. (Pacing by a number of truncations instead could wait for ever: once the traffic
+    // waits, nothing is left to truncate.)
     const producer = async () => {
       for (let sent = 0; sent < JOBS; sent += 100) {
         const after = ring.passes + 2;
-        while (ring.passes < after && !stop) await new Promise((r) => setTimeout(r, 5));
+        const wait = () => !stop && (acked.size < sent - 100 || ring.passes < after);
+        while (wait()) await new Promise((r) => setTimeout(r, 5));
         const res = await api(app).enqueueBatch(
           q,
           Array.from({ length: 100 }, (_, i) => ({ payload: sent + i })),
