@@ -30,7 +30,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
           'newest failure first, filtered by `group`, `error` (text in the last error) and `since`; keyset ' +
           'pages (pass next_cursor as cursor). With `unique_key` or `idempotency_key` instead of a state: the ' +
           'jobs that key names, in one page. With `count=true` (and a state), also how many jobs the whole ' +
-          'list holds (up to 10,000) and the time of that count, to pass as a bulk action\'s `match.until`. ' +
+          "list holds (up to 10,000) and the time of that count, to pass as a bulk action's `match.until`. " +
           'A key limited to some queues sees only theirs.',
         querystring: JobSearchQuery,
         response: { 200: ok(ref(JobSearchPage), 'A page of jobs.'), ...errorResponses(400) },
