@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queuePatternsOf } from '../auth/api-keys.js';
 import { invalidField } from '../errors.js';
+import { failureListOf } from '../http/failure-list.js';
 import { BulkRequest, BulkResponse } from '../http/schemas/job-search.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { toUtcTimestamp } from '../http/timestamps.js';
 import type { BulkResult } from '../service/bulk.js';
 
 /**
@@ -42,17 +42,7 @@ const bulk: FastifyPluginAsyncTypebox = async (app) => {
       if (ids !== undefined)
         answer = { results: await app.service.bulk.run(action, ids, patterns), more: false };
       else if (match !== undefined) {
-        const { state, since, until, ...filters } = match;
-        answer = await app.service.bulk.runMatch(
-          action,
-          {
-            kind: state,
-            ...filters,
-            ...(since === undefined ? {} : { since: toUtcTimestamp(since)! }),
-            until: until === undefined ? new Date().toISOString() : toUtcTimestamp(until)!,
-          },
-          patterns,
-        );
+        answer = await app.service.bulk.runMatch(action, failureListOf(match, patterns));
       } else throw invalidField('ids', 'is required: the jobs to act on (or match, a list of them)');
       const done = answer.results.filter(
         (r) => r.outcome !== 'not_found' && r.outcome !== 'invalid_state',

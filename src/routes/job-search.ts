@@ -2,10 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queuePatternsOf } from '../auth/api-keys.js';
 import { invalidField } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { failureListOf } from '../http/failure-list.js';
 import { JobSearchPage, JobSearchQuery } from '../http/schemas/job-search.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { toUtcTimestamp } from '../http/timestamps.js';
 import { toJob } from '../http/views.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { BULK_MATCH_MAX } from '../jobs/limits.js';
@@ -69,14 +69,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
           'is required (failing or dead) unless unique_key or idempotency_key is given',
         );
       }
-      const list = {
-        kind: q.state,
-        ...(q.since === undefined ? {} : { since: toUtcTimestamp(q.since)! }),
-        ...(q.queue === undefined ? {} : { queue: q.queue }),
-        ...(q.group === undefined ? {} : { group: q.group }),
-        ...(q.error === undefined ? {} : { error: q.error }),
-        ...(patterns === undefined ? {} : { patterns }),
-      };
+      const list = failureListOf({ ...q, state: q.state }, patterns);
       const page = await listFailures(app.db, {
         ...list,
         limit: q.limit ?? 25,

@@ -31,10 +31,8 @@ export interface BulkResult {
   message?: string;
 }
 
-/** The jobs of an operator's list (GET /v1/jobs's filters) that failed at or before `until`. */
-export type BulkMatch = Omit<FailureListOptions, 'limit' | 'after' | 'patterns' | 'until'> & {
-  until: string;
-};
+/** The jobs of an operator's list: GET /v1/jobs's filters, a key's patterns, and `until`. */
+export type BulkMatch = Omit<FailureListOptions, 'limit' | 'after'>;
 
 const DONE: Record<BulkAction, BulkOutcome> = {
   redrive: 'redriven',
@@ -114,35 +112,22 @@ export class BulkActions {
    * The action on every job of a list (dead or failing, with its filters) that failed at or before
    * `until`, newest first, up to BULK_MATCH_MAX jobs: the list is walked a page of MAX_BATCH at a
    * time and each page acted on as `run` does, so each job still gets its own outcome. `until` (the
-   * time the operator's count was made) leaves alone the jobs that fail while the action runs; a
+   * time the operator's count was made; the call's time by default) leaves alone the jobs that fail while the action runs; a
    * job the action moves leaves the list or stays behind the walk's keyset, so none is met twice.
    * `more`: matching jobs were left because the cap was reached.
    */
-  async runMatch(
-    action: BulkAction,
-    match: BulkMatch,
-    patterns?: string[],
-  ): Promise<{ results: BulkResult[]; more: boolean }> {
+  async runMatch(action: BulkAction, list: BulkMatch): Promise<{ results: BulkResult[]; more: boolean }> {
+    const match = { ...list, until: list.until ?? new Date().toISOString() };
     const results: BulkResult[] = [];
     let after: FailureKey | undefined;
     for (;;) {
       const limit = Math.min(MAX_BATCH, BULK_MATCH_MAX - results.length);
-      const page = await listFailures(this.deps.db, {
-        ...match,
-        limit,
-        ...(after === undefined ? {} : { after }),
-        ...(patterns === undefined ? {} : { patterns }),
-      });
-      if (page.rows.length > 0) results.push(...(await this.run(action, idsOf(page.rows), patterns)));
+      const page = await listFailures(this.deps.db, { ...match, limit, ...(after ? { after } : {}) });
+      if (page.rows.length > 0) results.push(...(await this.run(action, idsOf(page.rows), match.patterns)));
       if (page.next === undefined) return { results, more: false };
       after = page.next;
       if (results.length >= BULK_MATCH_MAX) {
-        const beyond = await listFailures(this.deps.db, {
-          ...match,
-          limit: 1,
-          after,
-          ...(patterns ? { patterns } : {}),
-        });
+        const beyond = await listFailures(this.deps.db, { ...match, limit: 1, after });
         return { results, more: beyond.rows.length > 0 };
       }
     }
