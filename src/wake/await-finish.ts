@@ -55,6 +55,9 @@ export async function awaitFinished<J extends AwaitedJob>(
         await notifier.awaiting(pending, remaining);
         announced = true;
       }
+      // Shut down while the notice went out: the jobs as last read, never a read of a database
+      // the server is closing (a 500 instead of the answer).
+      if (handle.closed) return jobs;
       jobs = await opts.read();
     } catch (err) {
       handle.cancel();

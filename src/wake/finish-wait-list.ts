@@ -16,6 +16,8 @@ export interface FinishWait {
   /** Sleep until woken, at most timeoutMs. */
   wait(timeoutMs: number): Promise<WakeReason>;
   cancel(): void;
+  /** The server is shutting down (the list was closed): the database may be closing too. */
+  readonly closed: boolean;
 }
 
 export class FinishWaitList {
@@ -33,10 +35,12 @@ export class FinishWaitList {
     });
     let timer: NodeJS.Timeout | undefined;
     let done = false;
+    let closed = false;
     const waiter: Waiter = {
       resolve: (reason) => {
         if (done) return;
         done = true;
+        closed = reason === 'closed';
         clearTimeout(timer);
         for (const id of ids) this.remove(id, waiter);
         settle(reason);
@@ -56,6 +60,9 @@ export class FinishWaitList {
         return settled;
       },
       cancel: () => waiter.resolve('timeout'),
+      get closed() {
+        return closed;
+      },
     };
   }
 
