@@ -17,6 +17,7 @@ import * as m0015 from './0015_receive_attempts.js';
 import * as m0016 from './0016_job_dependencies.js';
 import * as m0017 from './0017_job_progress.js';
 import * as m0018 from './0018_failure_lists.js';
+import * as m0019 from './0019_bounded_release.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '0016_job_dependencies': m0016,
   '0017_job_progress': m0017,
   '0018_failure_lists': m0018,
+  '0019_bounded_release': m0019,
 };

@@ -16,6 +16,7 @@ import maintenance from './plugins/maintenance.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import problemHandler, { clientErrorHandler, frameworkErrors } from './plugins/problem-handler.js';
+import releaser from './plugins/releaser.js';
 import schedulesFile from './plugins/schedules-file.js';
 import service from './plugins/service.js';
 import sqs from './plugins/sqs.js';
@@ -118,6 +119,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(wake, { url: opts.databaseUrl });
   await app.register(service);
   await app.register(maintenance);
+  await app.register(releaser);
   await app.register(schedulesFile, { schedules: fileSchedules });
   await app.register(idleMemory);
   await app.register(health);

@@ -5,9 +5,10 @@
  * Live states (rows in baton.waiting_jobs, baton.scheduled_jobs and the ring, baton.jobs):
  * - `waiting`: enqueued with `depends_on`, some parent not finished yet (baton.waiting_jobs, never in
  *   the ring or the claim index). In: enqueue with a parent still live; a redrive of a dead parent
- *   brings back the children its death cancelled (baton.parents_redriven). Out, in the transaction
- *   that finishes its last parent (the trigger on baton.job_history, baton.parents_finished, migration
- *   0016), exactly once: to `ready` (or `scheduled`, when its run_at is ahead) once every parent has
+ *   brings back the children its death cancelled (a release step of its `redriven` event). Out, by the
+ *   release step that applies its last parent's finish (the trigger on baton.job_history files an
+ *   event; baton.release_step, migration 0019, applies it soon after, a thousand children a step),
+ *   exactly once: to `ready` (or `scheduled`, when its run_at is ahead) once every parent has
  *   completed, or has failed under the policy `run`; to `cancelled` (last_error reason
  *   `parent_failed`) as soon as a parent goes dead, is cancelled or expires under the policy
  *   `cancel`; cancel (a user's, purge, forced queue delete).

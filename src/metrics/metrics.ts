@@ -22,6 +22,7 @@ export class Metrics {
     this.jobsPromoted.inc(0);
     for (const outcome of ['truncated', 'blocked']) this.ringTruncations.inc({ outcome }, 0);
     this.ringCarried.inc(0);
+    for (const outcome of ['ready', 'cancelled', 'restored']) this.jobsReleased.inc({ outcome }, 0);
   }
 
   /** The label for a queue: its name, or "_other" once the cap of distinct names is reached. */
@@ -159,6 +160,22 @@ export class Metrics {
   readonly jobsPromoted = new Counter({
     name: 'baton_jobs_promoted_total',
     help: 'Scheduled jobs made ready by the leader because their run_at arrived.',
+    registers: [this.registry],
+  });
+  readonly releaseSteps = new Counter({
+    name: 'baton_release_steps_total',
+    help:
+      'Steps of releasing children of finished parents on this replica (each up to 1,000 children), by ' +
+      'the parent event applied (completed, dead, cancelled, redriven), or error (a step that rolled back).',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  readonly jobsReleased = new Counter({
+    name: 'baton_jobs_released_total',
+    help:
+      'Children moved by release steps on this replica: ready (their last parent finished), cancelled ' +
+      '(a parent failed under the policy cancel), restored (a redriven parent brought them back to waiting).',
+    labelNames: ['outcome'],
     registers: [this.registry],
   });
   readonly claimsHeldBack = new Counter({

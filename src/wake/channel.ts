@@ -11,7 +11,9 @@ export const MAX_PAYLOAD_BYTES = 7000;
  * the queues whose claims a flow-control limit held back there (`w`), which every replica then
  * watches for freed slots (Notifier.watchSlots). For awaited jobs (Notifier.awaiting): the jobs a
  * request on the sending replica awaits, each with how long at most (`a`, id → ms), and the jobs
- * that finished on the sending replica which another replica said it awaits (`f`).
+ * that finished on the sending replica which another replica said it awaits (`f`). From the database
+ * itself (sender `postgres`): `p`, a parent with children finished or was redriven, so the replicas'
+ * releasers run (migration 0019).
  */
 export interface JobsNotice {
   r: string;
@@ -19,6 +21,7 @@ export interface JobsNotice {
   w?: string[];
   a?: Record<string, number>;
   f?: string[];
+  p?: number;
 }
 
 /** Job ids per notice of `a` or `f`: an id is at most 18 digits, so 200 stay far below the limit. */

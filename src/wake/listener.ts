@@ -15,6 +15,8 @@ export class Listener {
   private retryMs = 100;
   private timer: NodeJS.Timeout | undefined;
   connected = false;
+  /** A parent with children finished or was redriven somewhere (JobsNotice.p): the releaser runs. */
+  onParentsFinished: () => void = () => {};
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -54,6 +56,7 @@ export class Listener {
       // all once now so they look right away instead of at their next poll.
       this.waitList.wakeEveryone();
       this.finishWaits?.wakeEveryone();
+      this.onParentsFinished();
       this.log.info({}, 'listening for job notifications');
     } catch (err) {
       this.lost(client, err as Error);
@@ -87,6 +90,7 @@ export class Listener {
       for (const queue of notice.w) if (typeof queue === 'string') this.onWatch(queue);
     if (notice.a && typeof notice.a === 'object') this.onAwaited(notice.a);
     if (Array.isArray(notice.f)) this.finishWaits?.wake(notice.f.filter((id) => typeof id === 'string'));
+    if (notice.p) this.onParentsFinished();
   }
 
   async stop(): Promise<void> {
