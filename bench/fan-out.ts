@@ -14,8 +14,8 @@ import { HttpClient } from './load/http-client.js';
  *
  *   npm run build && npx tsx bench/fan-out.ts --root /path/to/old-checkout --root . --sizes 20000,150000
  *
- * Uses its own database (BENCH_DB_PREFIX, default `fanout`), a server with the default 30 s
- * statement timeout and no leader (the release does not need one).
+ * Uses the bench's Baton database (BENCH_DB_PREFIX renames it, to run beside another bench), a server
+ * with the default 30 s statement timeout and no leader (the release does not need one).
  */
 
 const { values } = parseArgs({
@@ -26,7 +26,6 @@ const { values } = parseArgs({
     port: { type: 'string', default: '18690' },
   },
 });
-process.env.BENCH_DB_PREFIX ??= 'fanout';
 const roots = values.root!.length > 0 ? values.root!.map((r) => resolve(r)) : [resolve('.')];
 const sizes = values.sizes!.split(',').map(Number);
 const workers = Number(values.workers);
