@@ -94,7 +94,12 @@ export class Releaser {
     const counts: ReleaseCounts = { steps: 0, released: 0, cancelled: 0, restored: 0 };
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
-      const step = await this.runOnce();
+      const step = await this.runOnce().catch((err) => {
+        // Two steps sharing children locked them in another order: one rolled back whole, and runs again.
+        if ((err as { code?: string }).code === '40P01') return 'again' as const;
+        throw err;
+      });
+      if (step === 'again') continue;
       if (step) {
         counts.steps++;
         counts.released += step.released;
@@ -116,6 +121,8 @@ export class Releaser {
         if (!step) return;
       } catch (err) {
         this.metrics.releaseSteps.inc({ kind: 'error' });
+        // A deadlock with another replica's step: rolled back whole, and nothing to wait for.
+        if ((err as { code?: string }).code === '40P01') continue;
         this.log.warn({ err }, 'a release step failed; it will be tried again');
         await new Promise((resolve) => setTimeout(resolve, Math.min(this.pollMs, 1000)));
         return;

@@ -256,6 +256,48 @@ describe('job dependencies', () => {
     }
   });
 
+  it('two replicas releasing parents that share 2,500 children at once: each child moves once, ready', async () => {
+    for (let round = 0; round < 3; round++) {
+      const q = `deps-shared-${round}`;
+      const parents = await api(app).enqueueBatch(
+        q,
+        Array.from({ length: 4 }, (_, i) => ({ payload: `p${i}`, priority: 10 })),
+      );
+      const parentIds: string[] = parents.body.jobs.map((j: { id: string }) => j.id);
+      for (let k = 0; k < 5; k++) {
+        const children = await api(app).enqueueBatch(
+          q,
+          Array.from({ length: 500 }, (_, i) => ({ payload: k * 500 + i, depends_on: parentIds })),
+        );
+        expect(children.status).toBe(201);
+      }
+      const claimed = await claimAll(q);
+      expect(claimed.map((j) => j.id).sort()).toEqual([...parentIds].sort());
+      // Each replica acks two parents; both replicas' releasers then step through the four events at
+      // once, each step decrementing counters of children the other steps share.
+      const acks = await Promise.all(
+        claimed.map((job, i) => api(replicas[i % 2]!).ack(job.id, { lease_token: job.lease_token })),
+      );
+      expect(acks.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+      await Promise.all(replicas.map((r) => r.releaser.drain()));
+      const { rows } = await sql<{ place: string; n: number; ids: number }>`
+        SELECT place, count(*)::int AS n, count(DISTINCT id)::int AS ids FROM (
+          SELECT 'ring' AS place, id FROM baton.jobs WHERE queue = ${q} AND state = 'ready'
+          UNION ALL SELECT 'waiting', id FROM baton.waiting_jobs WHERE queue = ${q}
+          UNION ALL SELECT 'scheduled', id FROM baton.scheduled_jobs WHERE queue = ${q}
+          UNION ALL SELECT state, id FROM baton.job_history WHERE queue = ${q}) x
+        GROUP BY place ORDER BY place`.execute(database.db);
+      expect(rows).toEqual([
+        { place: 'completed', n: 4, ids: 4 },
+        { place: 'ring', n: 2500, ids: 2500 },
+      ]);
+      const edges = await sql<{ open: number }>`
+        SELECT count(*) FILTER (WHERE parent_outcome IS DISTINCT FROM 'completed')::int AS open
+        FROM baton.job_edges WHERE parent = ANY(${parentIds}::bigint[])`.execute(database.db);
+      expect(edges.rows[0]!.open).toBe(0);
+    }
+  });
+
   it('a child enqueued while its parent is being acked on another replica never waits forever', async () => {
     for (let round = 0; round < 30; round++) {
       const q = `deps-enqueue-race-${round}`;

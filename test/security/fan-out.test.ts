@@ -171,4 +171,12 @@ describe('a fan-out hurts only its sender', () => {
       WHERE queue = 'b-big' AND last_error->>'reason' = 'parent_failed'`.execute(database.db);
     expect(rows[0]!.n).toBe(20_000);
   }, 240_000);
+  it('a forced delete of a queue holding a 20,000-child graph cancels it in steps', async () => {
+    const root = await hostile('POST', '/v1/queues/b-gone/jobs', { payload: 'root', delay_ms: 3_600_000 });
+    await fanOut('b-gone', root.body.id, 20_000);
+    const gone = await admin('DELETE', '/v1/queues/b-gone?force=true');
+    expect(gone.status).toBe(200);
+    await app.releaser.drain(120_000);
+    expect(await placesOf('b-gone')).toEqual({ cancelled: 20_001 });
+  }, 240_000);
 });
