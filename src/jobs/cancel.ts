@@ -5,9 +5,16 @@ import { getQueue } from '../queues/queue-store.js';
 import { finishedJobColumns, finishedRow, inScope, type JobRow, liveCommonColumns } from './job-row.js';
 import { getJob } from './read.js';
 import { retryWhenMoved } from './ring.js';
-import type { LiveState } from './states.js';
+import { isLiveState, type LiveState } from './states.js';
 
 const cancelled = finishedRow('cancelled');
+
+/**
+ * How many times a cancel looks for a job that moved between live tables while it looked. Each move
+ * is an event of its own (a release, a promotion, a nack to a backoff), so a second try almost always
+ * finds it; the bound only stops a job that keeps moving from holding the request.
+ */
+const CANCEL_TRIES = 5;
 
 /**
  * Cancel: a waiting, scheduled, ready or claimed job moves to job_history as `cancelled`. A claimed job's
@@ -16,14 +23,41 @@ const cancelled = finishedRow('cancelled');
  * If an ack holds the row at this moment, the DELETE waits for it and then finds nothing; the job
  * is then read from history: cancelling a cancelled job answers it again (a retry is harmless),
  * a completed or dead one is 409 invalid_state.
+ *
+ * The three DELETEs share one snapshot, so a job moved from one live table to another by a
+ * transaction that commits while the statement runs (waiting → ring by a release, scheduled → ring
+ * by the promoter or run now, ring → scheduled by a nack) is missed in both: the old row is gone
+ * once its lock is released, and the new one is too young for the snapshot. The re-read then finds
+ * the job live, and the DELETEs run again with a fresh snapshot (READ COMMITTED: `db` must not be a
+ * REPEATABLE READ transaction), which finds it where it is now.
  */
 export async function cancelJob(
   db: Db,
   id: string,
   queue?: string,
 ): Promise<{ job: JobRow; already: boolean }> {
-  // A live job is in the ring (any slot: it may have been carried) or among the scheduled jobs; with
-  // `queue` (a queue-limited key's scope, lease-outcome.ts's ScopedId), only a job of that queue.
+  for (let attempt = 1; ; attempt++) {
+    const job = await deleteLiveJob(db, id, queue);
+    if (job) return { job, already: false };
+    const row = await getJob(db, id, queue);
+    if (!row) throw jobNotFound(id);
+    if (row.state === 'cancelled') return { job: row, already: true };
+    if (!isLiveState(row.state)) {
+      throw new DomainError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
+    }
+    if (attempt >= CANCEL_TRIES) {
+      throw new DomainError(
+        'invalid_state',
+        `job ${id} moved ${CANCEL_TRIES} times while being cancelled (it is ${row.state} now); cancel it again`,
+      );
+    }
+  }
+}
+
+/** Delete the job from whichever live table holds it, into history as cancelled; undefined if none did. */
+async function deleteLiveJob(db: Db, id: string, queue?: string): Promise<JobRow | undefined> {
+  // A live job is in the ring (any slot: it may have been carried) or among the scheduled or waiting
+  // jobs; with `queue` (a queue-limited key's scope, lease-outcome.ts's ScopedId), only a job of that queue.
   const scope = sql`${queue ?? null}::text`;
   const { rows } = await retryWhenMoved(() =>
     sql<JobRow>`
@@ -37,11 +71,7 @@ export async function cancelJob(
       SELECT ${cancelled.values} FROM gone
       RETURNING ${finishedJobColumns}`.execute(db),
   );
-  if (rows[0]) return { job: rows[0], already: false };
-  const row = await getJob(db, id, queue);
-  if (!row) throw jobNotFound(id);
-  if (row.state === 'cancelled') return { job: row, already: true };
-  throw new DomainError('invalid_state', `job ${id} is already ${row.state} and cannot be cancelled`);
+  return rows[0];
 }
 
 /** How many live jobs of a queue to cancel per transaction. */
@@ -70,19 +100,27 @@ export async function cancelQueueJobs(
                       RETURNING ${liveCommonColumns('o')}`,
       onCancelled,
     );
-  let total = 0;
-  // Waiting jobs first: a parent cancelled after them finds no waiting child to cancel again.
-  if (states.includes('waiting')) total += await offRing('waiting_jobs');
-  if (inRing.length > 0) {
-    total += await cancelInBatches(
+  const ring = () =>
+    cancelInBatches(
       db,
       sql`SELECT id, slot FROM baton.jobs WHERE queue = ${queue} AND state = ANY(${inRing}::text[])`,
       (picked) => sql`DELETE FROM baton.jobs j USING ${picked} p WHERE j.id = p.id AND j.slot = p.slot
                       RETURNING ${liveCommonColumns('j')}`,
       onCancelled,
     );
+  let total = 0;
+  // Waiting jobs first: a parent cancelled after them finds no waiting child to cancel again, and a
+  // child released meanwhile is in the ring or among the scheduled jobs before their passes.
+  if (states.includes('waiting')) total += await offRing('waiting_jobs');
+  if (inRing.length > 0) total += await ring();
+  if (states.includes('scheduled')) {
+    total += await offRing('scheduled_jobs');
+    // A scheduled job the promoter (or a run now) moved into the ring after the ring's pass, or while
+    // this pass skipped it locked, was missed by both: the ring once more. Its pass ends only once no
+    // scheduled job is left, so every such move has committed by now. (A claimed job nacked to a
+    // backoff goes the other way: caught by the scheduled pass, unless nacked during this last one.)
+    if (inRing.length > 0) total += await ring();
   }
-  if (states.includes('scheduled')) total += await offRing('scheduled_jobs');
   return total;
 }
 
