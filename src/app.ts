@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { buildValidator } from './http/validation.js';
 import { createLogger, requestLogController } from './logger.js';
 import auth from './plugins/auth.js';
+import closedQuery from './plugins/closed-query.js';
 import database from './plugins/database.js';
 import exactPaths from './plugins/exact-paths.js';
 import idleMemory from './plugins/idle-memory.js';
@@ -108,6 +109,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
 
   await app.register(problemHandler);
   await app.register(exactPaths);
+  await app.register(closedQuery);
   await app.register(jsonBody);
   await app.register(database, { url: opts.databaseUrl, config });
   // Before any route, so that it sees every route's access declaration (see plugins/auth.ts).

@@ -15,7 +15,8 @@ import { isTimestamp, TIMESTAMP_MESSAGE } from './timestamps.js';
 /**
  * Request validation. Bodies are validated strictly: no type coercion ("5" is not 5) and unknown
  * fields are rejected, so a typo such as `delay` for `delay_ms` is a 400 naming the field rather
- * than silently ignored. Query strings and path parameters arrive as text, so they are coerced.
+ * than silently ignored. Query strings and path parameters arrive as text, so they are coerced, and
+ * an integer among them must be written as a plain decimal integer first (plainIntegers below).
  */
 // ajv-formats is CommonJS; under NodeNext its default export arrives as the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -51,7 +52,46 @@ export function buildValidator(
     strict.addSchema(schema as object);
     lenient.addSchema(schema as object);
   }
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : lenient).compile(schema as object);
+  return ({ schema, httpPart }) =>
+    httpPart === 'body'
+      ? strict.compile(schema as object)
+      : plainIntegers(schema, lenient.compile(schema as object));
+}
+
+/** What a query or path integer may look like: digits, no leading zero, a minus sign for negatives. */
+const PLAIN_INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
+export const PLAIN_INTEGER_MESSAGE = 'must be an integer written in plain decimal digits, such as 250';
+
+/**
+ * ajv's coercion turns any text JavaScript reads as a number into one: `0x10` is 16, and `+5`, `5e3`,
+ * ` 5` and `-0` pass as 5, 5000, 5 and 0. A client sending those meant something else or probes; a
+ * text integer is refused unless written plainly, before ajv coerces it, naming the field.
+ */
+function plainIntegers(schema: unknown, validate: ValidateFunction): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  const integers = Object.keys(properties).filter((name) => properties[name]!.type === 'integer');
+  if (integers.length === 0) return validate;
+  const checked = ((data: unknown) => {
+    for (const name of integers) {
+      const value = (data as Record<string, unknown> | null)?.[name];
+      if (typeof value === 'string' && !PLAIN_INTEGER.test(value)) {
+        checked.errors = [
+          {
+            instancePath: `/${name}`,
+            schemaPath: `#/properties/${name}/type`,
+            keyword: 'plainInteger',
+            params: {},
+            message: PLAIN_INTEGER_MESSAGE,
+          },
+        ];
+        return false;
+      }
+    }
+    const valid = validate(data);
+    checked.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return checked;
 }
 
 /** `/jobs/3/priority` -> `jobs[3].priority` */

@@ -44,9 +44,17 @@ export interface ListOptions {
 export type ListKey = string[];
 
 const UTC_MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-/** A page key's time: UTC with microseconds, as isoMicros() writes it (search.ts's keys too). */
-export const isTime = (v: string | undefined) =>
-  v !== undefined && UTC_MICROS.test(v) && !Number.isNaN(Date.parse(v));
+/**
+ * A page key's time: UTC with microseconds, as isoMicros() writes it (search.ts's keys too), of a
+ * day that exists (JavaScript reads 2026-02-30 as March 2, PostgreSQL refuses it) in the years Baton
+ * stores (1970 to 9999: PostgreSQL refuses year 0000 too), so that no cursor reaches SQL unchecked.
+ */
+export const isTime = (v: string | undefined) => {
+  if (v === undefined || !UTC_MICROS.test(v)) return false;
+  const at = new Date(v);
+  const year = at.getUTCFullYear();
+  return year >= 1970 && year <= 9999 && at.toISOString().slice(0, 19) === v.slice(0, 19);
+};
 export const isId = (v: string | undefined) => v !== undefined && isJobId(v);
 const isPriority = (v: string | undefined) =>
   v !== undefined && /^-?\d{1,10}$/.test(v) && Number(v) >= PRIORITY_MIN && Number(v) <= PRIORITY_MAX;

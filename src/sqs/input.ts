@@ -1,3 +1,4 @@
+import { isPrintable } from '../jobs/limits.js';
 import { invalidValue, missingParameter, SqsError } from './errors.js';
 
 /**
@@ -28,6 +29,18 @@ export function optionalString(input: Input, name: string): string | undefined {
   if (typeof value !== 'string') throw invalidValue(name, value, 'must be a string.');
   return value;
 }
+
+/**
+ * An optional string that reaches SQL as text (a filter such as QueueNamePrefix): PostgreSQL refuses
+ * a NUL in text, so control characters and unpaired surrogates are refused here, naming the parameter.
+ */
+export function optionalText(input: Input, name: string): string | undefined {
+  const value = optionalString(input, name);
+  if (value !== undefined && !isPrintable(value)) throw invalidValue(name, value, NOT_PRINTABLE);
+  return value;
+}
+
+export const NOT_PRINTABLE = 'must not contain control characters or unpaired UTF-16 surrogates.';
 
 /** An integer within [min, max], or undefined when absent. */
 export function optionalInt(input: Input, name: string, min: number, max: number): number | undefined {

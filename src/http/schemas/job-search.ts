@@ -24,12 +24,12 @@ const FailureFilters = {
   since: Type.Optional(Timestamp('Only jobs that failed (or died) at or after this time.')),
   queue: Type.Optional(QueueName),
   group: Type.Optional(GroupName),
+  // Printable like every text a request gives: PostgreSQL refuses a NUL in text outright.
   error: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: ERROR_SEARCH_MAX,
-      description: "Only jobs whose last error's message contains this text (ignoring case).",
-    }),
+    PrintableText(
+      ERROR_SEARCH_MAX,
+      "Only jobs whose last error's message contains this text (ignoring case).",
+    ),
   ),
 };
 

@@ -6,7 +6,14 @@ import { deadLetterRoutes, getQueue, listQueues, type QueueChanges } from '../..
 import { checkQueue, mayUseQueue } from '../access.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidValue, SqsError } from '../errors.js';
-import { optionalInt, optionalString, requiredString, stringList, stringMap } from '../input.js';
+import {
+  optionalInt,
+  optionalString,
+  optionalText,
+  requiredString,
+  stringList,
+  stringMap,
+} from '../input.js';
 import {
   checkAttributes,
   DEFAULT_VISIBILITY_TIMEOUT_S,
@@ -126,7 +133,7 @@ function afterToken(token: string | undefined): string | undefined {
 }
 
 export const listQueuesAction: Action = async (call, input) => {
-  const prefix = optionalString(input, 'QueueNamePrefix');
+  const prefix = optionalText(input, 'QueueNamePrefix');
   const maxResults = optionalInt(input, 'MaxResults', 1, 1000);
   const after = afterToken(optionalString(input, 'NextToken'));
   const limit = maxResults ?? 1000;

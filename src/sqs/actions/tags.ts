@@ -1,6 +1,7 @@
+import { isPrintable } from '../../jobs/limits.js';
 import { type Action, queueOf } from '../call.js';
-import { missingParameter, SqsError } from '../errors.js';
-import { stringList, stringMap } from '../input.js';
+import { invalidValue, missingParameter, SqsError } from '../errors.js';
+import { NOT_PRINTABLE, stringList, stringMap } from '../input.js';
 
 /** Queue tags: kept in the queue's meta.sqs.tags, at most 50 per queue, as SQS allows. */
 const MAX_TAGS = 50;
@@ -20,6 +21,14 @@ export function checkTags(
     }
     if (value.length > 256)
       throw new SqsError('InvalidParameterValue', `Tag value for '${key}' must be at most 256 characters.`);
+    // Tags are kept in the queue's jsonb meta, which cannot hold a NUL or an unpaired surrogate.
+    if (!isPrintable(key) || !isPrintable(value)) {
+      throw invalidValue(
+        isPrintable(key) ? `Tags.${key}` : 'Tags',
+        isPrintable(key) ? value : key,
+        NOT_PRINTABLE,
+      );
+    }
     out[key] = value;
   }
   if (Object.keys(out).length > MAX_TAGS) {
