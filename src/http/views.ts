@@ -43,14 +43,26 @@ export function toEnqueuedJob(row: EnqueuedRow) {
 }
 
 /**
- * A batch enqueue's minimal answer (`Prefer: return=minimal`, schemas BatchEnqueueIds) as JSON text:
- * ids are digits and `created` a boolean, so nothing needs escaping, and no serialiser runs.
+ * An enqueue answer's `depends_on_applied` (schemas/jobs.ts): for an item that gave depends_on, whether
+ * its edges were written, which they are exactly when the item created its job; an existing job that
+ * answered the item's key is left as it is. Absent (undefined) for an item without depends_on.
  */
-export function batchEnqueuedIdsJson(results: { job: { id: string }; created: boolean }[]): string {
+export const dependsOnApplied = (item: { dependsOn?: unknown[] | undefined }, created: boolean) =>
+  item.dependsOn === undefined ? {} : { depends_on_applied: created };
+
+/**
+ * A batch enqueue's minimal answer (`Prefer: return=minimal`, schemas BatchEnqueueIds) as JSON text:
+ * ids are digits and `created` and `depends_on_applied` booleans, so nothing needs escaping, and no
+ * serialiser runs.
+ */
+export function batchEnqueuedIdsJson(
+  results: { job: { id: string }; created: boolean; depends_on_applied?: boolean }[],
+): string {
   let json = '{"jobs":[';
   for (let i = 0; i < results.length; i++) {
-    const { job, created } = results[i]!;
-    json += `${i === 0 ? '' : ','}{"id":"${job.id}","created":${created}}`;
+    const { job, created, depends_on_applied: applied } = results[i]!;
+    const deps = applied === undefined ? '' : `,"depends_on_applied":${applied}`;
+    json += `${i === 0 ? '' : ','}{"id":"${job.id}","created":${created}${deps}}`;
   }
   return `${json}]}`;
 }

@@ -23,7 +23,7 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
-import { batchEnqueuedIdsJson, toEnqueuedJob, toJob } from '../http/views.js';
+import { batchEnqueuedIdsJson, dependsOnApplied, toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import type { ParentRef } from '../jobs/enqueue-item.js';
 import { refuseBornExpired } from '../jobs/expiry-rule.js';
@@ -154,7 +154,9 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         field: () => '',
       });
       const { job, created } = result!;
-      return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
+      return reply
+        .code(created ? 201 : 200)
+        .send({ ...toEnqueuedJob(job), ...dependsOnApplied(item, created) });
     },
   );
 
@@ -209,13 +211,15 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         parentScope: queuePatternsOf(request.apiKey),
         field: (i) => `jobs[${i}].`,
       });
+      // An item answered by an existing job (its key) had its depends_on left out: say so per item.
+      const answers = results.map((r, i) => ({ ...r, ...dependsOnApplied(items[i]!, r.created) }));
       if (prefersMinimal(request.headers.prefer)) {
         reply.code(201).header('preference-applied', 'return=minimal');
-        return sendJsonText(reply, batchEnqueuedIdsJson(results));
+        return sendJsonText(reply, batchEnqueuedIdsJson(answers));
       }
-      return reply
-        .code(201)
-        .send({ jobs: results.map((r) => ({ ...toEnqueuedJob(r.job), created: r.created })) });
+      return reply.code(201).send({
+        jobs: answers.map(({ job, ...rest }) => ({ ...toEnqueuedJob(job), ...rest })),
+      });
     },
   );
 

@@ -230,20 +230,38 @@ const enqueuedFields = {
   unique_key: Nullable(Type.String()),
 };
 
+/**
+ * An enqueue answered by an existing job (its idempotency or unique key) leaves that job as it is:
+ * the request's depends_on is not added to it, and the answer says so rather than let the caller
+ * believe the edges exist. Only in an enqueue's answer, never on a job read later.
+ */
+const dependsOnApplied = Type.Optional(
+  Type.Boolean({
+    description:
+      'Present when the request gave depends_on. true: the job was created and waits for those parents. ' +
+      "false: an existing job answered the request (its idempotency or unique key), and this request's " +
+      'depends_on was not applied to it: that job keeps the parents it was created with (GET /v1/jobs/{id}/parents).',
+  }),
+);
+
 // (The state's note goes on the object: the document generator drops keywords beside a $ref.)
-export const EnqueuedJob = Type.Object(enqueuedFields, {
-  $id: 'EnqueuedJob',
-  description:
-    'A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting ' +
-    'while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the ' +
-    'original job returned for a repeated idempotency key may be in any state.',
-});
+export const EnqueuedJob = Type.Object(
+  { ...enqueuedFields, depends_on_applied: dependsOnApplied },
+  {
+    $id: 'EnqueuedJob',
+    description:
+      'A job as enqueued. A new job is ready when due now and scheduled when run_at is in the future; waiting ' +
+      'while a parent (depends_on) has not completed, or cancelled at once when a parent had failed; the ' +
+      'original job returned for a repeated idempotency key may be in any state.',
+  },
+);
 export const BatchEnqueuedJob = Type.Object(
   {
     ...enqueuedFields,
     created: Type.Boolean({
       description: 'false when an idempotency key matched an existing job, or a unique key a waiting one.',
     }),
+    depends_on_applied: dependsOnApplied,
   },
   { $id: 'BatchEnqueuedJob', description: 'An EnqueuedJob, and whether this request created it.' },
 );
@@ -252,7 +270,11 @@ export const BatchEnqueueResponse = Type.Object(
   { $id: 'BatchEnqueueResponse' },
 );
 export const BatchEnqueuedId = Type.Object(
-  { id: Type.String(), created: BatchEnqueuedJob.properties.created },
+  {
+    id: Type.String(),
+    created: BatchEnqueuedJob.properties.created,
+    depends_on_applied: dependsOnApplied,
+  },
   { $id: 'BatchEnqueuedId', description: "A job's id, and whether this request created it." },
 );
 export const BatchEnqueueIds = Type.Object(
