@@ -21,13 +21,22 @@ export interface DependencySummary {
   on_parent_failure: ParentFailurePolicy;
 }
 
-export async function dependencySummary(db: Db, id: string): Promise<DependencySummary | undefined> {
+/**
+ * With `scope` (a queue-limited key's patterns), only the parents in queues the caller may see are
+ * counted, as GET /v1/jobs/{id}/parents lists them: an edge an admin made to another tenant's job
+ * tells the key neither that job's existence nor its outcome.
+ */
+export async function dependencySummary(
+  db: Db,
+  id: string,
+  scope: ParentScope,
+): Promise<DependencySummary | undefined> {
   const { rows } = await sql<DependencySummary & { parents: string }>`
     SELECT count(*)::integer AS parents,
            (count(*) FILTER (WHERE parent_outcome IS NULL))::integer AS parents_pending,
            (count(*) FILTER (WHERE parent_outcome IN ('dead', 'cancelled')))::integer AS parents_failed,
            min(on_parent_failure) AS on_parent_failure
-    FROM baton.job_edges WHERE child = ${id}::bigint
+    FROM baton.job_edges WHERE child = ${id}::bigint AND ${queueVisible('parent_queue', scope)}
     HAVING count(*) > 0`.execute(db);
   return rows[0];
 }

@@ -101,7 +101,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
               )
             ).get(id);
       if (!row) throw jobNotFound(id);
-      const dependencies = await app.service.jobs.dependencies(id);
+      const dependencies = await app.service.jobs.dependencies(id, queuePatternsOf(request.apiKey));
       return dependencies ? { ...toJob(row), dependencies } : toJob(row);
     },
   );

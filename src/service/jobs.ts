@@ -146,9 +146,12 @@ export class JobUseCases {
     return getJob(this.deps.db, id, queue);
   }
 
-  /** A job's dependencies (parents, pending, failed, policy); undefined for a job without parents. */
-  dependencies(id: string): Promise<DependencySummary | undefined> {
-    return dependencySummary(this.deps.db, id);
+  /**
+   * A job's dependencies (parents, pending, failed, policy); undefined for a job without parents. With
+   * `scope`, only parents of queues the caller may see count.
+   */
+  dependencies(id: string, scope: ParentScope): Promise<DependencySummary | undefined> {
+    return dependencySummary(this.deps.db, id, scope);
   }
 
   /**
