@@ -22,7 +22,9 @@ import { type Kysely, sql } from 'kysely';
  *   the parent's live row), so it exists when the event does.
  * - **Exactly once** as before: an edge is resolved once (`parent_outcome IS NULL`, under the event
  *   row's lock), and the child's counter moves under its row lock, so of two steps finishing its last
- *   two parents exactly one sees 0.
+ *   two parents exactly one sees 0. A child whose only open parent completed is moved without writing
+ *   its counter first (`baton.move_released(ids, 1)`, which re-checks `pending = 1` on the row it
+ *   deletes), one row version fewer for the common fan-out.
  * - **Cascades are events too**: a child cancelled because its parent failed is filed with its own
  *   `dependents` flag, so the trigger writes its event, and its own children are reached by a later
  *   step, not by a loop inside this one. A redrive writes a `redriven` event (replacing the parent's
@@ -65,17 +67,60 @@ export async function up(db: Kysely<any>): Promise<void> {
     END
     $fn$`.execute(db);
 
+  // Children whose parents are all done: out of waiting, into the ring (or scheduled_jobs, if their
+  // run_at is ahead), those whose counter is `at_pending` (1: moved without counting, 0: counted to 0
+  // by this transaction); one notice wakes the claims waiting on any replica ('postgres' is no
+  // replica's id). Answers the ids it moved.
+  await sql`
+    CREATE FUNCTION baton.move_released(ids bigint[], at_pending integer) RETURNS bigint[]
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+      moved_ids bigint[];
+      woken jsonb;
+    BEGIN
+      WITH moved AS (
+        DELETE FROM baton.waiting_jobs w WHERE w.id = ANY(ids) AND w.pending = at_pending RETURNING w.*
+      ), due AS (
+        INSERT INTO baton.jobs (slot, id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
+                                payload, meta, timeout_ms, expires_at, unique_key, dependents, state, run_at,
+                                attempts, last_error, errors)
+        SELECT baton.job_slot(id), id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
+               payload, meta, timeout_ms, expires_at, unique_key, dependents, 'ready', run_at, 0, last_error, errors
+        FROM moved WHERE run_at <= now()
+        RETURNING id, queue
+      ), later AS (
+        INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
+                                          payload, meta, timeout_ms, expires_at, unique_key, dependents, run_at,
+                                          attempts, last_error, errors)
+        SELECT id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
+               payload, meta, timeout_ms, expires_at, unique_key, dependents, run_at, 0, last_error, errors
+        FROM moved WHERE run_at > now()
+        RETURNING id
+      )
+      SELECT (SELECT jsonb_object_agg(queue, n) FROM (SELECT queue, count(*) AS n FROM due GROUP BY queue) x),
+             ARRAY(SELECT id FROM due UNION ALL SELECT id FROM later)
+      INTO woken, moved_ids;
+      IF woken IS NOT NULL THEN
+        PERFORM pg_notify('baton_jobs', jsonb_build_object('r', 'postgres', 'q', woken)::text);
+      END IF;
+      RETURN moved_ids;
+    END
+    $fn$`.execute(db);
+
   await sql`
     CREATE FUNCTION baton.release_step(batch integer) RETURNS jsonb
     LANGUAGE plpgsql AS $fn$
     DECLARE
       ev baton.parent_events%ROWTYPE;
       walked bigint[];
+      single bigint[] := '{}';
+      shared bigint[] := '{}';
+      moved bigint[] := '{}';
       freed bigint[] := '{}';
+      released integer := 0;
       doomed bigint[] := '{}';
       back bigint[] := '{}';
       cancelled bigint[] := '{}';
-      woken jsonb;
     BEGIN
       -- The oldest event of its parent (an older one, maybe locked by another replica, goes first),
       -- the one whose turn is oldest.
@@ -139,49 +184,40 @@ export async function up(db: Kysely<any>): Promise<void> {
           INSERT INTO baton.parent_events (parent, kind) SELECT id, 'redriven' FROM restored WHERE dependents;
         END IF;
       ELSE
-        -- Resolve this slice of the parent's open edges, then move each child's counter under its row
-        -- lock (READ COMMITTED re-reads a row it waited for).
+        -- Resolve this slice of the parent's open edges. A child whose last open parent this is (by
+        -- this statement's snapshot), when the parent completed, is moved at once without writing its
+        -- counter first (one row version fewer: the common fan-out); the others' counters move under
+        -- their row locks (READ COMMITTED re-reads a row it waited for), so of two steps finishing a
+        -- child's last two parents at once, exactly one sees 0.
         WITH resolved AS (
           UPDATE baton.job_edges e SET parent_outcome = ev.kind
           WHERE e.parent = ev.parent AND e.child = ANY(walked) AND e.parent_outcome IS NULL
           RETURNING e.child
-        ), counted AS (
+        )
+        SELECT coalesce(array_agg(r.child) FILTER (WHERE ev.kind = 'completed' AND w.pending = 1), '{}'),
+               coalesce(array_agg(r.child) FILTER (WHERE NOT (ev.kind = 'completed' AND w.pending = 1)), '{}')
+        INTO single, shared
+        FROM resolved r JOIN baton.waiting_jobs w ON w.id = r.child;
+
+        IF cardinality(single) > 0 THEN
+          moved := baton.move_released(single, 1);
+          -- One whose counter moved meanwhile (a redriven parent reopened an edge) is counted below.
+          shared := shared || ARRAY(SELECT unnest(single) EXCEPT SELECT unnest(moved));
+          released := cardinality(moved);
+        END IF;
+
+        WITH counted AS (
           UPDATE baton.waiting_jobs w
           SET pending = w.pending - 1,
               parents_failed = w.parents_failed + CASE WHEN ev.kind = 'completed' THEN 0 ELSE 1 END
-          FROM resolved r WHERE w.id = r.child
+          FROM unnest(shared) AS r(child) WHERE w.id = r.child
           RETURNING w.id, w.pending, w.parents_failed, w.on_parent_failure
         )
         SELECT coalesce(array_agg(id) FILTER (WHERE on_parent_failure = 'cancel' AND parents_failed > 0), '{}'),
                coalesce(array_agg(id) FILTER (WHERE pending = 0 AND NOT (on_parent_failure = 'cancel' AND parents_failed > 0)), '{}')
         INTO doomed, freed FROM counted;
-
         IF cardinality(freed) > 0 THEN
-          WITH moved AS (
-            DELETE FROM baton.waiting_jobs w WHERE w.id = ANY(freed) RETURNING w.*
-          ), due AS (
-            INSERT INTO baton.jobs (slot, id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
-                                    payload, meta, timeout_ms, expires_at, unique_key, dependents, state, run_at,
-                                    attempts, last_error, errors)
-            SELECT baton.job_slot(id), id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
-                   payload, meta, timeout_ms, expires_at, unique_key, dependents, 'ready', run_at, 0, last_error, errors
-            FROM moved WHERE run_at <= now()
-            RETURNING queue
-          ), later AS (
-            INSERT INTO baton.scheduled_jobs (id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
-                                              payload, meta, timeout_ms, expires_at, unique_key, dependents, run_at,
-                                              attempts, last_error, errors)
-            SELECT id, queue, group_key, priority, max_attempts, idempotency_key, created_at,
-                   payload, meta, timeout_ms, expires_at, unique_key, dependents, run_at, 0, last_error, errors
-            FROM moved WHERE run_at > now()
-            RETURNING queue
-          )
-          SELECT jsonb_object_agg(queue, n) INTO woken
-          FROM (SELECT queue, count(*) AS n FROM due GROUP BY queue) x;
-          -- Claims waiting on any replica (none sent it: 'postgres' is no replica's id).
-          IF woken IS NOT NULL THEN
-            PERFORM pg_notify('baton_jobs', jsonb_build_object('r', 'postgres', 'q', woken)::text);
-          END IF;
+          released := released + cardinality(baton.move_released(freed, 0));
         END IF;
 
         -- A failed parent and the policy 'cancel': the child is cancelled now (its other parents are
@@ -218,7 +254,7 @@ export async function up(db: Kysely<any>): Promise<void> {
         'parent', ev.parent::text,
         'kind', ev.kind,
         'walked', cardinality(walked),
-        'released', cardinality(freed),
+        'released', released,
         'cancelled', to_jsonb(cancelled::text[]),
         'restored', cardinality(back),
         'more', cardinality(walked) >= batch);
