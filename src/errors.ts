@@ -12,6 +12,7 @@ export type DomainErrorCode =
   | 'lease_lost'
   | 'deadline_exceeded'
   | 'invalid_state'
+  | 'too_many_waiters'
   | 'validation_failed';
 
 export class DomainError extends Error {
@@ -20,6 +21,8 @@ export class DomainError extends Error {
     message: string,
     /** For validation_failed: each field at fault, with what is wrong with it. */
     readonly errors?: { field: string; message: string }[],
+    /** When the client may try again (answered as Retry-After). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'DomainError';
@@ -47,3 +50,10 @@ export const deadlineExceeded = (id: string) =>
 /** A value that breaks a rule the schema cannot express (one field against another, say). */
 export const invalidField = (field: string, message: string) =>
   new DomainError('validation_failed', `${field} ${message}`, [{ field, message }]);
+
+/**
+ * A request that would await jobs past a cap of waiters (wake/await-slots.ts). Waiters end within
+ * their wait (at most a minute) and most sooner: a second is a fair first retry.
+ */
+export const tooManyWaiters = (reason: string) =>
+  new DomainError('too_many_waiters', `too many requests awaiting jobs: ${reason}`, undefined, 1);

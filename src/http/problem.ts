@@ -24,6 +24,7 @@ export const PROBLEM_CODES = {
   payload_too_large: { status: 413, title: 'Payload too large' },
   uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  too_many_waiters: { status: 429, title: 'Too many requests awaiting jobs' },
   internal_error: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
 } as const;

@@ -76,18 +76,32 @@ export async function getScopedJobs(
       items.map((item) => item.id),
     );
   }
+  const { rows } = await scopedJobsQuery(items).execute(db);
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * The condition "`<alias>` is one of these items' jobs, in the item's queue when it names one", for
+ * a statement reading jobs by id across the tables a job may be in.
+ */
+export function itemScope(items: readonly { id: string; queue?: string }[]) {
   const ids = sql`${items.map((item) => item.id)}::bigint[]`;
   const queues = sql`${items.map((item) => item.queue ?? null)}::text[]`;
-  const scope = (a: string) => inScope(a, sql`(${queues})[array_position(${ids}, ${sql.ref(`${a}.id`)})]`);
-  const { rows } = await sql<JobRow>`
-    SELECT ${liveJobColumns} FROM baton.jobs j WHERE j.id = ANY(${ids}) AND ${scope('j')}
+  return (a: string) =>
+    sql`${sql.ref(`${a}.id`)} = ANY(${ids}) AND ${inScope(a, sql`(${queues})[array_position(${ids}, ${sql.ref(`${a}.id`)})]`)}`;
+}
+
+/** The statement of getScopedJobs: these items' jobs, whole, wherever each is now. */
+export function scopedJobsQuery(items: readonly { id: string; queue?: string }[]) {
+  const scope = itemScope(items);
+  return sql<JobRow>`
+    SELECT ${liveJobColumns} FROM baton.jobs j WHERE ${scope('j')}
     UNION ALL
-    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE s.id = ANY(${ids}) AND ${scope('s')}
+    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE ${scope('s')}
     UNION ALL
-    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ANY(${ids}) AND ${scope('h')}`.execute(
-    db,
-  );
-  return new Map(rows.map((r) => [r.id, r]));
+    SELECT ${waitingJobColumns} FROM baton.waiting_jobs w WHERE ${scope('w')}
+    UNION ALL
+    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE ${scope('h')}`;
 }
 
 /**

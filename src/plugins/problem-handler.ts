@@ -133,7 +133,12 @@ export default fp(
         );
       }
       if (error instanceof DomainError) {
-        return send(reply, request, problemBody(error.code, error.message, { errors: error.errors }));
+        return send(
+          reply,
+          request,
+          problemBody(error.code, error.message, { errors: error.errors }),
+          error.retryAfterSeconds,
+        );
       }
       if (error.validation) {
         const errors = fieldErrors(error.validation as never, error.validationContext);

@@ -20,6 +20,7 @@ export default fp(
         metrics: app.metrics,
         notifier: app.wake.notifier,
         waitList: app.wake.waitList,
+        awaitSlots: app.wake.awaitSlots,
         shuttingDown: () => app.shuttingDown,
       }),
     );

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { connectionOptions } from '../db/database.js';
+import { AwaitSlots } from '../wake/await-slots.js';
 import { newReplicaId } from '../wake/channel.js';
+import { FinishPoll } from '../wake/finish-poll.js';
 import { FinishWaitList } from '../wake/finish-wait-list.js';
 import { Listener } from '../wake/listener.js';
 import { Notifier } from '../wake/notifier.js';
@@ -12,6 +14,8 @@ declare module 'fastify' {
     wake: {
       waitList: WaitList;
       finishWaits: FinishWaitList;
+      /** The caps on requests awaiting jobs, and what they hold now. */
+      awaitSlots: AwaitSlots;
       notifier: Notifier;
       listener: Listener;
       replicaId: string;
@@ -20,15 +24,24 @@ declare module 'fastify' {
 }
 
 /**
- * Long-poll wake-ups: the in-process wait lists (claims per queue, awaits per job), the NOTIFY sender
- * and the LISTEN connection. On close, waiting claims and awaits return at once (before in-flight requests are awaited), pending
- * notifications are flushed and the LISTEN connection is closed.
+ * Long-poll wake-ups: the in-process wait lists (claims per queue, awaits per job), the one poll of
+ * every awaited job, the NOTIFY sender and the LISTEN connection. On close, waiting claims and awaits
+ * return at once (before in-flight requests are awaited), and close waits until every await has read
+ * its answer (the database is closed after: a request sent with inject is not awaited by the
+ * server's close); then pending notifications are flushed and the LISTEN connection is closed.
  */
 export default fp<{ url: string }>(
   async function wake(app: FastifyInstance, opts) {
     const replicaId = newReplicaId();
     const waitList = new WaitList();
     const finishWaits = new FinishWaitList();
+    const finishPoll = new FinishPoll(app.db, finishWaits, app.config.pollIntervalMs, app.log);
+    const awaitSlots = new AwaitSlots({
+      maxWaiters: app.config.awaitMaxWaiters,
+      maxWaitersPerKey: app.config.awaitMaxWaitersPerKey,
+      maxJobs: app.config.awaitMaxJobs,
+      maxJobsPerKey: app.config.awaitMaxJobsPerKey,
+    });
     const notifier = new Notifier(app.db, waitList, replicaId, app.log, finishWaits);
     // Behind a transaction pooler, LISTEN needs a direct connection (BATON_LISTEN_DATABASE_URL).
     const listenUrl = app.config.listenDatabaseUrl ?? opts.url;
@@ -42,10 +55,12 @@ export default fp<{ url: string }>(
       (entries) => notifier.awaitedElsewhereFor(entries),
     );
     listener.start();
-    app.decorate('wake', { waitList, finishWaits, notifier, listener, replicaId });
+    app.decorate('wake', { waitList, finishWaits, awaitSlots, notifier, listener, replicaId });
     app.addHook('preClose', async () => {
       waitList.close();
       finishWaits.close();
+      finishPoll.stop();
+      await awaitSlots.drained();
     });
     app.addHook('onClose', async () => {
       await notifier.flush();

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { queuePatternsOf } from '../auth/api-keys.js';
 import { deadlineExceeded, invalidField, jobNotFound, leaseLost } from '../errors.js';
 import { sendJsonText, withNextJson } from '../http/claim-response.js';
@@ -45,6 +45,9 @@ const ackAndClaim = (verb: 'ack' | 'nack') =>
   `queues included). The ${verb} is committed whatever happens to the claim: if the claim fails, ` +
   'the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.';
 
+/** Whose waiter a request is, for the caps per key: its API key ('' without keys: one key for all). */
+const keyOf = (request: FastifyRequest) => request.apiKey?.name ?? '';
+
 const jobs: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
   const { leases } = app.service;
@@ -76,7 +79,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'token. With `wait_ms`, waits (a long-poll holding no database connection) until the job has ' +
           'finished (completed, dead or cancelled) and answers it with its result; when the wait runs out first, ' +
           'answers the job as it is then, still live: look at `state`. A job finished on another replica ' +
-          'ends the wait as quickly as one finished on this one.',
+          'ends the wait as quickly as one finished on this one. Requests awaiting jobs are capped per API key ' +
+          'and per replica (BATON_AWAIT_MAX_WAITERS_PER_KEY, BATON_AWAIT_MAX_WAITERS): past the cap, 429 ' +
+          'too_many_waiters with Retry-After (a read without `wait_ms` is never refused).',
         params: JobParams,
         querystring: JobReadQuery,
         response: {
@@ -84,7 +89,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
             ref(Job),
             'The job, without its lease token (with wait_ms: finished, or as it is when the wait ran out).',
           ),
-          ...errorResponses(404),
+          ...errorResponses(404, 429),
         },
       },
     },
@@ -97,9 +102,14 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           ? await app.service.jobs.read(id, queue)
           : (
               await whileConnected(reply, (signal) =>
-                app.service.jobs.awaitFinished({ items: [{ id, queue }], waitMs, signal }),
+                app.service.jobs.awaitFinished({
+                  items: [{ id, queue }],
+                  waitMs,
+                  key: keyOf(request),
+                  signal,
+                }),
               )
-            ).get(id);
+            ).jobs.get(id);
       if (!row) throw jobNotFound(id);
       const dependencies = await app.service.jobs.dependencies(id, queuePatternsOf(request.apiKey));
       return dependencies ? { ...toJob(row), dependencies } : toJob(row);
@@ -155,11 +165,16 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           'every one of them has finished (completed, dead or cancelled), then answers them all with their ' +
           'results; when the wait runs out first, answers them as they are then (`unfinished` counts those still ' +
           'live). Ids of no job, or of jobs in queues the key may not use, are listed in `not_found` and not ' +
-          'awaited.',
+          'awaited. The answer is bounded: jobs keep their payload, result and errors in request order until ' +
+          'these add up to BATON_AWAIT_ANSWER_MAX_BYTES (8 MiB by default; the first job always keeps them); the ' +
+          'jobs after come without them (payload and result null, errors empty) and their ids are listed in ' +
+          '`omitted`: read each with GET /v1/jobs/{id}. Requests awaiting jobs are capped per API key and per ' +
+          'replica, in requests and in jobs awaited (BATON_AWAIT_MAX_*): past a cap, 429 too_many_waiters with ' +
+          'Retry-After.',
         body: ref(AwaitRequest),
         response: {
           200: ok(ref(AwaitResponse), 'The jobs found, in request order, and the ids of none.'),
-          ...errorResponses(),
+          ...errorResponses(429),
         },
       },
     },
@@ -176,8 +191,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         id,
         queue: scope?.get(id),
       }));
-      const found = await whileConnected(reply, (signal) =>
-        app.service.jobs.awaitFinished({ items, waitMs, signal }),
+      const { jobs: found, omitted } = await whileConnected(reply, (signal) =>
+        app.service.jobs.awaitFinished({ items, waitMs, key: keyOf(request), signal }),
       );
       const jobs = ids.flatMap((id) => {
         const row = found.get(id);
@@ -189,6 +204,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         not_found: ids.filter((id) => !found.has(id)),
         finished,
         unfinished: jobs.length - finished,
+        omitted,
       };
     },
   );

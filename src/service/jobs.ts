@@ -1,5 +1,7 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { tooManyWaiters } from '../errors.js';
+import { type AwaitAnswer, awaitedStates, readAwaitAnswer } from '../jobs/awaited.js';
 import { releaseClaims } from '../jobs/claim/release.js';
 import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
 import { enqueueWithParents, type ParentScope } from '../jobs/dependencies.js';
@@ -7,13 +9,14 @@ import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue
 import { type DependencySummary, dependencySummary, type RelatedPage, relatedJobs } from '../jobs/graph.js';
 import type { JobRow } from '../jobs/job-row.js';
 import type { ScopedId } from '../jobs/lease-outcome.js';
-import { getJob, getScopedJobs } from '../jobs/read.js';
+import { getJob } from '../jobs/read.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import { FINISHED_STATES, type JobState } from '../jobs/states.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { awaitFinished } from '../wake/await-finish.js';
+import type { AwaitSlots } from '../wake/await-slots.js';
 import { claimWithWait } from '../wake/long-poll.js';
 import type { Notifier } from '../wake/notifier.js';
 import type { WaitList } from '../wake/wait-list.js';
@@ -25,6 +28,8 @@ export interface ServiceDeps {
   metrics: Metrics;
   notifier: Notifier;
   waitList: WaitList;
+  /** The caps on requests awaiting jobs (per key and per replica). */
+  awaitSlots: AwaitSlots;
   /** True from the moment the server begins to close: long-polls return at once. */
   shuttingDown: () => boolean;
 }
@@ -62,6 +67,8 @@ export interface AwaitCall {
   /** Each job, with the queue a queue-limited key may see it in (undefined: any queue). */
   items: ScopedId[];
   waitMs: number;
+  /** Who waits, for the caps per key: the API key's name ('' without keys). */
+  key: string;
   /** Aborted when the client goes away: the wait ends. */
   signal: AbortSignal;
 }
@@ -169,19 +176,31 @@ export class JobUseCases {
   /**
    * Jobs by id (those that exist in the caller's scope), once every one of them has finished, or as
    * they are when the wait ends (waitMs, the client leaving, shutdown). Waiting holds no connection
-   * (wake/await-finish.ts): an ack, nack or cancel of one of them here wakes it at once, one on
-   * another replica through a notice sent only because this replica said it awaits the job.
+   * and reads nothing of its own (wake/await-finish.ts): an ack, nack or cancel of one of them here
+   * wakes it at once, one on another replica through a notice sent only because this replica said it
+   * awaits the job, and the replica's one poll finds any end neither told. The rows are read once,
+   * when the answer is due, their bodies within BATON_AWAIT_ANSWER_MAX_BYTES (jobs/awaited.ts). A
+   * key (or the replica) at its cap of waiters is refused: 429 too_many_waiters.
    */
-  awaitFinished(call: AwaitCall): Promise<Map<string, JobRow>> {
-    const { db, notifier, config } = this.deps;
-    return awaitFinished(notifier, {
-      ids: call.items.map((item) => item.id),
-      read: () => getScopedJobs(db, call.items),
-      isFinished: (job) => FINISHED.has(job.state),
-      waitMs: this.deps.shuttingDown() ? 0 : call.waitMs,
-      pollIntervalMs: config.pollIntervalMs,
-      signal: call.signal,
-    });
+  async awaitFinished(call: AwaitCall): Promise<AwaitAnswer> {
+    const { db, notifier, config, awaitSlots } = this.deps;
+    const readAnswer = () => readAwaitAnswer(db, call.items, config.awaitAnswerMaxBytes);
+    const waitMs = this.deps.shuttingDown() ? 0 : call.waitMs;
+    if (waitMs === 0 || call.items.length === 0) return readAnswer();
+    const slot = awaitSlots.take(call.key, call.items.length);
+    if ('refused' in slot) throw tooManyWaiters(slot.refused);
+    try {
+      return await awaitFinished(notifier, {
+        items: call.items,
+        readStates: () => awaitedStates(db, call.items),
+        readAnswer,
+        isFinished: (state) => FINISHED.has(state as JobState),
+        waitMs,
+        signal: call.signal,
+      });
+    } finally {
+      slot.release();
+    }
   }
 
   /**

@@ -1,78 +1,58 @@
+import type { AwaitedItem } from './finish-wait-list.js';
 import type { Notifier } from './notifier.js';
 
-/** A job as the await loop sees it: its id and state. */
-export interface AwaitedJob {
-  id: string;
-  state: string;
-}
-
-export interface AwaitOptions<J extends AwaitedJob> {
-  ids: readonly string[];
-  /** Read the jobs (those that exist, by id): the database is the truth, every wake-up reads again. */
-  read: () => Promise<Map<string, J>>;
-  isFinished: (job: J) => boolean;
+export interface AwaitOptions<A> {
+  /** The jobs awaited, each with the queue its key may see it in. */
+  items: readonly AwaitedItem[];
+  /** Their ids and states (those that exist, in scope): all a waiter needs to know to wait. */
+  readStates: () => Promise<Map<string, string>>;
+  /** The answer, read once when it is due: the jobs whole (jobs/awaited.ts readAwaitAnswer). */
+  readAnswer: () => Promise<A>;
+  isFinished: (state: string) => boolean;
   waitMs: number;
-  pollIntervalMs: number;
   /** Aborted when the client goes away: the wait ends at once. */
   signal?: AbortSignal;
 }
 
 /**
- * Read jobs, and while any of them that exists has not finished, wait (holding no connection) until
- * one finishes, the wait runs out, the client goes away or the server closes; then answer the jobs
- * as last read.
+ * Read the jobs' states, and while any of them that exists has not finished, wait (holding no
+ * connection, reading nothing) until all have, the wait runs out, the client goes away or the server
+ * closes; then read the answer, once.
  *
- * A job already finished costs one read and nothing else. Otherwise the waiter registers in this
- * replica's FinishWaitList before the next read (so an end committing while that read runs still
- * wakes it), and the first time, tells the other replicas which jobs it awaits and waits for that
- * notice to be sent (Notifier.awaiting), so an end committed on another replica after this read is
- * told back to it. Between an end's commit and that replica hearing of the wait there is a moment
- * (the notice on its way) in which the end is not told; polling every pollIntervalMs covers it, as it
- * covers a lost LISTEN connection: polling is the truth, notifications are speed.
+ * Jobs all finished already cost one read of their states and the answer's. Otherwise the waiter
+ * registers in this replica's FinishWaitList, and the first time, tells the other replicas which jobs
+ * it awaits and waits for that notice to be sent (Notifier.awaiting), so an end committed on another
+ * replica after its check is told back to it; then has its jobs checked once (FinishWait.check, one
+ * statement shared with every request registering meanwhile), so an end committed before the
+ * registration is found. From then on it is told of its jobs' ends: by this replica's writes, by
+ * another replica's notice, and by the replica's one poll of every awaited job each poll interval
+ * (finish-poll.ts), which covers the moment between an end's commit and that replica hearing of the
+ * wait, and a lost LISTEN connection: polling is the truth, notifications are speed.
  */
-export async function awaitFinished<J extends AwaitedJob>(
-  notifier: Notifier,
-  opts: AwaitOptions<J>,
-): Promise<Map<string, J>> {
+export async function awaitFinished<A>(notifier: Notifier, opts: AwaitOptions<A>): Promise<A> {
   const deadline = Date.now() + opts.waitMs;
-  const unfinished = (jobs: Map<string, J>) =>
-    opts.ids.filter((id) => {
-      const job = jobs.get(id);
-      return job !== undefined && !opts.isFinished(job);
-    });
-  let jobs = await opts.read();
-  let announced = false;
-  let waited = false;
-  while (true) {
-    const pending = unfinished(jobs);
-    if (pending.length === 0 || opts.signal?.aborted) return jobs;
-    const remaining = deadline - Date.now();
-    // The wait ran out: one last look, since an end may have gone untold.
-    if (remaining <= 0) return waited ? opts.read() : jobs;
-    const handle = notifier.finishWaits.register(pending);
-    try {
-      if (!announced) {
-        await notifier.awaiting(pending, remaining);
-        announced = true;
-      }
-      // Shut down while the notice went out: the jobs as last read, never a read of a database
-      // the server is closing (a 500 instead of the answer).
-      if (handle.closed) return jobs;
-      jobs = await opts.read();
-    } catch (err) {
-      handle.cancel();
-      throw err;
+  const states = await opts.readStates();
+  const pending = opts.items.filter((item) => {
+    const state = states.get(item.id);
+    return state !== undefined && !opts.isFinished(state);
+  });
+  if (pending.length === 0 || opts.signal?.aborted || deadline <= Date.now()) return opts.readAnswer();
+  const handle = notifier.finishWaits.register(pending);
+  try {
+    if (!handle.closed) {
+      await notifier.awaiting(
+        pending.map((item) => item.id),
+        deadline - Date.now(),
+      );
     }
-    if (unfinished(jobs).length === 0 || opts.signal?.aborted) {
-      handle.cancel();
-      return jobs;
-    }
-    const onAbort = () => handle.cancel();
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    const reason = await handle.wait(Math.min(deadline - Date.now(), opts.pollIntervalMs));
-    opts.signal?.removeEventListener('abort', onAbort);
-    if (reason === 'closed' || opts.signal?.aborted) return jobs;
-    // Woken, or the poll interval passed: register again and read (the loop's next turn).
-    waited = true;
+  } catch (err) {
+    handle.cancel();
+    throw err;
   }
+  handle.check();
+  const onAbort = () => handle.cancel();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  await handle.wait(deadline - Date.now());
+  opts.signal?.removeEventListener('abort', onAbort);
+  return opts.readAnswer();
 }

@@ -518,6 +518,12 @@ export const AwaitResponse = Type.Object(
     }),
     finished: Int32({ description: 'How many of `jobs` are completed, dead or cancelled.' }),
     unfinished: Int32({ description: 'How many of `jobs` are still live: 0 when all have finished.' }),
+    omitted: Type.Array(Type.String(), {
+      description:
+        'Ids of jobs answered without payload, result and errors (payload and result null, errors empty), ' +
+        'in request order: the answer had reached BATON_AWAIT_ANSWER_MAX_BYTES of them. GET /v1/jobs/{id} ' +
+        'reads each whole. Empty for most answers.',
+    }),
   },
   { $id: 'AwaitResponse' },
 );

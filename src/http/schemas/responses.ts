@@ -11,6 +11,7 @@ const DESCRIPTIONS: Record<number, string> = {
   413: 'A payload or the body is over its size limit (payload_too_large).',
   414: 'A path segment is longer than any queue name or job id can be (uri_too_long).',
   415: 'The body is not application/json (unsupported_media_type).',
+  429: 'Too many requests awaiting jobs, for this API key or this replica (too_many_waiters); retry after Retry-After.',
   503: 'The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After.',
 };
 
