@@ -124,6 +124,7 @@ const MEMBERS = [
   'MessageDeduplicationId',
   'ReceiveRequestAttemptId',
   'MessageSystemAttributeNames',
+  'QueueNamePrefix',
 ];
 const input = fc.dictionary(fc.oneof(fc.constantFrom(...MEMBERS), fc.string({ maxLength: 10 })), value, {
   maxKeys: 6,
@@ -136,6 +137,8 @@ async function expectSqsAnswer(
 ) {
   expect(res.statusCode, `${what} → ${res.body.slice(0, 300)}`).toBeLessThan(500);
   if (res.statusCode < 400) return;
+  // Validation names the parameter; the database's refusal (a value it could not take) names none.
+  expect(res.body, what).not.toMatch(/A value was refused/);
   if (protocol === 'json') {
     expect(res.headers['x-amzn-query-error'], what).toMatch(/^[\w.]+;Sender$/);
     expect(res.json().__type, what).toMatch(/^com\.amazonaws\.sqs#\w+$/);
