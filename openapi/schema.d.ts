@@ -145,7 +145,7 @@ export interface paths {
         };
         /**
          * Read a job in any state, or await its end
-         * @description Live or finished: state, attempts, error history, result, progress and timestamps. Never the lease token. With `wait_ms`, waits (a long-poll holding no database connection) until the job has finished (completed, dead or cancelled) and answers it with its result; when the wait runs out first, answers the job as it is then, still live: look at `state`. A job finished on another replica ends the wait as quickly as one finished on this one.
+         * @description Live or finished: state, attempts, error history, result, progress and timestamps. Never the lease token. With `wait_ms`, waits (a long-poll holding no database connection) until the job has finished (completed, dead or cancelled) and answers it with its result; when the wait runs out first, answers the job as it is then, still live: look at `state`. A job finished on another replica ends the wait as quickly as one finished on this one. Requests awaiting jobs are capped per API key and per replica (BATON_AWAIT_MAX_WAITERS_PER_KEY, BATON_AWAIT_MAX_WAITERS): past the cap, 429 too_many_waiters with Retry-After (a read without `wait_ms` is never refused).
          *
          *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -213,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * Await the end of many jobs
-         * @description Up to 1000 jobs. Waits up to `wait_ms` (a long-poll holding no database connection) until every one of them has finished (completed, dead or cancelled), then answers them all with their results; when the wait runs out first, answers them as they are then (`unfinished` counts those still live). Ids of no job, or of jobs in queues the key may not use, are listed in `not_found` and not awaited.
+         * @description Up to 1000 jobs. Waits up to `wait_ms` (a long-poll holding no database connection) until every one of them has finished (completed, dead or cancelled), then answers them all with their results; when the wait runs out first, answers them as they are then (`unfinished` counts those still live). Ids of no job, or of jobs in queues the key may not use, are listed in `not_found` and not awaited. The answer is bounded: jobs keep their payload, result and errors in request order until these add up to BATON_AWAIT_ANSWER_MAX_BYTES (8 MiB by default; the first job always keeps them); the jobs after come without them (payload and result null, errors empty) and their ids are listed in `omitted`: read each with GET /v1/jobs/{id}. Requests awaiting jobs are capped per API key and per replica, in requests and in jobs awaited (BATON_AWAIT_MAX_*): past a cap, 429 too_many_waiters with Retry-After.
          *
          *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -829,7 +829,7 @@ export interface components {
          * @description Stable machine-readable code; branch on this.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "internal_error" | "unavailable";
+        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "too_many_waiters" | "internal_error" | "unavailable";
         /** @description One invalid field, e.g. jobs[3].priority, and what is wrong with it. */
         FieldError: {
             field: string;
@@ -955,6 +955,8 @@ export interface components {
             timeout_ms: number | null;
             expires_at: string | null;
             unique_key: string | null;
+            /** @description Present when the request gave depends_on. true: the job was created and waits for those parents. false: an existing job answered the request (its idempotency or unique key), and this request's depends_on was not applied to it: that job keeps the parents it was created with (GET /v1/jobs/{id}/parents). */
+            depends_on_applied?: boolean;
         };
         /**
          * @example {
@@ -1004,6 +1006,8 @@ export interface components {
             unique_key: string | null;
             /** @description false when an idempotency key matched an existing job, or a unique key a waiting one. */
             created: boolean;
+            /** @description Present when the request gave depends_on. true: the job was created and waits for those parents. false: an existing job answered the request (its idempotency or unique key), and this request's depends_on was not applied to it: that job keeps the parents it was created with (GET /v1/jobs/{id}/parents). */
+            depends_on_applied?: boolean;
         };
         BatchEnqueueResponse: {
             jobs: components["schemas"]["BatchEnqueuedJob"][];
@@ -1013,6 +1017,8 @@ export interface components {
             id: string;
             /** @description false when an idempotency key matched an existing job, or a unique key a waiting one. */
             created: boolean;
+            /** @description Present when the request gave depends_on. true: the job was created and waits for those parents. false: an existing job answered the request (its idempotency or unique key), and this request's depends_on was not applied to it: that job keeps the parents it was created with (GET /v1/jobs/{id}/parents). */
+            depends_on_applied?: boolean;
         };
         /** @description The answer to a batch enqueue sent with `Prefer: return=minimal`: ids only, in request order. */
         BatchEnqueueIds: {
@@ -1219,6 +1225,8 @@ export interface components {
              * @description How many of `jobs` are still live: 0 when all have finished.
              */
             unfinished: number;
+            /** @description Ids of jobs answered without payload, result and errors (payload and result null, errors empty), in request order: the answer had reached BATON_AWAIT_ANSWER_MAX_BYTES of them. GET /v1/jobs/{id} reads each whole. Empty for most answers. */
+            omitted: string[];
         };
         /** @description A parent or a child of a job, in its state now (null: pruned). */
         RelatedJob: {
@@ -1867,7 +1875,10 @@ export interface components {
              * @example customer:42
              */
             group?: string;
-            /** @description Only jobs whose last error's message contains this text (ignoring case). */
+            /**
+             * Format: printable
+             * @description Only jobs whose last error's message contains this text (ignoring case).
+             */
             error?: string;
             /**
              * Format: date-time
@@ -2049,6 +2060,15 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -2096,6 +2116,15 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
             503: {
                 headers: {
@@ -2123,6 +2152,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or unknown API key (unauthorized). */
@@ -2638,6 +2676,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests awaiting jobs, for this API key or this replica (too_many_waiters); retry after Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
             503: {
                 headers: {
@@ -2892,6 +2939,15 @@ export interface operations {
             };
             /** @description The body is not application/json (unsupported_media_type). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests awaiting jobs, for this API key or this replica (too_many_waiters); retry after Retry-After. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4866,6 +4922,15 @@ export interface operations {
                     "application/json": components["schemas"]["Whoami"];
                 };
             };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or unknown API key (unauthorized). */
             401: {
                 headers: {
@@ -4974,6 +5039,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Overview"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or unknown API key (unauthorized). */
