@@ -82,7 +82,8 @@ async function enqueue(queue: string, jobs: object[]): Promise<string[]> {
 async function work(queue: string, total: number): Promise<void> {
   let done = 0;
   while (done < total) {
-    const { jobs } = await call('POST', `/v1/queues/${queue}/claim`, { max_jobs: 100 });
+    // Long-polling: children are released a moment after their parents' acks (docs/adr/0004).
+    const { jobs } = await call('POST', `/v1/queues/${queue}/claim`, { max_jobs: 100, wait_ms: 5000 });
     if (jobs.length === 0) throw new Error(`${queue}: nothing to claim after ${done} of ${total}`);
     await call('POST', '/v1/jobs/ack', {
       acks: jobs.map((j: { id: string; lease_token: string }) => ({

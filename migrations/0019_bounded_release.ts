@@ -8,7 +8,8 @@ import { type Kysely, sql } from 'kysely';
  * minutes in the shared ack group, and a re-arm of such a parent stopped the leader's re-arm for
  * every tenant. Now the trigger only writes one row per finished parent into `baton.parent_events`
  * (and tells every replica); `baton.release_step(batch)` then does at most `batch` of its children
- * per transaction, called in a loop by each replica's releaser (src/jobs/release.ts).
+ * per transaction (`baton.release_event` for one event, as many events as fit), called in a loop by
+ * each replica's releaser (src/maintenance/releaser.ts).
  *
  * - **One event per parent at a time.** A step takes the oldest event of a parent (FOR UPDATE SKIP
  *   LOCKED on the event row), so two replicas never work on the same parent and a parent's events are
@@ -108,10 +109,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     $fn$`.execute(db);
 
   await sql`
-    CREATE FUNCTION baton.release_step(batch integer) RETURNS jsonb
+    CREATE FUNCTION baton.release_event(ev baton.parent_events, batch integer) RETURNS jsonb
     LANGUAGE plpgsql AS $fn$
     DECLARE
-      ev baton.parent_events%ROWTYPE;
       walked bigint[];
       single bigint[] := '{}';
       shared bigint[] := '{}';
@@ -122,17 +122,6 @@ export async function up(db: Kysely<any>): Promise<void> {
       back bigint[] := '{}';
       cancelled bigint[] := '{}';
     BEGIN
-      -- The oldest event of its parent (an older one, maybe locked by another replica, goes first),
-      -- the one whose turn is oldest.
-      SELECT e.* INTO ev FROM baton.parent_events e
-      WHERE NOT EXISTS (SELECT 1 FROM baton.parent_events o WHERE o.parent = e.parent AND o.seq < e.seq)
-      ORDER BY e.turn, e.seq
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED;
-      IF NOT FOUND THEN
-        RETURN NULL;
-      END IF;
-
       SELECT coalesce(array_agg(w.child ORDER BY w.child), '{}') INTO walked FROM (
         SELECT e.child FROM baton.job_edges e
         WHERE e.parent = ev.parent AND e.child > ev.after
@@ -251,13 +240,58 @@ export async function up(db: Kysely<any>): Promise<void> {
       END IF;
 
       RETURN jsonb_build_object(
-        'parent', ev.parent::text,
-        'kind', ev.kind,
         'walked', cardinality(walked),
         'released', released,
         'cancelled', to_jsonb(cancelled::text[]),
         'restored', cardinality(back),
         'more', cardinality(walked) >= batch);
+    END
+    $fn$`.execute(db);
+
+  // One step, one transaction: events in turn until `batch` children have been walked, so a
+  // thousand parents of one child each (a fan-in) cost one transaction, not a thousand, and a parent
+  // of a million children costs a thousand. An event is applied at most once per step (applied in
+  // full it is deleted, in part the step ends), and one filed by this step (a cascade) may follow.
+  await sql`
+    CREATE FUNCTION baton.release_step(batch integer) RETURNS jsonb
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+      ev baton.parent_events%ROWTYPE;
+      one jsonb;
+      budget integer := batch;
+      events integer := 0;
+      walked integer := 0;
+      released integer := 0;
+      restored integer := 0;
+      cancelled jsonb := '[]';
+      more boolean := false;
+    BEGIN
+      WHILE budget > 0 LOOP
+        -- The oldest event of its parent (an older one, maybe locked by another replica, goes
+        -- first), the one whose turn is oldest.
+        SELECT e.* INTO ev FROM baton.parent_events e
+        WHERE NOT EXISTS (SELECT 1 FROM baton.parent_events o WHERE o.parent = e.parent AND o.seq < e.seq)
+        ORDER BY e.turn, e.seq
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED;
+        EXIT WHEN NOT FOUND;
+        one := baton.release_event(ev, budget);
+        events := events + 1;
+        walked := walked + (one->>'walked')::integer;
+        released := released + (one->>'released')::integer;
+        restored := restored + (one->>'restored')::integer;
+        cancelled := cancelled || (one->'cancelled');
+        IF (one->>'more')::boolean THEN
+          more := true;
+          EXIT;
+        END IF;
+        budget := budget - greatest((one->>'walked')::integer, 1);
+      END LOOP;
+      IF events = 0 THEN
+        RETURN NULL;
+      END IF;
+      RETURN jsonb_build_object('events', events, 'walked', walked, 'released', released,
+                                'cancelled', cancelled, 'restored', restored, 'more', more);
     END
     $fn$`.execute(db);
 }

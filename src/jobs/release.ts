@@ -3,22 +3,22 @@ import type { Db } from '../db/database.js';
 
 /**
  * One step of releasing children (migrations/0019_bounded_release.ts, docs/adr/0004-bounded-release.md):
- * the oldest pending event of one parent (it finished, or was redriven), applied to at most `batch`
- * of its children, in one short transaction of its own. Null when no event is waiting (or every
- * waiting one is being worked on by another replica).
+ * pending events (a parent finished, or was redriven), oldest turn first, applied until `batch`
+ * children have been walked, in one short transaction of its own. Null when no event is waiting (or
+ * every waiting one is being worked on by another replica).
  */
 export interface ReleaseStep {
-  parent: string;
-  kind: 'completed' | 'dead' | 'cancelled' | 'redriven';
-  /** Edges of the parent walked by this step (up to the batch). */
+  /** Parent events applied (in full, or the last one in part). */
+  events: number;
+  /** Edges walked (up to the batch). */
   walked: number;
-  /** Children whose last parent this was: now ready (or scheduled, if their run_at is ahead). */
+  /** Children whose last parent finished: now ready (or scheduled, if their run_at is ahead). */
   released: number;
-  /** Children cancelled because this parent failed (their awaiters are told). */
+  /** Children cancelled because a parent failed (their awaiters are told). */
   cancelled: string[];
   /** Children a redriven parent brought back to waiting. */
   restored: number;
-  /** The parent has more edges past this step's: its event stays, its turn goes to the back. */
+  /** The last event has more edges past this step's: it stays, its turn goes to the back. */
   more: boolean;
 }
 

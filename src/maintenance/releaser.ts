@@ -77,7 +77,8 @@ export class Releaser {
   async runOnce(): Promise<ReleaseStep | null> {
     const step = await releaseStep(this.db, this.batch);
     if (step) {
-      this.metrics.releaseSteps.inc({ kind: step.kind });
+      this.metrics.releaseSteps.inc({ outcome: 'ok' });
+      this.metrics.releaseEvents.inc(step.events);
       this.metrics.jobsReleased.inc({ outcome: 'ready' }, step.released);
       this.metrics.jobsReleased.inc({ outcome: 'cancelled' }, step.cancelled.length);
       this.metrics.jobsReleased.inc({ outcome: 'restored' }, step.restored);
@@ -120,7 +121,7 @@ export class Releaser {
         const step = await this.runOnce();
         if (!step) return;
       } catch (err) {
-        this.metrics.releaseSteps.inc({ kind: 'error' });
+        this.metrics.releaseSteps.inc({ outcome: 'error' });
         // A deadlock with another replica's step: rolled back whole, and nothing to wait for.
         if ((err as { code?: string }).code === '40P01') continue;
         this.log.warn({ err }, 'a release step failed; it will be tried again');

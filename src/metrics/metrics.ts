@@ -165,9 +165,14 @@ export class Metrics {
   readonly releaseSteps = new Counter({
     name: 'baton_release_steps_total',
     help:
-      'Steps of releasing children of finished parents on this replica (each up to 1,000 children), by ' +
-      'the parent event applied (completed, dead, cancelled, redriven), or error (a step that rolled back).',
-    labelNames: ['kind'],
+      'Steps of releasing children of finished parents on this replica (each one transaction of up to 1,000 children), ' +
+      'by outcome: ok, or error (a step that rolled back and is tried again).',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly releaseEvents = new Counter({
+    name: 'baton_release_events_total',
+    help: 'Parent events (a parent with children finished, or was redriven) applied by release steps on this replica.',
     registers: [this.registry],
   });
   readonly jobsReleased = new Counter({
