@@ -54,8 +54,21 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`CREATE INDEX job_edges_parent_idx ON baton.job_edges (parent, child)`.execute(db);
   await sql`ALTER TABLE baton.queue_stats ADD COLUMN waiting bigint NOT NULL DEFAULT 0`.execute(db);
 
+  await createReleaseFunctions(db);
   await sql`
-    CREATE FUNCTION baton.parents_finished(finished bigint[], outcome text) RETURNS void
+    CREATE TRIGGER job_history_release_dependents AFTER INSERT ON baton.job_history
+    FOR EACH ROW WHEN (NEW.dependents) EXECUTE FUNCTION baton.job_finished()`.execute(db);
+
+  await createParentsRedriven(db);
+}
+
+/**
+ * The release inside the finishing transaction, as this migration made it: `baton.parents_finished`
+ * and the trigger's function calling it. Exported for migration 0019's way back down.
+ */
+export async function createReleaseFunctions(db: Kysely<any>): Promise<void> {
+  await sql`
+    CREATE OR REPLACE FUNCTION baton.parents_finished(finished bigint[], outcome text) RETURNS void
     LANGUAGE plpgsql AS $fn$
     DECLARE
       frontier bigint[] := finished;
@@ -147,18 +160,18 @@ export async function up(db: Kysely<any>): Promise<void> {
     $fn$`.execute(db);
 
   await sql`
-    CREATE FUNCTION baton.job_finished() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    CREATE OR REPLACE FUNCTION baton.job_finished() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
       PERFORM baton.parents_finished(ARRAY[NEW.id], NEW.state);
       RETURN NULL;
     END
     $fn$`.execute(db);
-  await sql`
-    CREATE TRIGGER job_history_release_dependents AFTER INSERT ON baton.job_history
-    FOR EACH ROW WHEN (NEW.dependents) EXECUTE FUNCTION baton.job_finished()`.execute(db);
+}
 
+/** `baton.parents_redriven` as this migration made it (also for migration 0019's way back down). */
+export async function createParentsRedriven(db: Kysely<any>): Promise<void> {
   await sql`
-    CREATE FUNCTION baton.parents_redriven(redriven bigint[]) RETURNS void
+    CREATE OR REPLACE FUNCTION baton.parents_redriven(redriven bigint[]) RETURNS void
     LANGUAGE plpgsql AS $fn$
     DECLARE
       frontier bigint[] := redriven;

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { createParentsRedriven, createReleaseFunctions } from './0016_job_dependencies.js';
 
 /**
  * Releases in bounded steps, outside the finishing transaction (docs/adr/0004-bounded-release.md).
@@ -296,7 +297,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     $fn$`.execute(db);
 }
 
-/** One way: going back would drop the events of parents whose children are not yet released. */
-export async function down(): Promise<void> {
-  throw new Error('migration 0019_bounded_release cannot be undone: pending releases would be lost');
+/**
+ * Back to the release inside the finishing transaction: the pending events are applied first (so no
+ * child waits for a release that would never come), then migration 0016's functions come back.
+ */
+export async function down(db: Kysely<any>): Promise<void> {
+  await sql`
+    DO $do$
+    BEGIN
+      WHILE baton.release_step(1000) IS NOT NULL LOOP
+      END LOOP;
+    END
+    $do$`.execute(db);
+  await createReleaseFunctions(db);
+  await createParentsRedriven(db);
+  await sql`DROP FUNCTION baton.release_step(integer)`.execute(db);
+  await sql`DROP FUNCTION baton.release_event(baton.parent_events, integer)`.execute(db);
+  await sql`DROP FUNCTION baton.move_released(bigint[], integer)`.execute(db);
+  await sql`DROP TABLE baton.parent_events`.execute(db);
 }

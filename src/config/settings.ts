@@ -140,7 +140,7 @@ export const settings = {
     env: 'BATON_DB_POOL_SIZE',
     default: 20,
     unit: 'connections',
-    doc: 'Maximum connections in the database pool (the LISTEN connection comes on top).',
+    doc: "Maximum connections in the request pool. On top: the LISTEN connection, the releaser's one, and with BATON_MAINTENANCE the leader's pool of 4 and its election's one.",
     parse: integer(2, 1000),
   }),
   preparedStatements: setting({

@@ -21,9 +21,9 @@ export interface ReleaseCounts {
  * The finishing transaction only files an event (the trigger, migration 0019) and a notice; this
  * loop, woken by that notice (`wake()`, from the LISTEN connection) or by its poll, runs
  * `release_step` until nothing is left, then sleeps. Each step is its own transaction on the
- * request pool, so a release never sits in the shared ack group, the re-arm or any leader duty, and
- * a parent with a million children costs one connection of one replica a thousand short steps,
- * taking turns with every other parent's. A failed step (a deadlock between two replicas' steps
+ * releaser's own connection, so a release never sits in the shared ack group, the request pool, the
+ * re-arm or any leader duty, and a parent with a million children costs that connection a thousand
+ * short steps, taking turns with every other parent's. A failed step (a deadlock between two replicas' steps
  * sharing children, the database away) rolls back whole, is logged and counted, and is tried again
  * after a pause.
  */

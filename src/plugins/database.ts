@@ -16,6 +16,12 @@ declare module 'fastify' {
      * to give a connection back (maintenance/leadership.ts); undefined with BATON_MAINTENANCE off.
      */
     electionDb: Db | undefined;
+    /**
+     * One connection for the releaser (maintenance/releaser.ts), on every replica: a release never
+     * waits behind requests for a connection, and requests never wait behind a release, however
+     * large the fan-out it works through.
+     */
+    releaseDb: Db;
   }
 }
 
@@ -41,12 +47,14 @@ export default fp<DatabasePluginOptions>(
     const election = opts.config.maintenance
       ? createDatabase(opts.url, { ...opts.config, poolSize: 1 }, app.log, 'maintenance')
       : undefined;
+    const release = createDatabase(opts.url, { ...opts.config, poolSize: 1 }, app.log, 'maintenance');
     app.decorate('db', handle.db);
     app.decorate('dbPool', handle.pool);
     app.decorate('maintenanceDb', maintenance?.db);
     app.decorate('electionDb', election?.db);
+    app.decorate('releaseDb', release.db);
     app.addHook('onClose', async () => {
-      await Promise.all([handle.close(), maintenance?.close(), election?.close()]);
+      await Promise.all([handle.close(), maintenance?.close(), election?.close(), release.close()]);
     });
   },
   { name: 'database', fastify: '5.x' },

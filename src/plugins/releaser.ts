@@ -11,13 +11,14 @@ declare module 'fastify' {
 
 /**
  * Every replica runs a releaser (not only the leader, and whatever BATON_MAINTENANCE says: a release
- * is part of a job's lifecycle), woken by the database's notice that a parent finished, and polling
- * as often as a long-poll does in case a notice was missed. Stopped on close, after its step.
+ * is part of a job's lifecycle) on its own connection (plugins/database.ts, releaseDb), woken by the
+ * database's notice that a parent finished, and polling as often as a long-poll does in case a
+ * notice was missed. Stopped on close, after its step.
  */
 export default fp(
   async function releaser(app: FastifyInstance) {
     const releaser = new Releaser(
-      app.db,
+      app.releaseDb,
       app.metrics,
       app.log,
       (ids) => app.wake.notifier.jobsFinished(ids.map((id) => ({ id }))),
