@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { type JobRow, jobRowColumns } from './job-row.js';
-import { getScopedJobs, itemScope, scopedJobsQuery } from './read.js';
+import { acrossJobTables, getScopedJobs, type JobTableAlias, scopedJobsQuery } from './read.js';
 import type { JobState } from './states.js';
 
 /**
@@ -12,18 +12,20 @@ import type { JobState } from './states.js';
 
 type Item = { id: string; queue?: string };
 
+/** A job's id and state, in each table a job may be in (off the ring, the table says the state). */
+const STATES: Record<JobTableAlias, RawBuilder<unknown>> = {
+  j: sql`j.id, j.state`,
+  s: sql`s.id, 'scheduled'`,
+  w: sql`w.id, 'waiting'`,
+  h: sql`h.id, h.state`,
+};
+
 /** Ids and states of these items' jobs (each in its item's queue when it names one); absent: none. */
 export async function awaitedStates(db: Db, items: readonly Item[]): Promise<Map<string, JobState>> {
   if (items.length === 0) return new Map();
-  const scope = itemScope(items);
-  const { rows } = await sql<{ id: string; state: JobState }>`
-    SELECT j.id, j.state FROM baton.jobs j WHERE ${scope('j')}
-    UNION ALL
-    SELECT s.id, 'scheduled' FROM baton.scheduled_jobs s WHERE ${scope('s')}
-    UNION ALL
-    SELECT w.id, 'waiting' FROM baton.waiting_jobs w WHERE ${scope('w')}
-    UNION ALL
-    SELECT h.id, h.state FROM baton.job_history h WHERE ${scope('h')}`.execute(db);
+  const { rows } = await acrossJobTables<{ id: string; state: JobState }>(items, (a) => STATES[a]).execute(
+    db,
+  );
   return new Map(rows.map((r) => [r.id, r.state]));
 }
 
@@ -71,15 +73,10 @@ export async function readAwaitAnswer(
   maxBytes: number,
 ): Promise<AwaitAnswer> {
   if (items.length <= 1) return { jobs: await getScopedJobs(db, items), omitted: [] };
-  const scope = itemScope(items);
-  const { rows: sizes } = await sql<{ id: string; bytes: string }>`
-    SELECT j.id, ${bodyBytes('j', false)} AS bytes FROM baton.jobs j WHERE ${scope('j')}
-    UNION ALL
-    SELECT s.id, ${bodyBytes('s', false)} FROM baton.scheduled_jobs s WHERE ${scope('s')}
-    UNION ALL
-    SELECT w.id, ${bodyBytes('w', false)} FROM baton.waiting_jobs w WHERE ${scope('w')}
-    UNION ALL
-    SELECT h.id, ${bodyBytes('h', true)} FROM baton.job_history h WHERE ${scope('h')}`.execute(db);
+  const { rows: sizes } = await acrossJobTables<{ id: string; bytes: string }>(
+    items,
+    (a) => sql`${sql.ref(`${a}.id`)}, ${bodyBytes(a, a === 'h')} AS bytes`,
+  ).execute(db);
   const bytesOf = new Map(sizes.map((r) => [r.id, Number(r.bytes)]));
   const omitted: string[] = [];
   let total = 0;

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { queueVisible } from '../db/queue-patterns.js';
 import {
@@ -80,28 +80,46 @@ export async function getScopedJobs(
   return new Map(rows.map((r) => [r.id, r]));
 }
 
+/** The tables a job may be in, each under the alias the column lists of job-row.ts are written for. */
+export type JobTableAlias = 'j' | 's' | 'w' | 'h';
+const JOB_TABLES: [JobTableAlias, string][] = [
+  ['j', 'baton.jobs'],
+  ['s', 'baton.scheduled_jobs'],
+  ['w', 'baton.waiting_jobs'],
+  ['h', 'baton.job_history'],
+];
+
 /**
- * The condition "`<alias>` is one of these items' jobs, in the item's queue when it names one", for
- * a statement reading jobs by id across the tables a job may be in.
+ * One SELECT of `columns(alias)` per table a job may be in, joined by UNION ALL, each limited to
+ * these items' jobs, in the item's queue when it names one (matched by position, as the lease
+ * writes do): the shape of every read of jobs by id wherever they are now.
  */
-export function itemScope(items: readonly { id: string; queue?: string }[]) {
+export function acrossJobTables<T>(
+  items: readonly { id: string; queue?: string }[],
+  columns: (alias: JobTableAlias) => RawBuilder<unknown>,
+) {
   const ids = sql`${items.map((item) => item.id)}::bigint[]`;
   const queues = sql`${items.map((item) => item.queue ?? null)}::text[]`;
-  return (a: string) =>
+  const scope = (a: string) =>
     sql`${sql.ref(`${a}.id`)} = ANY(${ids}) AND ${inScope(a, sql`(${queues})[array_position(${ids}, ${sql.ref(`${a}.id`)})]`)}`;
+  return sql<T>`${sql.join(
+    JOB_TABLES.map(
+      ([a, table]) => sql`SELECT ${columns(a)} FROM ${sql.table(table)} ${sql.raw(a)} WHERE ${scope(a)}`,
+    ),
+    sql` UNION ALL `,
+  )}`;
 }
+
+const WHOLE: Record<JobTableAlias, RawBuilder<unknown>> = {
+  j: liveJobColumns,
+  s: scheduledJobColumns,
+  w: waitingJobColumns,
+  h: finishedJobColumns,
+};
 
 /** The statement of getScopedJobs: these items' jobs, whole, wherever each is now. */
 export function scopedJobsQuery(items: readonly { id: string; queue?: string }[]) {
-  const scope = itemScope(items);
-  return sql<JobRow>`
-    SELECT ${liveJobColumns} FROM baton.jobs j WHERE ${scope('j')}
-    UNION ALL
-    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s WHERE ${scope('s')}
-    UNION ALL
-    SELECT ${waitingJobColumns} FROM baton.waiting_jobs w WHERE ${scope('w')}
-    UNION ALL
-    SELECT ${finishedJobColumns} FROM baton.job_history h WHERE ${scope('h')}`;
+  return acrossJobTables<JobRow>(items, (a) => WHOLE[a]);
 }
 
 /**
