@@ -1,7 +1,14 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
-import { finishedJobColumns, finishedRow, inScope, type JobRow, leaseHeld } from './job-row.js';
+import {
+  finishedJobColumns,
+  finishedRow,
+  givenProgress,
+  inScope,
+  type JobRow,
+  leaseHeld,
+} from './job-row.js';
 import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 
@@ -15,12 +22,19 @@ import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring
  * re-checks the row, and matches nothing either. A batch of acks is the same statement over many
  * rows; each item's outcome is reported separately. Repeating an ack of the same lease (after a lost
  * answer) is recognised by alreadyAcked() and answered as a success, so acks are safe to retry.
+ *
+ * An ack may carry the worker's final progress, kept on the completed job. Only a statement in which
+ * some item carries it runs the variant that writes it (ackProgressStatements, the same DELETE and
+ * INSERT with one more array of values); an ack without progress sends the statement it always did,
+ * and the job keeps the progress its last renewal reported.
  */
 
 export interface AckItem extends ScopedId {
   leaseToken: string;
   /** The result as JSON text, or undefined for none. */
   resultJson?: string;
+  /** The final progress as JSON text ('null' clears it); undefined keeps what the job has. */
+  progressJson?: string;
 }
 
 export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;
@@ -100,7 +114,12 @@ async function ackByLease<R extends { id: string }>(
       items.map((a) => a.queue ?? null),
     ];
     const { rows } = (await retryWhenMoved(() =>
-      ackStatements.execute(db, `${answer}:${slots}`, values),
+      items.some((a) => a.progressJson !== undefined)
+        ? ackProgressStatements.execute(db, `${answer}:${slots}`, [
+            ...values,
+            items.map((a) => a.progressJson ?? null),
+          ])
+        : ackStatements.execute(db, `${answer}:${slots}`, values),
     )) as {
       rows: (R & { ack_token: string })[];
     };
@@ -137,6 +156,16 @@ function withDistinctIds(acks: AckItem[]): AckItem[][] {
 /** Completed: with the worker's result, and the lease token that completed it (for retried acks). */
 export const completed = finishedRow('completed', { result: sql`result`, ackToken: sql`lease_token` });
 
+/**
+ * Completed, with the progress the ack carried (column `acked_progress` of the deleted rows: the
+ * report, or the job's own when the item sent none).
+ */
+export const completedWithProgress = finishedRow('completed', {
+  result: sql`result`,
+  ackToken: sql`lease_token`,
+  progress: sql`acked_progress`,
+});
+
 /** What an ack reads back: the whole finished job (single ack), or what the batch ack needs. */
 type AckAnswer = 'job' | 'brief';
 const ANSWER_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
@@ -147,16 +176,33 @@ const ANSWER_COLUMNS: Record<AckAnswer, RawBuilder<unknown>> = {
 /** The ack statement's values by item: ids, lease tokens, result texts (null for none), scopes. */
 type AckValues = [ids: string[], tokens: string[], results: (string | null)[], queues: (string | null)[]];
 
+/** With each item's progress as JSON text (null: keep the job's). */
+type AckProgressValues = [...AckValues, progress: (string | null)[]];
+
 /** Compiled once per answer and slot (db/statement-shapes.ts, ring.ts's SlotShape). */
 const ackStatements = new StatementShapes((shape: `${AckAnswer}:${SlotShape}`, ...values: AckValues) => {
   const [answer, slots] = shape.split(':') as [AckAnswer, SlotShape];
   return ackStatement(values, slots, sql`${ANSWER_COLUMNS[answer]}, h.ack_token`);
 });
 
+/** The same ack writing the progress too, for statements in which some item carries it. */
+const ackProgressStatements = new StatementShapes(
+  (shape: `${AckAnswer}:${SlotShape}`, ...[ids, tokens, results, queues, progress]: AckProgressValues) => {
+    const [answer, slots] = shape.split(':') as [AckAnswer, SlotShape];
+    return ackStatement(
+      [ids, tokens, results, queues],
+      slots,
+      sql`${ANSWER_COLUMNS[answer]}, h.ack_token`,
+      progress,
+    );
+  },
+);
+
 function ackStatement(
   [ids, tokens, results, queues]: AckValues,
   slots: SlotShape,
   returning: RawBuilder<unknown>,
+  progress?: (string | null)[],
 ) {
   // The DELETE probes the primary key of the batch's slot (every slot's, for 'any') for its ids
   // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a
@@ -168,15 +214,21 @@ function ackStatement(
   // one stale) matches its first item only; the other is tried again in the next pass (ackByLease).
   const idList = sql`${ids}::bigint[]`;
   const at = sql`array_position(${idList}, j.id)`;
+  // Without progress, the statement's text is the ack's as it always was.
+  const ackedProgress = progress
+    ? sql`,
+               ${givenProgress(sql`(${progress}::text[])[${at}]`, sql`j.progress`)} AS acked_progress`
+    : sql``;
+  const row = progress ? completedWithProgress : completed;
   return sql`
     WITH done AS (
       DELETE FROM baton.jobs j
       WHERE j.id = ANY(${idList}) AND ${inSlotShape('j', slots)} AND ${leaseHeld('j', sql`(${tokens}::uuid[])[${at}]`)}
         AND ${inScope('j', sql`(${queues}::text[])[${at}]`)}
-      RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result
+      RETURNING j.*, nullif(((${results}::text[])[${at}])::jsonb, 'null'::jsonb) AS result${ackedProgress}
     )
-    INSERT INTO baton.job_history AS h (${completed.columns})
-    SELECT ${completed.values} FROM done
+    INSERT INTO baton.job_history AS h (${row.columns})
+    SELECT ${row.values} FROM done
     RETURNING ${returning}`;
 }
 

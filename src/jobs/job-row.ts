@@ -160,6 +160,8 @@ export function finishedRow(
     errors?: RawBuilder<unknown>;
     result?: RawBuilder<unknown>;
     ackToken?: RawBuilder<unknown>;
+    /** The worker's last progress (an ack or nack that carries it); without it, the job's own. */
+    progress?: RawBuilder<unknown>;
   } = {},
 ) {
   return {
@@ -169,7 +171,7 @@ export function finishedRow(
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
       ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta,
-      timeout_ms, expires_at, unique_key, progress, dependents`,
+      timeout_ms, expires_at, unique_key, ${values.progress ?? sql`progress`}, dependents`,
   };
 }
 
@@ -230,6 +232,16 @@ export function leaseHeld(alias: string, token: RawBuilder<unknown>) {
 export function inScope(alias: string, queue: RawBuilder<unknown>) {
   const a = sql.ref(alias);
   return sql`${a}.queue = coalesce(${queue}, ${a}.queue)`;
+}
+
+/**
+ * The progress a lease write leaves on the job (renew, ack, nack): `given` is the worker's report as
+ * JSON text, SQL NULL when it sent none (the job keeps `kept`, what it has); JSON null clears it (a
+ * job's progress is SQL NULL, never JSON null). `given` appears once, so its array of reports is
+ * sent once.
+ */
+export function givenProgress(given: RawBuilder<unknown>, kept: RawBuilder<unknown>) {
+  return sql`nullif(coalesce((${given})::jsonb, ${kept}), 'null'::jsonb)`;
 }
 
 /** SET list that ends a lease (nack, re-arm, a claim given back): no token, no length, no expiry. */

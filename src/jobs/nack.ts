@@ -30,6 +30,9 @@ import { settleReturnedKeys } from './unique-return.js';
  * write the outcome. The row lock makes the pair atomic against the leader's re-arm and a
  * concurrent cancel. The failed attempt joins the job's error history (appendError keeps the last
  * ERRORS_KEPT entries).
+ *
+ * A nack may carry the worker's progress (how far the failed attempt got), kept on the job wherever
+ * it goes; without it, each statement is the one it always was and the job keeps what it has.
  */
 
 export interface NackInput extends ScopedId {
@@ -37,6 +40,8 @@ export interface NackInput extends ScopedId {
   error?: { message: string; details?: unknown };
   retryInMs?: number;
   dead?: boolean;
+  /** The worker's progress as JSON text ('null' clears it); undefined keeps what the job has. */
+  progressJson?: string;
   /**
    * With a retry at once (retryInMs 0): keep the job's run_at, so it takes its old place in claim
    * order (priority, run_at, id) instead of going behind the jobs that became ready since. The SQS
@@ -106,6 +111,8 @@ async function nackInTransaction(
     worker_id: locked.worker_id,
   };
   const lastError = sql`${JSON.stringify(entry)}::jsonb`;
+  const progress =
+    input.progressJson === undefined ? undefined : sql`nullif(${input.progressJson}::jsonb, 'null'::jsonb)`;
 
   const deadReason: DeadReason | undefined = input.dead
     ? 'nacked_dead'
@@ -118,6 +125,7 @@ async function nackInTransaction(
       deadReason: sql`${deadReason}`,
       lastError,
       errors: appendError(sql`errors`, lastError),
+      progress,
     });
     const dead = await sql<JobRow>`
       WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
@@ -133,7 +141,9 @@ async function nackInTransaction(
     // Claimable again at once: it stays in its slot of the ring.
     const retried = await sql<JobRow>`
       UPDATE baton.jobs j SET state = 'ready', run_at = ${input.keepPlace ? sql`j.run_at` : sql`now()`}, ${clearedLease},
-             last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}
+             last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}${
+               progress ? sql`, progress = ${progress}` : sql``
+             }
       WHERE ${thisRow}
       RETURNING ${liveJobColumns}`.execute(trx);
     return settled(trx, locked, { job: retried.rows[0]!, readyNow: true });
@@ -143,7 +153,7 @@ async function nackInTransaction(
     WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
     INSERT INTO baton.scheduled_jobs AS s (${carriedColumns}, run_at, attempts, claimed_at, worker_id, last_error,
                                            errors)
-    SELECT ${carriedValues()}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
+    SELECT ${carriedValues(progress ? { progress } : {})}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
            ${lastError}, ${appendError(sql`errors`, lastError)}
     FROM gone
     RETURNING ${scheduledJobColumns}`.execute(trx);

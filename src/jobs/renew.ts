@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { StatementShapes } from '../db/statement-shapes.js';
-import { inScope, leaseHeld } from './job-row.js';
+import { givenProgress, inScope, leaseHeld } from './job-row.js';
 import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 
@@ -118,7 +118,7 @@ const progressStatements = new StatementShapes(
     const at = sql`array_position(${sql`${ids}::bigint[]`}, j.id)`;
     const given = sql`(${progress}::text[])[${at}]`;
     return renewStatement([ids, tokens, leaseMs, queues], slots, {
-      progress: sql`CASE WHEN ${given} IS NULL THEN j.progress ELSE nullif((${given})::jsonb, 'null'::jsonb) END`,
+      progress: givenProgress(given, sql`j.progress`),
     });
   },
 );

@@ -45,6 +45,13 @@ const ackAndClaim = (verb: 'ack' | 'nack') =>
   `queues included). The ${verb} is committed whatever happens to the claim: if the claim fails, ` +
   'the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.';
 
+/**
+ * A lease write's `progress` as JSON text, checked as every progress is (size, then content: 413 or
+ * 400 naming `field`); undefined when the request left it out.
+ */
+const progressText = (progress: unknown, field: string) =>
+  progress === undefined ? undefined : jsonText(progress, field, PROGRESS_MAX_BYTES);
+
 /** Whose waiter a request is, for the caps per key: its API key ('' without keys: one key for all). */
 const keyOf = (request: FastifyRequest) => request.apiKey?.name ?? '';
 
@@ -236,7 +243,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         queue: request.jobQueues?.get(id),
         leaseToken: request.body.lease_token,
         leaseMs: request.body.lease_ms,
-        progressJson: progress === undefined ? undefined : jsonText(progress, 'progress', PROGRESS_MAX_BYTES),
+        progressJson: progressText(progress, 'progress'),
       };
       const [out] = await leases.renew([item]);
       if (out!.outcome === 'deadline_exceeded') throw deadlineExceeded(id);
@@ -274,10 +281,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         queue: scope?.get(r.id),
         leaseToken: r.lease_token,
         leaseMs: r.lease_ms,
-        progressJson:
-          r.progress === undefined
-            ? undefined
-            : jsonText(r.progress, `renewals[${i}].progress`, PROGRESS_MAX_BYTES),
+        progressJson: progressText(r.progress, `renewals[${i}].progress`),
       }));
       const outcomes = await leases.renew(items, scope);
       const results = outcomes.map((out, i) => {
@@ -305,8 +309,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'ackJob',
         summary: 'Complete a job',
         description:
-          'Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone ' +
-          'else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again.' +
+          'Marks the job completed and stores `result`. With `progress`, the completed job keeps it as its ' +
+          'final progress (null clears it); without, it keeps what the last renewal reported. Only the holder ' +
+          'of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of ' +
+          "the same lease answers 200 again (the first ack's result and progress stand)." +
           ackAndClaim('ack'),
         params: JobParams,
         body: ref(AckRequest),
@@ -318,7 +324,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id } = request.params;
-      const { result, next } = request.body;
+      const { result, progress, next } = request.body;
       const resultJson =
         result === undefined ? undefined : jsonText(result, 'result', config.payloadLimitBytes);
       const item = {
@@ -326,6 +332,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         queue: request.jobQueues?.get(id),
         leaseToken: request.body.lease_token,
         resultJson,
+        progressJson: progressText(progress, 'progress'),
       };
       if (!next) return toJob(settle((await leases.ack(item)).outcome, id));
       const acked = await whileConnected(reply, (signal) => leases.ack(item, claimOf(request, next, signal)));
@@ -344,7 +351,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every ' +
           "item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail " +
-          'the others.' +
+          'the others. Each item may carry `result` and `progress` (its final progress, as on the single ack).' +
           ackAndClaim('ack') +
           ' In a batch, every acked job must be of one queue (else 400, before anything is acked), and no ' +
           'next jobs are claimed when any item was lease_lost or none was acked.',
@@ -367,6 +374,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
           ack.result === undefined
             ? undefined
             : jsonText(ack.result, `acks[${i}].result`, config.payloadLimitBytes),
+        progressJson: progressText(ack.progress, `acks[${i}].progress`),
       }));
       // With next, the batch's one queue is found (or refused) before anything is acked.
       const { outcome: outcomes, next: claimed } = await whileConnected(reply, (signal) =>
@@ -394,7 +402,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's " +
           'backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it ' +
-          'goes to dead instead. Answers the job with its new state and run_at.' +
+          'goes to dead instead. With `progress`, the job keeps how far this attempt got (null clears it). ' +
+          'Answers the job with its new state and run_at.' +
           ackAndClaim('nack') +
           ' A job nacked with no delay is ready again and may be among them.',
         params: JobParams,
@@ -410,7 +419,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id } = request.params;
-      const { lease_token, error, retry_in_ms, dead, next } = request.body;
+      const { lease_token, error, retry_in_ms, dead, progress, next } = request.body;
       if (error?.details !== undefined) jsonText(error.details, 'error.details', config.payloadLimitBytes);
       if (error) jsonText(error.message, 'error.message');
       const input = {
@@ -420,6 +429,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         error,
         retryInMs: retry_in_ms,
         dead,
+        progressJson: progressText(progress, 'progress'),
       };
       if (!next) return toJob(settle((await leases.nack(input)).outcome, id).job);
       const nacked = await whileConnected(reply, (signal) =>

@@ -217,6 +217,28 @@ const FILES: Record<string, { about: string; statement: () => Promise<CompiledQu
     about: 'A batch ack, again in every slot for the items the first statement missed.',
     statement: () => nth(1, (db) => ackBriefEach(db, SAME_SLOT)),
   },
+  'ack-progress-own-slot.sql': {
+    about:
+      "Single acks in which some ack carries its final progress (ack's `progress`), in their ids' one slot; " +
+      "an ack without it keeps the job's.",
+    statement: () =>
+      nth(0, (db) => ackEach(db, [{ ...SAME_SLOT[0]!, progressJson: '{"done":4,"of":4}' }, SAME_SLOT[1]!])),
+  },
+  'ack-batch-progress-own-slot.sql': {
+    about: "A batch ack in which some item carries its final progress, in its ids' one slot.",
+    statement: () =>
+      nth(0, (db) => ackBriefEach(db, [SAME_SLOT[0]!, { ...SAME_SLOT[1]!, progressJson: 'null' }])),
+  },
+  'ack-and-claim-progress.sql': {
+    about: 'Single acks with `next` in which some ack carries its final progress, in one statement.',
+    statement: () =>
+      nth(0, (db) =>
+        ackAndClaimEach(db, LEASE_MS, [
+          { ...SAME_SLOT[0]!, progressJson: '{"done":4,"of":4}', next: { maxJobs: 1 } },
+          { ...SAME_SLOT[1]!, next: { maxJobs: 2 } },
+        ]),
+      ),
+  },
   'ack-and-claim.sql': {
     about:
       "Single acks with `next`: the acks and the plain claim of the acked jobs' queues, in one statement.",

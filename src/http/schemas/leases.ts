@@ -38,13 +38,17 @@ const leaseMs = Int32({
   description: 'New lease length from now. Default: the length the claim (or the last renew) used.',
 });
 
-const progress = Type.Optional(
-  Json(
-    `The worker's progress, any JSON up to ${PROGRESS_MAX_BYTES} bytes (else 413 naming the field): kept on ` +
-      'the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; ' +
-      'left out, the job keeps what it has.',
-  ),
-);
+/** `progress` on a lease write: one rule (size, validation, null) for renew, ack and nack. */
+const progressOf = (kept: string) =>
+  Type.Optional(
+    Json(
+      `The worker's progress, any JSON up to ${PROGRESS_MAX_BYTES} bytes (else 413 naming the field): ${kept} ` +
+        'and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job ' +
+        'keeps what it has (what the last renewal reported).',
+    ),
+  );
+const progress = progressOf('kept on the job (latest wins)');
+const finalProgress = progressOf('how far the job got, kept on the completed job');
 
 export const RenewRequest = Type.Object(
   { lease_token: LeaseToken, lease_ms: Type.Optional(leaseMs), progress },
@@ -93,12 +97,22 @@ export const BatchRenewResponse = Type.Object(
 );
 
 export const AckRequest = Type.Object(
-  { lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')), next },
+  {
+    lease_token: LeaseToken,
+    result: Type.Optional(Json('Stored and shown on the job.')),
+    progress: finalProgress,
+    next,
+  },
   { ...strict, $id: 'AckRequest', examples: [{ lease_token: EXAMPLE_TOKEN, result: { sent: true } }] },
 );
 
 export const BatchAckItem = Type.Object(
-  { id: JobId, lease_token: LeaseToken, result: Type.Optional(Json('Stored and shown on the job.')) },
+  {
+    id: JobId,
+    lease_token: LeaseToken,
+    result: Type.Optional(Json('Stored and shown on the job.')),
+    progress: finalProgress,
+  },
   { ...strict, $id: 'BatchAckItem' },
 );
 export const BatchAckRequest = Type.Object(
@@ -144,6 +158,7 @@ export const NackRequest = Type.Object(
     dead: Type.Optional(
       Type.Boolean({ description: 'Give up now: the job goes to dead whatever its attempts.' }),
     ),
+    progress: progressOf('how far this attempt got, kept on the job wherever it goes (retry or dead)'),
     next,
   },
   {

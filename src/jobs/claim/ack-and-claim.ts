@@ -1,8 +1,15 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { StatementShapes } from '../../db/statement-shapes.js';
-import { type AckItem, completed } from '../ack.js';
-import { claimOrder, finishedJobColumns, inScope, type JobRow, jobRowColumns } from '../job-row.js';
+import { type AckItem, completed, completedWithProgress } from '../ack.js';
+import {
+  claimOrder,
+  finishedJobColumns,
+  givenProgress,
+  inScope,
+  type JobRow,
+  jobRowColumns,
+} from '../job-row.js';
 import { inSlotOf, retryWhenMoved } from '../ring.js';
 import {
   claimedColumns,
@@ -34,6 +41,10 @@ import type { Claimant, ClaimedRow } from './types.js';
  * Several requests share one statement (statement-groups.ts), whatever their queues: the acked rows
  * say which queues, each queue's jobs are picked once for all its claimants (FOR UPDATE SKIP LOCKED,
  * in claim order, as the plain claim) and dealt out in the claimants' order.
+ *
+ * An ack carrying the worker's final progress goes through the variant that writes it (its own
+ * shape, one more array of values); a statement none of whose acks carries progress is the one it
+ * always was.
  */
 
 export interface AckAndClaimItem extends AckItem {
@@ -73,7 +84,11 @@ export async function ackAndClaimEach(
     items.map((i) => i.queue ?? null),
     defaultLeaseMs,
   ];
-  const { rows } = await retryWhenMoved(() => statement.execute(db, 'own slot', values));
+  const { rows } = await retryWhenMoved(() =>
+    items.some((i) => i.progressJson !== undefined)
+      ? progressStatement.execute(db, 'own slot', [...values, items.map((i) => i.progressJson ?? null)])
+      : statement.execute(db, 'own slot', values),
+  );
   const acked = new Map<string, JobRow>();
   for (const row of rows) if (row.claimant === null) acked.set(`${row.id}:${row.ack_token}`, row);
   const next = dealt(
@@ -101,14 +116,39 @@ const claimedValues = { ...claimedValuesOf('c'), state: "'claimed'" };
 /** One shape: acks look in their id's slot only (a carried job is left to the ack path). */
 const statement = new StatementShapes((_shape: 'own slot', ...values: Values) => ackAndClaimSql(values));
 
-function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, queues, defaultLeaseMs]: Values) {
+/** With each item's progress as JSON text (null: keep the job's). */
+type ProgressValues = [...Values, progress: (string | null)[]];
+
+/** The same statement writing the acks' progress, for groups in which some ack carries it. */
+const progressStatement = new StatementShapes(
+  (
+    _shape: 'own slot',
+    ...[ids, tokens, results, maxJobs, leaseMs, workers, queues, lease, progress]: ProgressValues
+  ) => ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workers, queues, lease], progress),
+);
+
+function ackAndClaimSql(
+  [ids, tokens, results, maxJobs, leaseMs, workerIds, queues, defaultLeaseMs]: Values,
+  progress?: (string | null)[],
+) {
+  // Without progress, the statement's text is the one it always was.
+  const [progressColumn, progressInput, progressName, ackedProgress] = progress
+    ? [
+        sql`, i.progress`,
+        sql`, ${progress}::text[]`,
+        sql`, progress`,
+        sql`,
+                ${givenProgress(sql`i.progress`, sql`j.progress`)} AS acked_progress`,
+      ]
+    : [sql``, sql``, sql``, sql``];
+  const row = progress ? completedWithProgress : completed;
   return sql<Row>`
     WITH input AS (
       SELECT i.id, i.token, nullif(i.result::jsonb, 'null'::jsonb) AS result, i.n, i.lease_ms, i.worker_id, i.queue,
-             i.ord
+             i.ord${progressColumn}
       FROM unnest(${ids}::bigint[], ${tokens}::uuid[], ${results}::text[], ${maxJobs}::integer[],
-                  ${leaseMs}::integer[], ${workerIds}::text[], ${queues}::text[])
-           WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, queue, ord)
+                  ${leaseMs}::integer[], ${workerIds}::text[], ${queues}::text[]${progressInput})
+           WITH ORDINALITY AS i(id, token, result, n, lease_ms, worker_id, queue${progressName}, ord)
     ), done AS (
       -- The ack's DELETE, joined to its few items on id and token in each id's own partition (ack.ts
       -- matches a batch by position instead; here that measured slower: docs/benchmarks.md, "What was
@@ -117,10 +157,10 @@ function ackAndClaimSql([ids, tokens, results, maxJobs, leaseMs, workerIds, queu
       WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotOf('j', sql`i.id`)} AND j.id = i.id AND j.state = 'claimed'
         AND j.lease_token = i.token AND ${inScope('j', sql`i.queue`)}
       RETURNING j.*, i.result, i.ord AS next_claimant, i.n AS next_n, i.lease_ms AS next_lease_ms,
-                i.worker_id AS next_worker_id
+                i.worker_id AS next_worker_id${ackedProgress}
     ), finished AS (
-      INSERT INTO baton.job_history AS h (${completed.columns})
-      SELECT ${completed.values} FROM done
+      INSERT INTO baton.job_history AS h (${row.columns})
+      SELECT ${row.values} FROM done
       RETURNING ${finishedJobColumns}, h.ack_token
     ), wanted AS (
       -- Who claims from which queue: the items whose ack went through, numbered within their queue.

@@ -8,12 +8,10 @@
 -- $5 = ["4097","4100"]
 -- $6 = ["{\"done\":3,\"of\":4}",null]
 -- $7 = ["4097","4100"]
--- $8 = ["{\"done\":3,\"of\":4}",null]
+-- $8 = [null,60000]
 -- $9 = ["4097","4100"]
 -- $10 = [null,60000]
 -- $11 = ["4097","4100"]
--- $12 = [null,60000]
--- $13 = ["4097","4100"]
 
     WITH locked AS (
       SELECT j.slot, j.id FROM baton.jobs j
@@ -24,9 +22,9 @@
       FOR UPDATE OF j
     )
     UPDATE baton.jobs j SET
-      progress = CASE WHEN ($6::text[])[array_position($7::bigint[], j.id)] IS NULL THEN j.progress ELSE nullif((($8::text[])[array_position($9::bigint[], j.id)])::jsonb, 'null'::jsonb) END,
-      lease_ms = coalesce(($10::integer[])[array_position($11::bigint[], j.id)], j.lease_ms),
-      lease_expires_at = least(clock_timestamp() + coalesce(($12::integer[])[array_position($13::bigint[], j.id)], j.lease_ms) * interval '1 millisecond',
+      progress = nullif(coalesce((($6::text[])[array_position($7::bigint[], j.id)])::jsonb, j.progress), 'null'::jsonb),
+      lease_ms = coalesce(($8::integer[])[array_position($9::bigint[], j.id)], j.lease_ms),
+      lease_expires_at = least(clock_timestamp() + coalesce(($10::integer[])[array_position($11::bigint[], j.id)], j.lease_ms) * interval '1 millisecond',
                                j.deadline_at)
     FROM locked l
     WHERE j.id = l.id AND j.slot = l.slot
