@@ -4,10 +4,10 @@
 
 The job's payload is e.g. {"to": "ada@example.com"}; what the function returns becomes the job's
 result. An exception nacks the job (the queue's backoff decides the retry); PermanentFailure, from
-the worker, sends it to dead at once.
+the library (clients/python), sends it to dead at once.
 """
 
-from worker import PermanentFailure
+from baton import PermanentFailure
 
 
 def send_mail(job):

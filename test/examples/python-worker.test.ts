@@ -315,7 +315,7 @@ describe('examples/worker.py through outages', () => {
       LEASE_MS: '10000',
     });
     const retries = (reason: RegExp) =>
-      worker.events.filter((e) => e.event === 'retry' && reason.test(e.reason));
+      worker.events.filter((e) => e.event === 'request_retry' && reason.test(e.reason));
     try {
       await until(() => idsOf(worker.events, 'acked').length >= 10);
       // The database goes away: the server answers 503 with Retry-After: 1, and the worker waits that long.
