@@ -323,7 +323,7 @@ export interface paths {
         put?: never;
         /**
          * Fail this attempt
-         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. With `progress`, the job keeps how far this attempt got (null clears it). Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
+         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. With `give_back: true` (a worker shutting down), the job is instead ready again at once, in its old place in claim order, its attempt not counted and no error recorded. With `progress`, the job keeps how far this attempt got (null clears it). Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -1421,6 +1421,8 @@ export interface components {
             retry_in_ms?: number;
             /** @description Give up now: the job goes to dead whatever its attempts. */
             dead?: boolean;
+            /** @description Give the job back unfinished (a worker shutting down): it is ready again at once, in its old place in claim order, and this attempt is not counted (attempts goes back down, so a job on its last attempt is not sent to dead) and records no error. Cannot be combined with `error`, `retry_in_ms` or `dead: true` (400 naming the field). */
+            give_back?: boolean;
             /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): how far this attempt got, kept on the job wherever it goes (retry or dead) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported). */
             progress?: unknown;
             next?: components["schemas"]["ClaimRequest"];
@@ -3405,7 +3407,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The job with its new state (scheduled, ready or dead) and run_at (and, with `next`, the next jobs claimed). */
+            /** @description The job with its new state (scheduled, ready or dead; ready with its attempts back down when given back) and run_at (and, with `next`, the next jobs claimed). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -31,6 +31,13 @@ import { settleReturnedKeys } from './unique-return.js';
  * concurrent cancel. The failed attempt joins the job's error history (appendError keeps the last
  * ERRORS_KEPT entries).
  *
+ * A nack may instead give the job back (`giveBack`: a worker shutting down hands back what it has not
+ * finished): the job is ready again at once, in its old place in claim order, and the attempt is not
+ * counted, as if this claim never happened (claim/release.ts does the same for a claim whose client
+ * went away): attempts - 1, no error recorded, claimed_at and worker_id cleared. So a deploy neither
+ * makes jobs wait out their leases nor uses up their attempts; a job on its last attempt given back
+ * is not sent to dead. Its unique key is settled as for any retry.
+ *
  * A nack may carry the worker's progress (how far the failed attempt got), kept on the job wherever
  * it goes; without it, each statement is the one it always was and the job keeps what it has.
  */
@@ -52,6 +59,11 @@ export interface NackInput extends ScopedId {
    * plain queue wants.
    */
   keepPlace?: boolean;
+  /**
+   * Give the job back uncounted (a worker stopping): ready at once in its place, attempts - 1, no
+   * error. The caller refuses it with `error`, `dead` or `retryInMs` (routes/jobs.ts).
+   */
+  giveBack?: boolean;
 }
 
 export interface NackResult {
@@ -113,6 +125,16 @@ async function nackInTransaction(
   const lastError = sql`${JSON.stringify(entry)}::jsonb`;
   const progress =
     input.progressJson === undefined ? undefined : sql`nullif(${input.progressJson}::jsonb, 'null'::jsonb)`;
+
+  if (input.giveBack) {
+    // Claimable again at once, in place (run_at kept), and uncounted: the claim's increment undone.
+    const given = await sql<JobRow>`
+      UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, ${clearedLease}, claimed_at = NULL,
+             worker_id = NULL${progress ? sql`, progress = ${progress}` : sql``}
+      WHERE ${thisRow}
+      RETURNING ${liveJobColumns}`.execute(trx);
+    return settled(trx, locked, { job: given.rows[0]!, readyNow: true });
+  }
 
   const deadReason: DeadReason | undefined = input.dead
     ? 'nacked_dead'

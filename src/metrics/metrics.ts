@@ -69,7 +69,9 @@ export class Metrics {
   readonly leasesRenewed = this.queueCounter('baton_leases_renewed_total', 'Successful lease renewals.');
   readonly jobsNacked = new Counter({
     name: 'baton_jobs_nacked_total',
-    help: 'Failed attempts reported by nack, by outcome: retry (back to wait) or dead.',
+    help:
+      'Nacks by outcome: retry (a failed attempt, back to wait), dead, or given_back (a job handed back ' +
+      'uncounted by a stopping worker, ready again).',
     labelNames: ['queue', 'outcome'],
     registers: [this.registry],
   });
@@ -303,7 +305,7 @@ export class Metrics {
     for (const [queue, n] of counts) this.jobsAcked.inc({ queue }, n);
   }
 
-  nacked(queue: string, outcome: 'retry' | 'dead'): void {
+  nacked(queue: string, outcome: 'retry' | 'dead' | 'given_back'): void {
     this.jobsNacked.inc({ queue: this.queue(queue), outcome });
   }
 

@@ -402,7 +402,9 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's " +
           'backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it ' +
-          'goes to dead instead. With `progress`, the job keeps how far this attempt got (null clears it). ' +
+          'goes to dead instead. With `give_back: true` (a worker shutting down), the job is instead ready ' +
+          'again at once, in its old place in claim order, its attempt not counted and no error recorded. ' +
+          'With `progress`, the job keeps how far this attempt got (null clears it). ' +
           'Answers the job with its new state and run_at.' +
           ackAndClaim('nack') +
           ' A job nacked with no delay is ready again and may be among them.',
@@ -411,7 +413,8 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: ok(
             ref(JobAndNext),
-            'The job with its new state (scheduled, ready or dead) and run_at (and, with `next`, the next jobs claimed).',
+            'The job with its new state (scheduled, ready or dead; ready with its attempts back down when given ' +
+              'back) and run_at (and, with `next`, the next jobs claimed).',
           ),
           ...errorResponses(404, 409),
         },
@@ -419,7 +422,13 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id } = request.params;
-      const { lease_token, error, retry_in_ms, dead, progress, next } = request.body;
+      const { lease_token, error, retry_in_ms, dead, give_back, progress, next } = request.body;
+      if (give_back) {
+        // A job given back did not fail: nothing to record, no delay to choose, no death to ask for.
+        if (error !== undefined) throw invalidField('error', 'cannot be given with give_back');
+        if (retry_in_ms !== undefined) throw invalidField('retry_in_ms', 'cannot be given with give_back');
+        if (dead) throw invalidField('dead', 'cannot be true with give_back');
+      }
       if (error?.details !== undefined) jsonText(error.details, 'error.details', config.payloadLimitBytes);
       if (error) jsonText(error.message, 'error.message');
       const input = {
@@ -429,6 +438,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         error,
         retryInMs: retry_in_ms,
         dead,
+        giveBack: give_back,
         progressJson: progressText(progress, 'progress'),
       };
       if (!next) return toJob(settle((await leases.nack(input)).outcome, id).job);

@@ -97,13 +97,17 @@ export class LeaseUseCases {
 
   /**
    * Nack: this attempt failed. The job is retried (at once: ready, waking claims; later: scheduled)
-   * or goes dead (freeing its slot). With `next`, then claims its queue's next jobs.
+   * or goes dead (freeing its slot); or it is given back uncounted (ready, waking claims). With
+   * `next`, then claims its queue's next jobs.
    */
   async nack(input: NackInput, next?: NextClaim): Promise<WithNext<LeaseOutcome<NackResult>>> {
     const outcome = await nackJob(this.deps.db, input, this.deps.config);
     if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'nack'), next: [] };
     const { job, readyNow } = outcome.value;
-    this.deps.metrics.nacked(job.queue, job.state === 'dead' ? 'dead' : 'retry');
+    this.deps.metrics.nacked(
+      job.queue,
+      job.state === 'dead' ? 'dead' : input.giveBack ? 'given_back' : 'retry',
+    );
     if (job.state === 'dead') this.deps.notifier.jobsFinished([job]);
     if (readyNow) this.deps.notifier.jobsReady(job.queue, 1);
     else this.deps.notifier.slotsFreed(job.queue, 1);

@@ -292,6 +292,10 @@ const FILES: Record<string, { about: string; statement: () => Promise<CompiledQu
     about: 'A nack, 2: a retry later, moved to baton.scheduled_jobs.',
     statement: () => nth(1, nack({ retryInMs: 5_000 }), nackAnswers),
   },
+  'nack-give-back.sql': {
+    about: 'A nack, 2: the job given back (give_back): ready in place, the attempt uncounted, no error.',
+    statement: () => nth(1, nack({ error: undefined, giveBack: true }), nackAnswers),
+  },
   'nack-dead.sql': {
     about: 'A nack, 2: dead, moved to baton.job_history.',
     statement: () => nth(1, nack({ dead: true }), nackAnswers),

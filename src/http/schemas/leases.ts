@@ -158,6 +158,15 @@ export const NackRequest = Type.Object(
     dead: Type.Optional(
       Type.Boolean({ description: 'Give up now: the job goes to dead whatever its attempts.' }),
     ),
+    give_back: Type.Optional(
+      Type.Boolean({
+        description:
+          'Give the job back unfinished (a worker shutting down): it is ready again at once, in its old ' +
+          'place in claim order, and this attempt is not counted (attempts goes back down, so a job on its ' +
+          'last attempt is not sent to dead) and records no error. Cannot be combined with `error`, ' +
+          '`retry_in_ms` or `dead: true` (400 naming the field).',
+      }),
+    ),
     progress: progressOf('how far this attempt got, kept on the job wherever it goes (retry or dead)'),
     next,
   },
