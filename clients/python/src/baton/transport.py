@@ -155,6 +155,10 @@ class Connection:
             self.http.close()
             self.http = None
 
+    def __del__(self) -> None:
+        # A thread's connection is dropped when the thread ends: close its socket then.
+        self.close()
+
 
 class Transport:
     """Requests to one Baton server, shared by the threads of a Client or a Worker."""

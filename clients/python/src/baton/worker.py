@@ -153,6 +153,7 @@ class Worker:
             self._leases.close()
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._loop.stop)
+                self._loop = None
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 
@@ -287,7 +288,7 @@ class Worker:
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="baton-asyncio", daemon=True).start()
+                threading.Thread(target=_run_loop, args=(loop,), name="baton-asyncio", daemon=True).start()
                 self._loop = loop
             return self._loop
 
@@ -413,6 +414,12 @@ class Worker:
         except BatonError as error:
             self.log("error", "give_back_failed", {"id": job.id, "code": error.code, "detail": error.detail})
 
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    loop.run_forever()  # until run() ends and stops it
+    loop.close()
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
