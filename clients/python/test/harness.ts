@@ -60,14 +60,15 @@ export interface PythonRun {
   stderr: string;
 }
 
-/** Run python3 with `args` to its end; the output is kept for the assertion message. */
+/** Run python3 (or `python`) with `args` to its end; the output is kept for the assertion message. */
 export function runPython(
   args: string[],
   env: Record<string, string>,
   cwd = PYTHON_ROOT,
+  python = 'python3',
 ): Promise<PythonRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn('python3', args, {
+    const child = spawn(python, args, {
       cwd,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

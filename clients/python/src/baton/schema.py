@@ -290,7 +290,7 @@ class _BatchRenewItemRequired(TypedDict):
 class BatchRenewItem(_BatchRenewItemRequired, total=False):
     #: New lease length from now. Default: the length the claim (or the last renew) used.
     lease_ms: int
-    #: The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has.
+    #: The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported).
     progress: Any
 
 
@@ -330,6 +330,8 @@ class _AckRequestRequired(TypedDict):
 class AckRequest(_AckRequestRequired, total=False):
     #: Stored and shown on the job.
     result: Any
+    #: The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): how far the job got, kept on the completed job and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported).
+    progress: Any
     next: ClaimRequest
 
 
@@ -344,4 +346,8 @@ class NackRequest(_NackRequestRequired, total=False):
     retry_in_ms: int
     #: Give up now: the job goes to dead whatever its attempts.
     dead: bool
+    #: Give the job back unfinished (a worker shutting down): it is ready again at once, in its old place in claim order, and this attempt is not counted (attempts goes back down, so a job on its last attempt is not sent to dead) and records no error. Cannot be combined with `error`, `retry_in_ms` or `dead: true` (400 naming the field).
+    give_back: bool
+    #: The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): how far this attempt got, kept on the job wherever it goes (retry or dead) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported).
+    progress: Any
     next: ClaimRequest

@@ -358,7 +358,9 @@ class Worker:
                 if self._landed(job, verb):
                     return {}
                 job.lease_lost.set()
-                self.log("warning", "lease_lost", {"id": job.id, "attempt": job.attempt, "during": verb})
+                self.log(
+                    "warning", "lease_lost", {"id": job.id, "attempt": job.attempt, "during": verb, "code": error.code}
+                )
             else:
                 self.log(
                     "error",
