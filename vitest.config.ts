@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'clients/*/test/**/*.test.ts'],
     globalSetup: ['test/setup/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     pool: 'forks',

@@ -1,0 +1,457 @@
+import os from 'node:os';
+import { BatonError, PermanentFailure, RetryLater } from './errors.js';
+import { type ConnectionOptions, Http } from './http.js';
+import { Lease, PROGRESS_MAX_BYTES, Renewals } from './lease.js';
+import { describeError, type Logger } from './logging.js';
+import type { ClaimedJob, Job } from './types.js';
+
+/** A claimed job as the handler sees it: id, payload, attempt, traceparent, ... */
+export type WorkerJob<P = unknown> = Omit<ClaimedJob, 'payload'> & { payload: P };
+
+/** What a handler gets besides its job. */
+export interface JobContext {
+  /**
+   * Aborts when the handler must stop: the lease was lost (someone else may run the job now; this
+   * worker will not ack it), or the worker is stopping and the drain deadline passed (the job was
+   * given back). `signal.reason` says which. Pass it to fetch and the like.
+   */
+  signal: AbortSignal;
+  /**
+   * Report how far the job got (any JSON, at most 4096 bytes of it, else this throws): sent with
+   * the lease's next renewal, within a second, and with the ack. Latest wins.
+   */
+  progress(value: unknown): void;
+}
+
+export type Handler<P = unknown> = (job: WorkerJob<P>, context: JobContext) => unknown;
+
+export interface WorkerOptions<P = unknown> extends ConnectionOptions {
+  /** The queue to work. */
+  queue: string;
+  /** Your work: its return value is the job's result; a throw fails the attempt. */
+  handler: Handler<P>;
+  /** Jobs run at once. Default 10. */
+  concurrency?: number;
+  /** Lease length; renewed about every third of it while the handler runs. Default 30 000 ms. */
+  leaseMs?: number;
+  /** How long a claim waits for a job when none is ready (long-poll; at most 20 000). Default 20 000 ms. */
+  waitMs?: number;
+  /** On stop, how long running handlers may take to finish before their jobs are given back. Default 25 000 ms. */
+  drainMs?: number;
+  /** Shown on the jobs it claims. Default: hostname-pid. */
+  workerId?: string;
+  /** run() stops the worker on SIGTERM and SIGINT (a second one ends the drain at once). Default true. */
+  handleSignals?: boolean;
+}
+
+/**
+ * Runs a handler over the jobs of a queue: claims as many jobs as it has free slots (long-polling),
+ * renews their leases, acks with the handler's result or nacks with its error (each ack or nack
+ * claiming the job that takes its place), and on stop drains and gives back what is left.
+ */
+export class Worker<P = unknown> {
+  readonly workerId: string;
+  private readonly http: Http;
+  private readonly log: Logger;
+  private readonly queue: string;
+  private readonly handler: Handler<P>;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly waitMs: number;
+  private readonly drainMs: number;
+  private readonly handleSignals: boolean;
+  private readonly renewals: Renewals;
+  /** Every job held, by id, from its claim until it is acked, nacked, given back or lost. */
+  private readonly leases = new Map<string, Lease>();
+  /** One per slot: a job, then the job its ack claimed in its place, and so on. */
+  private readonly slots = new Set<Promise<void>>();
+  /** Acks, nacks and give-backs on their way: a stopping worker waits for them. */
+  private readonly settling = new Set<Promise<unknown>>();
+  private readonly claiming = new AbortController();
+  private stopping = false;
+  private wake: () => void = () => {};
+  private endDrain: () => void = () => {};
+  private running: Promise<void> | undefined;
+  private readonly counts = { acked: 0, nacked: 0, gave_back: 0, lost: 0 };
+
+  constructor(options: WorkerOptions<P>) {
+    this.http = new Http(options);
+    this.log = this.http.logger;
+    this.queue = options.queue;
+    this.handler = options.handler;
+    this.concurrency = options.concurrency ?? 10;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.waitMs = options.waitMs ?? 20_000;
+    this.drainMs = options.drainMs ?? 25_000;
+    this.handleSignals = options.handleSignals ?? true;
+    this.workerId = (options.workerId ?? `${os.hostname()}-${process.pid}`).slice(0, 128);
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1 || this.concurrency > 1000)
+      throw new RangeError('concurrency is a whole number from 1 to 1000');
+    this.renewals = new Renewals(this.http, this.leaseMs, this.log, (lease, outcome) =>
+      this.lost(lease, outcome),
+    );
+  }
+
+  /**
+   * Work the queue until stop() (or SIGTERM/SIGINT): resolves once drained. Rejects when Baton
+   * refuses the claims themselves (a bad key, a bad setting), after draining what it holds.
+   */
+  run(): Promise<void> {
+    this.running ??= this.work();
+    return this.running;
+  }
+
+  /**
+   * Stop claiming at once, let running handlers finish for up to drainMs, then give back the rest
+   * (ready again at once, the attempt not counted) and abort their handlers. Resolves when run() does.
+   */
+  stop(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = true;
+      this.log('info', 'stopping', { worker_id: this.workerId, running: this.leases.size });
+      this.claiming.abort(new Error('the worker is stopping'));
+      this.wake();
+    }
+    return this.running?.catch(() => {}) ?? Promise.resolve();
+  }
+
+  private async work(): Promise<void> {
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (this.stopping) return this.endDrain();
+      this.log('info', 'signal', { signal });
+      void this.stop();
+    };
+    if (this.handleSignals) {
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    }
+    this.log('info', 'started', {
+      worker_id: this.workerId,
+      queue: this.queue,
+      url: this.http.url,
+      concurrency: this.concurrency,
+      lease_ms: this.leaseMs,
+    });
+    let failure: unknown;
+    try {
+      await this.claimLoop();
+    } catch (err) {
+      failure = err;
+      this.log('error', 'claim_failed', { error: describeError(err) });
+      void this.stop();
+    }
+    try {
+      await this.drain();
+    } finally {
+      this.renewals.close();
+      this.http.close();
+      if (this.handleSignals) {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
+    }
+    this.log('info', 'drained', { worker_id: this.workerId, ...this.counts });
+    if (failure) throw failure;
+  }
+
+  private async claimLoop(): Promise<void> {
+    while (!this.stopping) {
+      const free = this.concurrency - this.slots.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        continue;
+      }
+      let jobs: ClaimedJob[];
+      try {
+        const answer = await this.http.request<{ jobs: ClaimedJob[] }>({
+          method: 'POST',
+          path: `/v1/queues/${encodeURIComponent(this.queue)}/claim`,
+          body: { max_jobs: free, lease_ms: this.leaseMs, wait_ms: this.waitMs, worker_id: this.workerId },
+          holdMs: this.waitMs,
+          signal: this.claiming.signal,
+          retryUntil: Number.POSITIVE_INFINITY,
+        });
+        jobs = answer.jobs;
+      } catch (err) {
+        // Stopping abandons the long-poll: Baton hands back whatever it claimed for it.
+        if (this.stopping) return;
+        throw err;
+      }
+      for (const job of jobs) this.start(job, 'claim');
+    }
+  }
+
+  /** Take a job in hand: run it in a slot of its own, or give it back when stopping. */
+  private start(job: ClaimedJob, by: string): void {
+    const lease = new Lease(job, this.leaseMs, Date.now());
+    this.leases.set(job.id, lease);
+    this.log('debug', 'claimed', { id: job.id, attempt: job.attempt, by });
+    if (this.stopping) {
+      this.track(this.giveBack(lease));
+      return;
+    }
+    this.renewals.add(lease);
+    const slot: Promise<void> = this.slot(lease).finally(() => {
+      this.slots.delete(slot);
+      this.wake();
+    });
+    this.slots.add(slot);
+  }
+
+  private async slot(first: Lease): Promise<void> {
+    let lease: Lease | undefined = first;
+    while (lease) {
+      const next: ClaimedJob[] = await this.execute(lease);
+      lease = undefined;
+      for (const job of next) {
+        const following = new Lease(job, this.leaseMs, Date.now());
+        this.leases.set(job.id, following);
+        this.log('debug', 'claimed', { id: job.id, attempt: job.attempt, by: 'ack' });
+        if (this.stopping) this.track(this.giveBack(following));
+        else if (!lease) {
+          this.renewals.add(following);
+          lease = following;
+        } else {
+          // next asks for one job; should Baton hand out more, each gets a slot of its own.
+          this.leases.delete(job.id);
+          this.start(job, 'ack');
+        }
+      }
+    }
+  }
+
+  /** Run one job's handler, then ack or nack it; answers the jobs the ack or nack claimed. */
+  private async execute(lease: Lease): Promise<ClaimedJob[]> {
+    const context: JobContext = {
+      signal: lease.controller.signal,
+      progress: (value) => this.progress(lease, value),
+    };
+    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, result: await this.handler(lease.job as WorkerJob<P>, context) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    if (lease.state !== 'running') {
+      // Lost or given back: someone else may run the job; what this run made of it is dropped.
+      this.log('warn', 'dropped', {
+        id: lease.job.id,
+        reason: lease.state,
+        outcome: outcome.ok ? 'returned' : 'threw',
+      });
+      this.leases.delete(lease.job.id);
+      return [];
+    }
+    lease.state = 'settling';
+    const settled = this.settle(lease, outcome);
+    this.track(settled);
+    return settled;
+  }
+
+  private async settle(
+    lease: Lease,
+    outcome: { ok: true; result: unknown } | { ok: false; error: unknown },
+  ): Promise<ClaimedJob[]> {
+    try {
+      await this.renewals.release(lease);
+      if (lease.state !== 'settling') {
+        this.log('warn', 'dropped', {
+          id: lease.job.id,
+          reason: lease.state,
+          outcome: outcome.ok ? 'returned' : 'threw',
+        });
+        return [];
+      }
+      if (outcome.ok) return await this.ack(lease, outcome.result);
+      return await this.nack(lease, outcome.error);
+    } finally {
+      this.leases.delete(lease.job.id);
+    }
+  }
+
+  /** `next` for an ack or nack: the job that takes this one's place, unless stopping. */
+  private next() {
+    if (this.stopping) return {};
+    return { next: { max_jobs: 1, lease_ms: this.leaseMs, wait_ms: 0, worker_id: this.workerId } };
+  }
+
+  private async ack(lease: Lease, result: unknown): Promise<ClaimedJob[]> {
+    const { job } = lease;
+    const answerLost = { value: false };
+    try {
+      const answer = await this.http.request<{ next?: ClaimedJob[] }>({
+        method: 'POST',
+        path: `/v1/jobs/${job.id}/ack`,
+        body: {
+          lease_token: job.lease_token,
+          result,
+          ...(lease.progress ? { progress: lease.progress.value } : {}),
+          ...this.next(),
+        },
+        retryUntil: lease.expiresAt,
+        answerLost,
+      });
+      this.counts.acked++;
+      this.log('debug', 'acked', { id: job.id, attempt: job.attempt });
+      return answer.next ?? [];
+    } catch (err) {
+      if (err instanceof BatonError && err.code === 'lease_lost' && answerLost.value) {
+        // The first try's answer was lost: it may have been the ack that took the lease.
+        const now = await this.read(job.id);
+        if (now?.state === 'completed' && now.attempts === job.attempt) {
+          this.counts.acked++;
+          this.log('debug', 'acked', { id: job.id, attempt: job.attempt, answer_lost: true });
+          return [];
+        }
+      }
+      if (
+        err instanceof BatonError &&
+        (err.code === 'validation_failed' || err.code === 'payload_too_large')
+      ) {
+        // Baton will not keep this result: fail the attempt with why, rather than let the lease run out.
+        return this.nack(lease, new Error(`Baton refused the result: ${err.detail}`));
+      }
+      this.failed(lease, 'ack', err);
+      return [];
+    }
+  }
+
+  private async nack(lease: Lease, error: unknown): Promise<ClaimedJob[]> {
+    const { job } = lease;
+    const answerLost = { value: false };
+    try {
+      const answer = await this.http.request<Job & { next?: ClaimedJob[] }>({
+        method: 'POST',
+        path: `/v1/jobs/${job.id}/nack`,
+        body: {
+          lease_token: job.lease_token,
+          ...failure(error),
+          ...(lease.progress ? { progress: lease.progress.value } : {}),
+          ...this.next(),
+        },
+        retryUntil: lease.expiresAt,
+        answerLost,
+      });
+      this.counts.nacked++;
+      this.log('info', 'nacked', {
+        id: job.id,
+        attempt: job.attempt,
+        state: answer.state,
+        error: describeError(error),
+      });
+      return answer.next ?? [];
+    } catch (err) {
+      // A retry after a lost answer: the first try was the nack, or the lease ran out; either way
+      // the job is Baton's again.
+      if (err instanceof BatonError && err.code === 'lease_lost' && answerLost.value) {
+        this.counts.nacked++;
+        this.log('info', 'nacked', { id: job.id, attempt: job.attempt, answer_lost: true });
+        return [];
+      }
+      this.failed(lease, 'nack', err);
+      return [];
+    }
+  }
+
+  private failed(lease: Lease, what: 'ack' | 'nack', err: unknown): void {
+    if (err instanceof BatonError && (err.code === 'lease_lost' || err.code === 'not_found')) {
+      this.counts.lost++;
+      this.log('warn', 'lease_lost', { id: lease.job.id, attempt: lease.job.attempt, at: what });
+    } else this.log('error', `${what}_failed`, { id: lease.job.id, error: describeError(err) });
+  }
+
+  /** Hand a job back unfinished: ready again at once, this attempt not counted. */
+  private async giveBack(lease: Lease): Promise<void> {
+    const { job } = lease;
+    lease.state = 'given_back';
+    lease.controller.abort(new Error(`the worker is stopping: job ${job.id} was given back`));
+    try {
+      await this.renewals.release(lease);
+      await this.http.request({
+        method: 'POST',
+        path: `/v1/jobs/${job.id}/nack`,
+        body: { lease_token: job.lease_token, give_back: true },
+        retryUntil: lease.expiresAt,
+      });
+      this.counts.gave_back++;
+      this.log('info', 'gave_back', { id: job.id, attempt: job.attempt });
+    } catch (err) {
+      this.failed(lease, 'nack', err);
+    } finally {
+      this.leases.delete(job.id);
+    }
+  }
+
+  /** Baton says the lease is gone: tell the handler, and never ack or nack the job. */
+  private lost(lease: Lease, outcome: string): void {
+    if (lease.state !== 'running' && lease.state !== 'settling') return;
+    lease.state = 'lost';
+    this.counts.lost++;
+    this.log('warn', 'lease_lost', { id: lease.job.id, attempt: lease.job.attempt, outcome });
+    lease.controller.abort(new Error(`the lease of job ${lease.job.id} was lost (${outcome})`));
+  }
+
+  private progress(lease: Lease, value: unknown): void {
+    const json = JSON.stringify(value ?? null);
+    const bytes = new TextEncoder().encode(json).length;
+    if (bytes > PROGRESS_MAX_BYTES)
+      throw new RangeError(`progress is ${bytes} bytes of JSON; Baton keeps at most ${PROGRESS_MAX_BYTES}`);
+    if (lease.state !== 'running') return;
+    lease.progress = { value: JSON.parse(json), version: (lease.progress?.version ?? 0) + 1 };
+    this.renewals.progressed();
+  }
+
+  /** Wait for running handlers up to drainMs, give back the jobs still running, settle the rest. */
+  private async drain(): Promise<void> {
+    if (this.slots.size) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(this.slots),
+        new Promise<void>((resolve) => {
+          this.endDrain = resolve;
+          timer = setTimeout(resolve, this.drainMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      for (const lease of this.leases.values())
+        if (lease.state === 'running') this.track(this.giveBack(lease));
+    }
+    while (this.settling.size) await Promise.all(this.settling);
+  }
+
+  private track(work: Promise<unknown>): void {
+    const tracked = work.catch(() => {}).finally(() => this.settling.delete(tracked));
+    this.settling.add(tracked);
+  }
+
+  private async read(id: string): Promise<Job | undefined> {
+    try {
+      return await this.http.request<Job>({ method: 'GET', path: `/v1/jobs/${id}` });
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The nack fields for a handler's error: the error itself, and its retry delay or permanence. */
+function failure(error: unknown): {
+  error: { message: string; details: object };
+  retry_in_ms?: number;
+  dead?: true;
+} {
+  const err = error instanceof Error ? error : undefined;
+  const message = (err ? err.message || err.name : String(error)).slice(0, 4096);
+  const details = {
+    type: err ? err.name : typeof error,
+    ...(err?.stack ? { stack: err.stack.slice(0, 4096) } : {}),
+  };
+  if (error instanceof PermanentFailure) return { error: { message, details }, dead: true };
+  const delay =
+    error instanceof RetryLater ? error.delayMs : (error as { retryInMs?: unknown } | undefined)?.retryInMs;
+  return {
+    error: { message, details },
+    ...(typeof delay === 'number' && delay >= 0 ? { retry_in_ms: Math.round(delay) } : {}),
+  };
+}
