@@ -22,6 +22,7 @@ import schedulesFile from './plugins/schedules-file.js';
 import service from './plugins/service.js';
 import sqs from './plugins/sqs.js';
 import ui from './plugins/ui.js';
+import unusedConnections from './plugins/unused-connections.js';
 import wake from './plugins/wake.js';
 import bulk from './routes/bulk.js';
 import health from './routes/health.js';
@@ -107,6 +108,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
 
   app.server.maxConnections = config.maxConnections;
 
+  await app.register(unusedConnections);
   await app.register(problemHandler);
   await app.register(exactPaths);
   await app.register(closedQuery);
