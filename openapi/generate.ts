@@ -5,7 +5,9 @@ import { typesFromDocument } from './types.js';
 
 /**
  * `npm run openapi`: write the OpenAPI document the app serves to openapi/openapi.json, and the
- * TypeScript types of a client generated from it to openapi/schema.d.ts. No database is needed:
+ * TypeScript types of a client generated from it to openapi/schema.d.ts and to the TypeScript
+ * library's clients/typescript/src/schema.ts (the Python library's types are written by
+ * clients/python/generate_schema.py). No database is needed:
  * the app is built, asked for its document, and closed without serving a request.
  */
 const config = loadConfig({ LOG_LEVEL: 'silent', BATON_MAINTENANCE: 'false' });
@@ -14,5 +16,7 @@ await app.ready();
 const document = app.swagger();
 await app.close();
 await fs.writeFile(new URL('./openapi.json', import.meta.url), `${JSON.stringify(document, null, 2)}\n`);
-await fs.writeFile(new URL('./schema.d.ts', import.meta.url), await typesFromDocument(document));
-console.log('wrote openapi/openapi.json and openapi/schema.d.ts');
+const types = await typesFromDocument(document);
+await fs.writeFile(new URL('./schema.d.ts', import.meta.url), types);
+await fs.writeFile(new URL('../clients/typescript/src/schema.ts', import.meta.url), types);
+console.log('wrote openapi/openapi.json, openapi/schema.d.ts and clients/typescript/src/schema.ts');

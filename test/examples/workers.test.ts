@@ -25,7 +25,7 @@ describe('example workers', () => {
     const failing = (await api(app).enqueue(q, { payload: { dead: 'bad input' } })).body;
     // Runs 2.5 s under a 1.5 s lease: completes only if the worker renews it.
     const long = (await api(app).enqueue(q, { payload: { sleep_ms: 2500 } })).body;
-    // Reports { done, of: 2 } after each step; the renewals carry them (the last may meet the ack first).
+    // Reports { done, of: 2 } after each step; the renewals carry them, and the ack the last one.
     const stepped = (await api(app).enqueue(q, { payload: { steps: 2, sleep_ms: 2500 } })).body;
     // Through `npm run worker`, as the README runs it: SIGTERM below goes to npm's PID.
     const worker = start('npm', ['run', '--silent', 'worker'], {
@@ -37,7 +37,7 @@ describe('example workers', () => {
     try {
       const ids = [...quick.map((j: { id: string }) => j.id), long.id, stepped.id];
       await until(async () => (await states(ids)).every((s) => s === 'completed'));
-      expect((await api(app).get(stepped.id)).body.progress).toMatchObject({ of: 2 });
+      expect((await api(app).get(stepped.id)).body.progress).toEqual({ done: 2, of: 2 });
       expect((await api(app).get(failing.id)).body).toMatchObject({
         state: 'dead',
         dead_reason: 'nacked_dead',

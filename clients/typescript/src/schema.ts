@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a job
-         * @description Marks the job completed and stores `result`. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.
+         * @description Marks the job completed and stores `result`. With `progress`, the completed job keeps it as its final progress (null clears it); without, it keeps what the last renewal reported. Only the holder of the current lease can ack; anyone else gets 409 lease_lost. Safe to retry: repeating an ack of the same lease answers 200 again (the first ack's result and progress stand). With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -301,7 +301,7 @@ export interface paths {
         put?: never;
         /**
          * Complete many jobs at once
-         * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. In a batch, every acked job must be of one queue (else 400, before anything is acked), and no next jobs are claimed when any item was lease_lost or none was acked.
+         * @description Up to 1,000 acks in one statement. Each item succeeds or fails on its own: the answer gives every item's outcome (acked, lease_lost or not_found) in request order, so one stale token does not fail the others. Each item may carry `result` and `progress` (its final progress, as on the single ack). With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The ack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. In a batch, every acked job must be of one queue (else 400, before anything is acked), and no next jobs are claimed when any item was lease_lost or none was acked.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -323,7 +323,7 @@ export interface paths {
         put?: never;
         /**
          * Fail this attempt
-         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
+         * @description Records `error` in the job's history. The job is retried after `retry_in_ms`, or after the queue's backoff (exponential, capped, with jitter). When its attempts are used up, or with `dead: true`, it goes to dead instead. With `give_back: true` (a worker shutting down), the job is instead ready again at once, in its old place in claim order, its attempt not counted and no error recorded. With `progress`, the job keeps how far this attempt got (null clears it). Answers the job with its new state and run_at. With `next` (a claim request), also claims the next jobs of the same queue under fresh leases and answers them in `next`, as POST /v1/queues/{queue}/claim would (long-poll, flow control and paused queues included). The nack is committed whatever happens to the claim: if the claim fails, the answer is still 200 with an empty `next`. A lost lease (409) claims nothing. A job nacked with no delay is ready again and may be among them.
          *
          *     API key scopes: consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -1259,7 +1259,7 @@ export interface components {
              * @description New lease length from now. Default: the length the claim (or the last renew) used.
              */
             lease_ms?: number;
-            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has. */
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported). */
             progress?: unknown;
         };
         RenewResponse: {
@@ -1302,7 +1302,7 @@ export interface components {
              * @description New lease length from now. Default: the length the claim (or the last renew) used.
              */
             lease_ms?: number;
-            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has. */
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): kept on the job (latest wins) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported). */
             progress?: unknown;
         };
         BatchRenewResult: {
@@ -1345,6 +1345,8 @@ export interface components {
             lease_token: string;
             /** @description Stored and shown on the job. */
             result?: unknown;
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): how far the job got, kept on the completed job and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported). */
+            progress?: unknown;
             next?: components["schemas"]["ClaimRequest"];
         };
         /**
@@ -1374,6 +1376,8 @@ export interface components {
             lease_token: string;
             /** @description Stored and shown on the job. */
             result?: unknown;
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): how far the job got, kept on the completed job and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported). */
+            progress?: unknown;
         };
         BatchAckResult: {
             id: string;
@@ -1417,6 +1421,10 @@ export interface components {
             retry_in_ms?: number;
             /** @description Give up now: the job goes to dead whatever its attempts. */
             dead?: boolean;
+            /** @description Give the job back unfinished (a worker shutting down): it is ready again at once, in its old place in claim order, and this attempt is not counted (attempts goes back down, so a job on its last attempt is not sent to dead) and records no error. Cannot be combined with `error`, `retry_in_ms` or `dead: true` (400 naming the field). */
+            give_back?: boolean;
+            /** @description The worker's progress, any JSON up to 4096 bytes (else 413 naming the field): how far this attempt got, kept on the job wherever it goes (retry or dead) and shown by GET /v1/jobs/{id}, the job list and the dashboard; null clears it; left out, the job keeps what it has (what the last renewal reported). */
+            progress?: unknown;
             next?: components["schemas"]["ClaimRequest"];
         };
         /** @description What went wrong, as the worker tells it. */
@@ -3399,7 +3407,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The job with its new state (scheduled, ready or dead) and run_at (and, with `next`, the next jobs claimed). */
+            /** @description The job with its new state (scheduled, ready or dead; ready with its attempts back down when given back) and run_at (and, with `next`, the next jobs claimed). */
             200: {
                 headers: {
                     [name: string]: unknown;
