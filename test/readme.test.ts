@@ -23,6 +23,22 @@ describe('README and its docs pages', () => {
     }
   });
 
+  it("shows the libraries' ten-line workers as their READMEs have them (where their tests run them)", () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    const block = (text: string, fence: string) =>
+      text.match(new RegExp(`^\`\`\`${fence}\n([\\s\\S]*?)^\`\`\`$`, 'm'))?.[1];
+    const shown = (language: string) =>
+      block(
+        readme.slice(readme.indexOf(`<!-- worker:${language} -->`)),
+        language === 'typescript' ? 'ts' : 'python',
+      );
+    expect(shown('typescript')).toBe(
+      block(fs.readFileSync('clients/typescript/README.md', 'utf8'), 'ts worker'),
+    );
+    expect(shown('python')).toBe(block(fs.readFileSync('clients/python/README.md', 'utf8'), 'python worker'));
+    expect(shown('typescript')).toContain('new Worker<');
+  });
+
   it("pins the client generator's recipe to the versions npm test runs it with", () => {
     const readme = fs.readFileSync('docs/workers.md', 'utf8');
     const dev = JSON.parse(fs.readFileSync('package.json', 'utf8')).devDependencies as Record<string, string>;

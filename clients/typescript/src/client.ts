@@ -182,6 +182,25 @@ export class Client {
     });
   }
 
+  /**
+   * Any other endpoint (`/v1/queues/...`, `/v1/jobs/bulk`, ...), with the same key, errors and
+   * retries: GET, PUT and DELETE (safe to repeat) on any transient failure, a POST only when it
+   * certainly did not reach Baton. Answers the JSON body.
+   */
+  async request<T = unknown>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    options: { body?: unknown; query?: Record<string, string | number | undefined> } = {},
+  ): Promise<T> {
+    return this.http.request<T>({
+      method,
+      path,
+      body: options.body,
+      query: options.query,
+      retry: method === 'POST' ? 'unsent' : 'any',
+    });
+  }
+
   /** The job with the caller's trace context, unless it carries its own. */
   private traced<T extends EnqueueRequest>(job: T): T {
     if (job.traceparent !== undefined || !this.traceContext) return job;

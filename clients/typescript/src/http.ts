@@ -19,7 +19,7 @@ export interface ConnectionOptions {
 
 /** One API request. */
 export interface Call {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;

@@ -358,7 +358,12 @@ export class Worker<P = unknown> {
   private failed(lease: Lease, what: 'ack' | 'nack', err: unknown): void {
     if (err instanceof BatonError && (err.code === 'lease_lost' || err.code === 'not_found')) {
       this.counts.lost++;
-      this.log('warn', 'lease_lost', { id: lease.job.id, attempt: lease.job.attempt, at: what });
+      this.log('warn', 'lease_lost', {
+        id: lease.job.id,
+        attempt: lease.job.attempt,
+        during: what,
+        code: err.code,
+      });
     } else this.log('error', `${what}_failed`, { id: lease.job.id, error: describeError(err) });
   }
 
@@ -389,7 +394,12 @@ export class Worker<P = unknown> {
     if (lease.state !== 'running' && lease.state !== 'settling') return;
     lease.state = 'lost';
     this.counts.lost++;
-    this.log('warn', 'lease_lost', { id: lease.job.id, attempt: lease.job.attempt, outcome });
+    this.log('warn', 'lease_lost', {
+      id: lease.job.id,
+      attempt: lease.job.attempt,
+      during: 'renew',
+      code: outcome,
+    });
     lease.controller.abort(new Error(`the lease of job ${lease.job.id} was lost (${outcome})`));
   }
 

@@ -1,0 +1,4 @@
+export { Client } from './client.js';
+export { BatonError, PermanentFailure, RetryLater } from './errors.js';
+export { jsonLinesToStderr } from './logging.js';
+export { Worker } from './worker.js';
