@@ -52,7 +52,10 @@ export declare class Client {
     awaitMany(ids: string[], options?: {
         timeoutMs?: number;
     }): Promise<Job[]>;
-    /** Cancel a job that has not finished; answers the cancelled job. A finished job is a 409. */
+    /**
+     * Cancel a job that has not finished; answers the cancelled job (a cancelled one again too). A
+     * completed or dead job is a 409 invalid_state.
+     */
     cancel(id: string): Promise<Job>;
     /** A page of the job's parents (its depends_on), with their outcomes and results. */
     parents(id: string, page?: {

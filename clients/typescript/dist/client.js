@@ -118,7 +118,10 @@ export class Client {
         }
         return ids.map((id) => finished.get(id));
     }
-    /** Cancel a job that has not finished; answers the cancelled job. A finished job is a 409. */
+    /**
+     * Cancel a job that has not finished; answers the cancelled job (a cancelled one again too). A
+     * completed or dead job is a 409 invalid_state.
+     */
     async cancel(id) {
         const answerLost = { value: false };
         try {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { useListeningApp } from '../../../test/support/app.js';
+import { createTestApp, listen, useListeningApp } from '../../../test/support/app.js';
 import { useTestDatabase } from '../../../test/support/database.js';
 import { api } from '../../../test/support/http.js';
 import { until } from '../../../test/support/until.js';
@@ -260,5 +260,83 @@ describe('Worker', () => {
     const done = await job(big.id);
     expect(done.result).toMatch(/progress is 50\d\d bytes of JSON; Baton keeps at most 4096/);
     expect(done.progress).toEqual({ ok: true });
+  });
+
+  it('a lost lease (the job cancelled while it runs) aborts the handler’s signal with the reason, and the worker never acks or nacks the job', async () => {
+    const baton = new Client({ url: server.url });
+    const doomed = await baton.enqueue('lost-in-process', {});
+    let reason: unknown;
+    let returned = false;
+    const run = runWorker({
+      url: server.url,
+      queue: 'lost-in-process',
+      leaseMs: 1500,
+      handler: async (_job, { signal }) => {
+        await new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        reason = signal.reason;
+        returned = true;
+        return 'after the loss';
+      },
+    });
+    try {
+      await until(async () => (await job(doomed.id)).state === 'claimed');
+      await api(server.app).cancel(doomed.id);
+      await until(() => run.named('dropped').length === 1, 10_000);
+    } finally {
+      await run.stop();
+    }
+    expect(returned).toBe(true);
+    expect(String((reason as Error).message)).toMatch(new RegExp(`lease of job ${doomed.id} was lost`));
+    expect(run.named('lease_lost')).toEqual([expect.objectContaining({ id: doomed.id, during: 'renew' })]);
+    expect([...run.named('acked'), ...run.named('nacked')]).toEqual([]);
+    expect(await job(doomed.id)).toMatchObject({ state: 'cancelled', result: null });
+  });
+
+  it('stop() lets running handlers finish up to drainMs, then gives back the rest (ready, attempt uncounted) and aborts their signals', async () => {
+    const baton = new Client({ url: server.url });
+    const [quick, slow] = await baton.enqueueBatch('drain-in-process', [
+      { payload: { ms: 300 } },
+      { payload: { ms: 60_000 } },
+    ]);
+    const aborted: string[] = [];
+    const run = runWorker<{ ms: number }>({
+      url: server.url,
+      queue: 'drain-in-process',
+      drainMs: 1000,
+      handler: async (claimed, { signal }) => {
+        await sleep(claimed.payload.ms, undefined, { signal }).catch(() => aborted.push(claimed.id));
+        return 'done';
+      },
+    });
+    await until(() => run.named('claimed').length === 2);
+    await run.stop();
+    await run.done;
+    expect(aborted).toEqual([slow!.id]);
+    expect(await job(quick!.id)).toMatchObject({ state: 'completed', attempts: 1, result: 'done' });
+    expect(await job(slow!.id)).toMatchObject({ state: 'ready', attempts: 0 });
+    expect(run.named('gave_back').map((e) => e.id)).toEqual([slow!.id]);
+    expect(run.events.at(-1)).toMatchObject({ event: 'drained', acked: 1, gave_back: 1 });
+  });
+
+  it('a result Baton refuses (over BATON_PAYLOAD_LIMIT_BYTES) fails the attempt with why, instead of letting the lease run out', async () => {
+    const small = await createTestApp(database, { BATON_PAYLOAD_LIMIT_BYTES: '2048' });
+    const url = await listen(small);
+    try {
+      const baton = new Client({ url });
+      const big = await baton.enqueue('big-result', {}, { max_attempts: 1 });
+      const run = runWorker({ url, queue: 'big-result', handler: () => ({ blob: 'x'.repeat(5000) }) });
+      try {
+        await until(async () => (await baton.get(big.id)).state === 'dead');
+      } finally {
+        await run.stop();
+      }
+      const dead = await baton.get(big.id);
+      expect(dead.last_error?.message).toMatch(/^Baton refused the result: .*result/);
+      expect(run.named('ack_failed')).toEqual([]);
+    } finally {
+      await small.close();
+    }
   });
 });
