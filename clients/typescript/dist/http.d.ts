@@ -51,6 +51,11 @@ export declare class Http {
     private readonly base;
     private readonly agent;
     private readonly transport;
+    /** What every request shares, worked out once (a busy worker sends one request per job). */
+    private readonly hostname;
+    private readonly port;
+    private readonly prefix;
+    private readonly headers;
     constructor(options?: ConnectionOptions);
     /** Close the kept-alive connections (an idle one closes on its own after Baton's keep-alive timeout). */
     close(): void;

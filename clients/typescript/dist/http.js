@@ -22,6 +22,11 @@ export class Http {
     base;
     agent;
     transport;
+    /** What every request shares, worked out once (a busy worker sends one request per job). */
+    hostname;
+    port;
+    prefix;
+    headers;
     constructor(options = {}) {
         this.url = (options.url ?? process.env.BATON_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
         this.apiKey = options.apiKey ?? (process.env.BATON_API_KEY || undefined);
@@ -31,6 +36,12 @@ export class Http {
         this.base = new URL(this.url);
         if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:')
             throw new TypeError(`url must be http:// or https://, not ${this.url}`);
+        this.hostname = this.base.hostname.replace(/^\[|\]$/g, '');
+        this.port = this.base.port || undefined;
+        this.prefix = this.base.pathname.replace(/\/+$/, '');
+        this.headers = { accept: 'application/json', 'user-agent': `baton-client-ts/${VERSION}` };
+        if (this.apiKey)
+            this.headers.authorization = `Bearer ${this.apiKey}`;
         const secure = this.base.protocol === 'https:';
         this.agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
         this.transport = secure ? https.request : http.request;
@@ -99,22 +110,15 @@ export class Http {
     /** One HTTP exchange; `sent` turns true once the request has a connection to go out on. */
     send(call, timeoutMs, sent) {
         const body = call.body === undefined ? undefined : JSON.stringify(call.body);
-        const headers = {
-            accept: 'application/json',
-            'user-agent': `baton-client-ts/${VERSION}`,
-        };
-        if (this.apiKey)
-            headers.authorization = `Bearer ${this.apiKey}`;
-        if (body !== undefined) {
-            headers['content-type'] = 'application/json';
-            headers['content-length'] = Buffer.byteLength(body);
-        }
+        const headers = body === undefined
+            ? this.headers
+            : { ...this.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
         return new Promise((resolve, reject) => {
             const req = this.transport({
                 agent: this.agent,
                 protocol: this.base.protocol,
-                hostname: this.base.hostname.replace(/^\[|\]$/g, ''),
-                port: this.base.port || undefined,
+                hostname: this.hostname,
+                port: this.port,
                 path: this.pathOf(call),
                 method: call.method,
                 headers,
@@ -128,7 +132,7 @@ export class Http {
                         status: res.statusCode ?? 0,
                         statusText: res.statusMessage ?? '',
                         headers: res.headers,
-                        text: Buffer.concat(chunks).toString('utf8'),
+                        text: (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8'),
                     });
                 });
                 res.on('error', reject);
@@ -148,13 +152,14 @@ export class Http {
         });
     }
     pathOf(call) {
+        if (!call.query)
+            return this.prefix + call.path;
         const query = new URLSearchParams();
         for (const [name, value] of Object.entries(call.query ?? {}))
             if (value !== undefined)
                 query.set(name, String(value));
         const search = query.toString();
-        const prefix = this.base.pathname.replace(/\/+$/, '');
-        return `${prefix}${call.path}${search ? `?${search}` : ''}`;
+        return `${this.prefix}${call.path}${search ? `?${search}` : ''}`;
     }
 }
 const NOT_JSON = Symbol('not JSON');
@@ -162,7 +167,7 @@ const NOT_JSON = Symbol('not JSON');
 function parseJson(answer) {
     if (!answer.text)
         return undefined;
-    if (!/json/i.test(answer.headers['content-type'] ?? ''))
+    if (!answer.headers['content-type']?.toLowerCase().includes('json'))
         return NOT_JSON;
     try {
         return JSON.parse(answer.text);

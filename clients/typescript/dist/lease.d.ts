@@ -9,7 +9,9 @@ export declare class Lease {
     readonly leaseMs: number;
     /** running: its handler runs; settling: the handler is done and its ack or nack is on its way. */
     state: 'running' | 'settling' | 'lost' | 'given_back';
-    readonly controller: AbortController;
+    /** Made when the handler first reads its signal: most handlers never do, and a busy worker makes one per job. */
+    private controller;
+    private abortedFor;
     /** Local time the lease was last set (claim or renewal answered): it lasts leaseMs from about then. */
     renewedAt: number;
     /** The latest progress report (a copy of its JSON), and its number. */
@@ -20,6 +22,10 @@ export declare class Lease {
     /** The number of the latest report a renewal delivered. */
     sentVersion: number;
     constructor(job: ClaimedJob, leaseMs: number, claimedAt: number);
+    /** The handler's signal: aborted once the lease is lost or given back. */
+    get signal(): AbortSignal;
+    /** Tell the handler to stop, with why. */
+    abort(reason: Error): void;
     /** When the lease runs out, as far as this worker knows (local clock). */
     get expiresAt(): number;
 }

@@ -10,7 +10,9 @@ export class Lease {
     leaseMs;
     /** running: its handler runs; settling: the handler is done and its ack or nack is on its way. */
     state = 'running';
-    controller = new AbortController();
+    /** Made when the handler first reads its signal: most handlers never do, and a busy worker makes one per job. */
+    controller;
+    abortedFor;
     /** Local time the lease was last set (claim or renewal answered): it lasts leaseMs from about then. */
     renewedAt;
     /** The latest progress report (a copy of its JSON), and its number. */
@@ -21,6 +23,18 @@ export class Lease {
         this.job = job;
         this.leaseMs = leaseMs;
         this.renewedAt = claimedAt;
+    }
+    /** The handler's signal: aborted once the lease is lost or given back. */
+    get signal() {
+        this.controller ??= new AbortController();
+        if (this.abortedFor !== undefined && !this.controller.signal.aborted)
+            this.controller.abort(this.abortedFor);
+        return this.controller.signal;
+    }
+    /** Tell the handler to stop, with why. */
+    abort(reason) {
+        this.abortedFor ??= reason;
+        this.controller?.abort(reason);
     }
     /** When the lease runs out, as far as this worker knows (local clock). */
     get expiresAt() {

@@ -183,7 +183,9 @@ export class Worker {
     /** Run one job's handler, then ack or nack it; answers the jobs the ack or nack claimed. */
     async execute(lease) {
         const context = {
-            signal: lease.controller.signal,
+            get signal() {
+                return lease.signal;
+            },
             progress: (value) => this.progress(lease, value),
         };
         let outcome;
@@ -326,7 +328,7 @@ export class Worker {
     async giveBack(lease) {
         const { job } = lease;
         lease.state = 'given_back';
-        lease.controller.abort(new Error(`the worker is stopping: job ${job.id} was given back`));
+        lease.abort(new Error(`the worker is stopping: job ${job.id} was given back`));
         try {
             await this.renewals.release(lease);
             await this.http.request({
@@ -357,7 +359,7 @@ export class Worker {
             during: 'renew',
             code: outcome,
         });
-        lease.controller.abort(new Error(`the lease of job ${lease.job.id} was lost (${outcome})`));
+        lease.abort(new Error(`the lease of job ${lease.job.id} was lost (${outcome})`));
     }
     progress(lease, value) {
         const json = JSON.stringify(value ?? null);

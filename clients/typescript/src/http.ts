@@ -74,6 +74,11 @@ export class Http {
   private readonly base: URL;
   private readonly agent: http.Agent;
   private readonly transport: typeof http.request;
+  /** What every request shares, worked out once (a busy worker sends one request per job). */
+  private readonly hostname: string;
+  private readonly port: string | undefined;
+  private readonly prefix: string;
+  private readonly headers: Record<string, string>;
 
   constructor(options: ConnectionOptions = {}) {
     this.url = (options.url ?? process.env.BATON_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
@@ -84,6 +89,11 @@ export class Http {
     this.base = new URL(this.url);
     if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:')
       throw new TypeError(`url must be http:// or https://, not ${this.url}`);
+    this.hostname = this.base.hostname.replace(/^\[|\]$/g, '');
+    this.port = this.base.port || undefined;
+    this.prefix = this.base.pathname.replace(/\/+$/, '');
+    this.headers = { accept: 'application/json', 'user-agent': `baton-client-ts/${VERSION}` };
+    if (this.apiKey) this.headers.authorization = `Bearer ${this.apiKey}`;
     const secure = this.base.protocol === 'https:';
     this.agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
     this.transport = secure ? https.request : http.request;
@@ -154,22 +164,17 @@ export class Http {
   /** One HTTP exchange; `sent` turns true once the request has a connection to go out on. */
   private send(call: Call, timeoutMs: number, sent: { value: boolean }): Promise<Answer> {
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
-    const headers: Record<string, string | number> = {
-      accept: 'application/json',
-      'user-agent': `baton-client-ts/${VERSION}`,
-    };
-    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    if (body !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = Buffer.byteLength(body);
-    }
+    const headers: Record<string, string | number> =
+      body === undefined
+        ? this.headers
+        : { ...this.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
     return new Promise((resolve, reject) => {
       const req = this.transport(
         {
           agent: this.agent,
           protocol: this.base.protocol,
-          hostname: this.base.hostname.replace(/^\[|\]$/g, ''),
-          port: this.base.port || undefined,
+          hostname: this.hostname,
+          port: this.port,
           path: this.pathOf(call),
           method: call.method,
           headers,
@@ -184,7 +189,7 @@ export class Http {
               status: res.statusCode ?? 0,
               statusText: res.statusMessage ?? '',
               headers: res.headers,
-              text: Buffer.concat(chunks).toString('utf8'),
+              text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
             });
           });
           res.on('error', reject);
@@ -207,12 +212,12 @@ export class Http {
   }
 
   private pathOf(call: Call): string {
+    if (!call.query) return this.prefix + call.path;
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(call.query ?? {}))
       if (value !== undefined) query.set(name, String(value));
     const search = query.toString();
-    const prefix = this.base.pathname.replace(/\/+$/, '');
-    return `${prefix}${call.path}${search ? `?${search}` : ''}`;
+    return `${this.prefix}${call.path}${search ? `?${search}` : ''}`;
   }
 }
 
@@ -221,7 +226,7 @@ const NOT_JSON = Symbol('not JSON');
 /** The answer's JSON body; undefined when it has none, NOT_JSON when it is not JSON. */
 function parseJson(answer: Answer): unknown {
   if (!answer.text) return undefined;
-  if (!/json/i.test(answer.headers['content-type'] ?? '')) return NOT_JSON;
+  if (!answer.headers['content-type']?.toLowerCase().includes('json')) return NOT_JSON;
   try {
     return JSON.parse(answer.text);
   } catch {

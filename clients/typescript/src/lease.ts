@@ -12,7 +12,9 @@ const MAX_RENEWALS_PER_REQUEST = 1000;
 export class Lease {
   /** running: its handler runs; settling: the handler is done and its ack or nack is on its way. */
   state: 'running' | 'settling' | 'lost' | 'given_back' = 'running';
-  readonly controller = new AbortController();
+  /** Made when the handler first reads its signal: most handlers never do, and a busy worker makes one per job. */
+  private controller: AbortController | undefined;
+  private abortedFor: unknown;
   /** Local time the lease was last set (claim or renewal answered): it lasts leaseMs from about then. */
   renewedAt: number;
   /** The latest progress report (a copy of its JSON), and its number. */
@@ -26,6 +28,20 @@ export class Lease {
     claimedAt: number,
   ) {
     this.renewedAt = claimedAt;
+  }
+
+  /** The handler's signal: aborted once the lease is lost or given back. */
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    if (this.abortedFor !== undefined && !this.controller.signal.aborted)
+      this.controller.abort(this.abortedFor);
+    return this.controller.signal;
+  }
+
+  /** Tell the handler to stop, with why. */
+  abort(reason: Error): void {
+    this.abortedFor ??= reason;
+    this.controller?.abort(reason);
   }
 
   /** When the lease runs out, as far as this worker knows (local clock). */

@@ -225,7 +225,9 @@ export class Worker<P = unknown> {
   /** Run one job's handler, then ack or nack it; answers the jobs the ack or nack claimed. */
   private async execute(lease: Lease): Promise<ClaimedJob[]> {
     const context: JobContext = {
-      signal: lease.controller.signal,
+      get signal() {
+        return lease.signal;
+      },
       progress: (value) => this.progress(lease, value),
     };
     let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
@@ -371,7 +373,7 @@ export class Worker<P = unknown> {
   private async giveBack(lease: Lease): Promise<void> {
     const { job } = lease;
     lease.state = 'given_back';
-    lease.controller.abort(new Error(`the worker is stopping: job ${job.id} was given back`));
+    lease.abort(new Error(`the worker is stopping: job ${job.id} was given back`));
     try {
       await this.renewals.release(lease);
       await this.http.request({
@@ -400,7 +402,7 @@ export class Worker<P = unknown> {
       during: 'renew',
       code: outcome,
     });
-    lease.controller.abort(new Error(`the lease of job ${lease.job.id} was lost (${outcome})`));
+    lease.abort(new Error(`the lease of job ${lease.job.id} was lost (${outcome})`));
   }
 
   private progress(lease: Lease, value: unknown): void {
