@@ -21,6 +21,7 @@ import { sqsVersusNative } from './scenarios/sqs.js';
 import { sustainedChurn } from './scenarios/sustained-churn.js';
 import { uniqueKeysScenario } from './scenarios/unique-keys.js';
 import { wakeLatency } from './scenarios/wake-latency.js';
+import { workerLibraries } from './scenarios/worker-libraries.js';
 import { FULL, QUICK, type Sizes } from './sizes.js';
 
 /**
@@ -56,6 +57,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
   schedules: schedulesScenario,
   unique: uniqueKeysScenario,
   sqs: sqsVersusNative,
+  libraries: workerLibraries,
   flow: (ctx) =>
     flowControl(
       ctx,

@@ -50,6 +50,9 @@ export interface Sizes {
    * group count from 10 to 10,000, all in the ring at once).
    */
   flowReadyJobs: number;
+  /** Worker libraries: no-op jobs per run, and every worker's concurrency. */
+  libraryJobs: number;
+  libraryConcurrency: number;
 }
 
 export const QUICK: Sizes = {
@@ -83,6 +86,8 @@ export const QUICK: Sizes = {
   sqsWorkers: 8,
   sqsProducers: 2,
   flowReadyJobs: 100_000,
+  libraryJobs: 5_000,
+  libraryConcurrency: 16,
 };
 
 export const FULL: Sizes = {
@@ -116,6 +121,8 @@ export const FULL: Sizes = {
   sqsWorkers: 8,
   sqsProducers: 2,
   flowReadyJobs: 1_000_000,
+  libraryJobs: 20_000,
+  libraryConcurrency: 16,
 };
 
 /**

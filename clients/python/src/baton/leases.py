@@ -44,9 +44,10 @@ class Leases:
         self._thread.join(timeout=10)
 
     def add(self, job: Job) -> None:
+        # No notify: a new lease is due last (a third of the lease from now), and the loop never
+        # sleeps longer than a sixth of a lease (waking the loop for every job costs a busy worker).
         with self._changed:
             self._held[job.id] = job
-            self._changed.notify_all()
 
     def held(self) -> List[Job]:
         with self._changed:
@@ -81,7 +82,8 @@ class Leases:
                     self._in_flight.update(job.id for job in due)
                 else:
                     next_at = min((job._renew_at for job in self._held.values()), default=now + 1)
-                    self._changed.wait(timeout=min(max(next_at - now, 0.01), 1.0))
+                    longest = min(1.0, self.lease_ms / 6000)
+                    self._changed.wait(timeout=min(max(next_at - now, 0.01), longest))
                     continue
             try:
                 self._renew(due, now)
