@@ -6,11 +6,12 @@ import { describe, expect, it } from 'vitest';
 /**
  * The layers docs/architecture.md promises, checked on the source so they stay true. The imports are
  * read by dependency-cruiser (type-only imports included), against these rules:
- * - no import cycle anywhere in src/;
- * - the protocols (routes/, sqs/, http/, plugins/) call the use cases (service/); the service calls
- *   the domain (jobs/, queues/, schedules/, maintenance/, wake/, db/, ...); nothing imports upwards:
- *   the domain knows nothing of the service or of HTTP and throws domain errors (src/errors.ts), and
- *   the service knows nothing of HTTP or SQS;
+ * - no import cycle anywhere in src/ or in the dashboard (ui/src), and no dashboard page imports
+ *   another;
+ * - every file of src/ is in one of the LAYERS below (foundation, domain, service, protocol, entry)
+ *   and imports nothing from a layer above its own: the domain knows nothing of the service or of
+ *   HTTP and throws domain errors (src/errors.ts), the service knows nothing of HTTP or SQS, and
+ *   the database layer nothing of the domain;
  * - routes/ and sqs/ write nothing themselves: the modules that change jobs (ack, nack, renew, cancel,
  *   enqueue, redrive, the claim, the statement groups) are the service's, and a protocol may import
  *   their types only;
@@ -19,7 +20,8 @@ import { describe, expect, it } from 'vitest';
  *   duration-limits.ts (what the domain must check, such as API keys or the schedules file, is read
  *   by startup-inputs.ts);
  * - the claim statement (jobs/claim/statement.ts) imports no claim file but types.ts: the picks build
- *   on it, not the other way round.
+ *   on it, not the other way round;
+ * - the tests import nothing from bench/ (bench/ may use test/support/, not the other way round).
  * And on the text: jobs/ and maintenance/ are the only modules whose SQL touches the job tables, so
  * the storage layout can change behind them; routes and the SQS endpoint hold no SQL; config is the
  * only reader of process.env.
@@ -68,30 +70,49 @@ const HTTP = ['http', 'routes', 'plugins', 'sqs'];
 const JOB_TABLES =
   /\b(FROM|INTO|UPDATE|JOIN|USING)\s+baton\.(jobs|job_history|idempotency_keys)\b|(selectFrom|insertInto|updateTable|deleteFrom)\(\s*'baton\.(jobs|job_history|idempotency_keys)'/i;
 
-const DOMAIN_PATH =
-  '^src/(jobs|queues|schedules|maintenance|wake|db|auth|json|metrics|memory)/|^src/errors\\.ts$';
+/**
+ * Every file of src/ is in one layer, lowest first; a file imports only from its own layer or one
+ * below it. A file in no layer fails the test, so a new folder must be placed here.
+ */
+const LAYERS: { name: string; paths: string[] }[] = [
+  {
+    name: 'foundation',
+    paths: [
+      'config.ts',
+      'config/',
+      'duration-limits.ts',
+      'version.ts',
+      'logger.ts',
+      'errors.ts',
+      'job-states.ts',
+      'json/',
+      'metrics/',
+      'db/',
+    ],
+  },
+  { name: 'domain', paths: ['jobs/', 'queues/', 'schedules/', 'maintenance/', 'wake/', 'auth/', 'memory/'] },
+  { name: 'service', paths: ['service/'] },
+  { name: 'protocol', paths: ['http/', 'routes/', 'plugins/', 'sqs/'] },
+  { name: 'entry', paths: ['app.ts', 'server.ts', 'startup-errors.ts', 'startup-inputs.ts', 'cli/'] },
+];
+const layerPattern = (paths: string[]) =>
+  paths.map((p) => `^src/${p.replace(/\./g, '\\.')}${p.endsWith('/') ? '' : '$'}`).join('|');
+const LAYER_RULES: IForbiddenRuleType[] = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `${layer.name}-imports-no-layer-above`,
+  severity: 'error',
+  from: { path: layerPattern(layer.paths) },
+  to: { path: layerPattern(LAYERS.slice(i + 1).flatMap((l) => l.paths)) },
+}));
 const WRITES =
   '^src/jobs/(ack|nack|renew|cancel|enqueue|redrive|delete-queue|delete-finished|run-now|statement-groups|claim/(?!types))';
 
 const RULES: IForbiddenRuleType[] = [
   { name: 'no-cycle', severity: 'error', from: { path: '^src/' }, to: { circular: true } },
-  {
-    name: 'domain-imports-no-protocol-or-service',
-    severity: 'error',
-    from: { path: DOMAIN_PATH },
-    to: { path: '^src/(service|http|routes|plugins|sqs)/' },
-  },
-  {
-    name: 'service-imports-no-protocol',
-    severity: 'error',
-    from: { path: '^src/service/' },
-    to: { path: '^src/(http|routes|plugins|sqs)/' },
-  },
+  ...LAYER_RULES,
   {
     name: 'protocols-write-through-the-service',
     severity: 'error',
-    // The SQS dead-letter duty is a leader duty (it moves dead jobs), not a protocol action.
-    from: { path: '^src/(routes|sqs)/', pathNot: '^src/sqs/dead-letter\\.ts$' },
+    from: { path: '^src/(routes|sqs)/' },
     to: { path: WRITES, dependencyTypesNot: ['type-only'] },
   },
   {
@@ -134,6 +155,15 @@ describe('the imports of src/ (dependency-cruiser)', () => {
 });
 
 describe('the layers of src/', () => {
+  it('places every file of src/ in exactly one layer', () => {
+    const rel = (file: string) => path.relative(SRC, file).split(path.sep).join('/');
+    const placed = (file: string) =>
+      LAYERS.filter((l) =>
+        l.paths.some((p) => (p.endsWith('/') ? rel(file).startsWith(p) : rel(file) === p)),
+      );
+    expect(files.filter((f) => placed(f.file).length !== 1).map((f) => f.file)).toEqual([]);
+  });
+
   it('has the folders the architecture describes', () => {
     for (const layer of [...DOMAIN, ...HTTP]) {
       expect(
@@ -165,5 +195,63 @@ describe('the layers of src/', () => {
       (f) => f.file !== path.join(SRC, 'config.ts') && /process\.env/.test(f.text),
     );
     expect(readers.map((f) => f.file)).toEqual([]);
+  });
+});
+
+/** The .ts files under a folder, as paths from the repository's root. */
+function tsFilesUnder(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : tsFilesUnder(full);
+    return /\.tsx?$/.test(entry.name) ? [full] : [];
+  });
+}
+
+describe('the tests', () => {
+  it('import nothing from bench/ (what both use lives under test/support/)', () => {
+    const testFiles = [
+      ...tsFilesUnder('test'),
+      ...fs.readdirSync('clients').flatMap((c) => tsFilesUnder(path.join('clients', c, 'test'))),
+    ];
+    const intoBench = testFiles.flatMap((file) =>
+      importedFiles(file, fs.readFileSync(file, 'utf8'))
+        .filter((to) => to.split(path.sep)[0] === 'bench')
+        .map((to) => `${file} → ${to}`),
+    );
+    expect(intoBench).toEqual([]);
+    // The check reads the tests' imports: the harness they share is found.
+    expect(
+      testFiles.some((f) =>
+        importedFiles(f, fs.readFileSync(f, 'utf8')).some((to) => to.startsWith('test/support')),
+      ),
+    ).toBe(true);
+  });
+});
+
+describe('the imports of the dashboard (ui/src, dependency-cruiser)', () => {
+  it('have no cycle, and no page imports another (only the page table imports pages)', async () => {
+    const { output } = await cruise(['ui/src'], {
+      ruleSet: {
+        forbidden: [
+          { name: 'no-cycle', severity: 'error', from: { path: '^ui/src/' }, to: { circular: true } },
+          {
+            name: 'pages-import-no-page',
+            severity: 'error',
+            from: { path: '^ui/src/', pathNot: '^ui/src/(pages/index\\.ts|app\\.tsx)$' },
+            to: { path: '^ui/src/pages/' },
+          },
+        ],
+      },
+      validate: true,
+      tsPreCompilationDeps: true,
+      doNotFollow: { path: 'node_modules' },
+      enhancedResolveOptions: { extensionAlias: { '.js': ['.ts', '.tsx', '.js'] } } as never,
+    });
+    if (typeof output === 'string') throw new Error('dependency-cruiser answered text');
+    expect(output.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).toEqual([]);
+    const pages = output.modules.filter((m) => m.source.startsWith('ui/src/pages/'));
+    expect(pages.length).toBe(fs.readdirSync('ui/src/pages').length);
+    expect(pages.find((m) => m.source === 'ui/src/pages/index.ts')?.dependencies.length).toBeGreaterThan(5);
   });
 });

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { migrations } from '../migrations/index.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest, pendingMigrations } from '../src/db/migrate.js';
+import { FINISHED_STATES, LIVE_STATES } from '../src/job-states.js';
 import { IDS_PER_SLOT, RING_SLOTS, slotsOf } from '../src/jobs/ring.js';
-import { FINISHED_STATES, LIVE_STATES } from '../src/jobs/states.js';
 import { noLog } from '../src/logger.js';
 import { createTestDatabase, useTestDatabase } from './support/database.js';
 

@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FailoverPair } from './pair.js';
-import { runFailoverScenario, startReplicas } from './scenario.js';
+import { FailoverPair } from '../../test/support/failover/pair.js';
+import { runFailoverScenario, startReplicas } from '../../test/support/failover/scenario.js';
 
 /**
  * Failovers under load, with figures: `npx tsx bench/failover/run.ts [--rounds 3] [--async]

@@ -1,11 +1,11 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FailoverPair } from './pair.js';
+import { FailoverPair } from '../../test/support/failover/pair.js';
 
 /**
  * `npm run failover [-- --port 16000] [--async]`: a primary and a standby under pg_auto_failover on
- * this machine (bench/failover/pair.ts), until Ctrl-C. Prints the DATABASE_URL to start Baton with,
+ * this machine (test/support/failover/pair.ts), until Ctrl-C. Prints the DATABASE_URL to start Baton with,
  * and how to fail the pair over meanwhile. Needs Debian's postgresql-15-auto-failover and
  * pg-auto-failover-cli (.ci/run installs them).
  */

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { FinishedState, LiveState } from '../jobs/states.js';
+import type { FinishedState, LiveState } from '../job-states.js';
 
 /**
  * The typed shape of Baton's tables (schema `baton`), as Kysely sees them.

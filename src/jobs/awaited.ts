@@ -1,8 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { JobState } from '../job-states.js';
 import { type JobRow, jobRowColumns } from './job-row.js';
 import { acrossJobTables, getScopedJobs, type JobTableAlias, scopedJobsQuery } from './read.js';
-import type { JobState } from './states.js';
 
 /**
  * The statements of awaiting jobs (wake/await-finish.ts). A waiter learns whether its jobs have

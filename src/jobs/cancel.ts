@@ -1,11 +1,11 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { DomainError, jobNotFound, queueNotFound } from '../errors.js';
+import { isLiveState, type LiveState } from '../job-states.js';
 import { getQueue } from '../queues/queue-store.js';
 import { finishedJobColumns, finishedRow, inScope, type JobRow, liveCommonColumns } from './job-row.js';
 import { getJob } from './read.js';
 import { retryWhenMoved } from './ring.js';
-import { isLiveState, type LiveState } from './states.js';
 
 const cancelled = finishedRow('cancelled');
 

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { DomainError, queueNotFound } from '../errors.js';
+import { LIVE_STATES } from '../job-states.js';
 import { lockQueueForDelete, removeQueue } from '../queues/queue-store.js';
 import { cancelQueueJobs, type OnCancelled } from './cancel.js';
-import { LIVE_STATES } from './states.js';
 
 /**
  * Delete a queue. Without force it refuses (409 queue_not_empty) while the queue has live jobs.

@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { DeadReason, FinishedState, JobState } from '../job-states.js';
 import { ERRORS_KEPT } from './limits.js';
-import type { DeadReason, FinishedState, JobState } from './states.js';
 
 /**
  * One job as the lifecycle queries return it, live or finished. Columns that only one of the two

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMicros } from '../db/sql-time.js';
 import { invalidField } from '../errors.js';
+import type { JobState } from '../job-states.js';
 import {
   claimOrder,
   finishedJobColumns,
@@ -11,7 +12,6 @@ import {
   waitingJobColumns,
 } from './job-row.js';
 import { isJobId, PRIORITY_MAX, PRIORITY_MIN } from './limits.js';
-import type { JobState } from './states.js';
 
 /**
  * List a queue's jobs in one state, a page at a time, by keyset (never OFFSET): each page starts

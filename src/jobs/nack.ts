@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { DeadReason } from '../job-states.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import { retryDelayMs } from './backoff.js';
 import {
@@ -17,7 +18,6 @@ import {
 } from './job-row.js';
 import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
 import { anySlot, inSlotOf, retryWhenMoved } from './ring.js';
-import type { DeadReason } from './states.js';
 import { settleReturnedKeys } from './unique-return.js';
 
 /**

@@ -1,11 +1,11 @@
 import { DomainError } from '../errors.js';
+import { FINISHED_STATES, type JobState, LIVE_STATES } from '../job-states.js';
 import { deleteFinishedJobs } from '../jobs/delete-finished.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { BULK_MATCH_MAX, MAX_BATCH } from '../jobs/limits.js';
 import { getVisibleJobs } from '../jobs/read.js';
 import { runScheduledNow } from '../jobs/run-now.js';
 import { type FailureKey, type FailureListOptions, listFailures } from '../jobs/search.js';
-import { FINISHED_STATES, type JobState, LIVE_STATES } from '../jobs/states.js';
 import type { ServiceDeps } from './jobs.js';
 import type { LeaseUseCases } from './leases.js';
 import type { QueueUseCases } from './queues.js';

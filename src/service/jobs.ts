@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { tooManyWaiters } from '../errors.js';
+import { FINISHED_STATES, type JobState } from '../job-states.js';
 import { type AwaitAnswer, awaitedStates, readAwaitAnswer } from '../jobs/awaited.js';
 import { releaseClaims } from '../jobs/claim/release.js';
 import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
@@ -12,7 +13,6 @@ import type { ScopedId } from '../jobs/lease-outcome.js';
 import { getJob } from '../jobs/read.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
-import { FINISHED_STATES, type JobState } from '../jobs/states.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { awaitFinished } from '../wake/await-finish.js';

@@ -1,9 +1,9 @@
 import { queueNotFound } from '../errors.js';
+import type { LiveState } from '../job-states.js';
 import { cancelQueueJobs, purgeQueue } from '../jobs/cancel.js';
 import { deleteQueue } from '../jobs/delete-queue.js';
 import { forgetIdempotencyKeys } from '../jobs/enqueue.js';
 import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
-import type { LiveState } from '../jobs/states.js';
 import { deleteGroupOverride, type GroupChanges, putGroupOverride } from '../queues/group-store.js';
 import { readOverview } from '../queues/overview.js';
 import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';

@@ -1,15 +1,15 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FailoverPair } from '../../bench/failover/pair.js';
-import { runFailoverScenario, startReplicas } from '../../bench/failover/scenario.js';
 import type { BatonApp } from '../../src/app.js';
+import { FailoverPair } from '../support/failover/pair.js';
+import { runFailoverScenario, startReplicas } from '../support/failover/scenario.js';
 
 /**
- * A real primary and standby under pg_auto_failover (bench/failover/pair.ts), with three Baton
+ * A real primary and standby under pg_auto_failover (test/support/failover/pair.ts), with three Baton
  * replicas connected through the multi-host URL the monitor prints (target_session_attrs=read-write).
  * Producers and workers run through a planned switchover, then the primary's death by SIGKILL, then
- * its return as the standby (bench/failover/scenario.ts). With synchronous replication (the pair's
+ * its return as the standby (test/support/failover/scenario.ts). With synchronous replication (the pair's
  * default) nothing acknowledged is lost, and no request is answered 500 or left hanging: while no
  * primary writes, requests get 503 with Retry-After and /readyz is false.
  */

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { DEAD_REASONS, JOB_STATES } from '../../job-states.js';
 import {
   ERRORS_KEPT,
   IDEMPOTENCY_KEY_MAX,
@@ -20,7 +21,6 @@ import {
   UNIQUE_KEY_MAX,
   WORKER_ID_MAX,
 } from '../../jobs/limits.js';
-import { DEAD_REASONS, JOB_STATES } from '../../jobs/states.js';
 import { TRACEPARENT_PATTERN, TRACESTATE_MAX, TRACESTATE_PATTERN } from '../../jobs/trace-context.js';
 import {
   GroupName,

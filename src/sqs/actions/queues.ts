@@ -1,6 +1,6 @@
 import { queuePatternsOf } from '../../auth/api-keys.js';
+import { LIVE_STATES } from '../../job-states.js';
 import { DOT_SEGMENT_MESSAGE, isDotSegment, MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
-import { LIVE_STATES } from '../../jobs/states.js';
 import { isFifoQueue } from '../../queues/queue-settings.js';
 import { deadLetterRoutes, getQueue, listQueues, type QueueChanges } from '../../queues/queue-store.js';
 import { checkQueue, mayUseQueue } from '../access.js';

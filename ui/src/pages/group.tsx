@@ -8,9 +8,9 @@ import { own } from '../components/queue-groups.js';
 import { REFRESH_MS } from '../config.js';
 import { atOnce, count, rate } from '../format.js';
 import { usePoll } from '../hooks.js';
+import type { PageProps } from '../page.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
-import type { PageProps } from './index.js';
 
 /**
  * One group of a queue: its counts (the leader's, re-read every REFRESH_MS), the limits and weight

@@ -1,4 +1,4 @@
-import type { FunctionComponent } from 'preact';
+import type { Page } from '../page.js';
 import { GroupPage } from './group.js';
 import { JobPage } from './job.js';
 import { JobsPage } from './jobs.js';
@@ -7,23 +7,6 @@ import { QueuePage } from './queue.js';
 import { SchedulePage } from './schedule.js';
 import { SchedulesPage } from './schedules.js';
 import { WorkersPage } from './workers.js';
-
-export interface PageProps {
-  params: Record<string, string>;
-  query: URLSearchParams;
-}
-
-/**
- * Every page of the dashboard: its path in the URL fragment, its title, and whether the header
- * links to it. A new page is one entry here (see docs/dashboard.md, "Adding a page").
- */
-export interface Page {
-  path: string;
-  title: (params: Record<string, string>) => string;
-  /** The header's link text, for pages reached from the header. */
-  nav?: string;
-  component: FunctionComponent<PageProps>;
-}
 
 export const PAGES: Page[] = [
   { path: '/', nav: 'Queues', title: () => 'Queues', component: Overview },

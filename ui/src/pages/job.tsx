@@ -5,9 +5,9 @@ import { jobActions } from '../components/job-actions.js';
 import { REFRESH_MS } from '../config.js';
 import { json, period, time } from '../format.js';
 import { usePoll } from '../hooks.js';
+import type { PageProps } from '../page.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
-import type { PageProps } from './index.js';
 
 /** One job: what it carries, where it is, every failed attempt; cancel or redrive it (admin). */
 export function JobPage({ params }: PageProps) {

@@ -4,9 +4,9 @@ import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from '../comp
 import { BulkBar, type ListMatch, SelectAllCell, SelectCell } from '../components/bulk-actions.js';
 import { RefreshState, useHeldList } from '../components/held-list.js';
 import { clock, count, plural } from '../format.js';
+import type { PageProps } from '../page.js';
 import { href, setQuery } from '../router.js';
 import { useSession } from '../session.js';
-import type { PageProps } from './index.js';
 
 type Show = 'dead' | 'failing' | 'key';
 const WITHIN: Record<string, { label: string; ms?: number }> = {

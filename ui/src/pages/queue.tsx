@@ -10,8 +10,8 @@ import { Groups } from '../components/queue-groups.js';
 import { REFRESH_MS } from '../config.js';
 import { atOnce, count, duration, rate, time } from '../format.js';
 import { usePoll } from '../hooks.js';
+import type { PageProps } from '../page.js';
 import { useSession } from '../session.js';
-import type { PageProps } from './index.js';
 
 interface SectionProps {
   queue: Queue;

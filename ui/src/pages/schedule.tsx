@@ -2,13 +2,13 @@ import { ApiError, must, type Schedule, serverClock } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading } from '../components/bits.js';
 import { scheduleActions } from '../components/schedule-actions.js';
+import { When } from '../components/when.js';
 import { REFRESH_MS } from '../config.js';
 import { json, period, time } from '../format.js';
 import { usePoll } from '../hooks.js';
+import type { PageProps } from '../page.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
-import type { PageProps } from './index.js';
-import { When } from './schedules.js';
 
 const OVERLAP = {
   allow: 'allow: every occurrence enqueues a job',

@@ -1,7 +1,7 @@
 import { must, type Schedule, serverClock } from '../api.js';
 import { ErrorLine, Loading, Pager, Scroll, usePager } from '../components/bits.js';
+import { When } from '../components/when.js';
 import { REFRESH_MS } from '../config.js';
-import { clock, relative } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
@@ -101,18 +101,5 @@ function ScheduleRow({ schedule: s, now }: { schedule: Schedule; now: number }) 
       <td class="wide">{s.last_job_id ? <a href={href('/jobs', s.last_job_id)}>{s.last_job_id}</a> : '—'}</td>
       <td class="wide">{s.source === 'file' ? (s.drifted ? 'file (changed since)' : 'file') : 'API'}</td>
     </tr>
-  );
-}
-
-/**
- * A time and how far it is from now (by the server's clock): "02:30:00 in 4 h" today, else with its
- * date ("30 Nov 2026, 02:30:00"), so a table of them fits a narrow window.
- */
-export function When({ at, now }: { at: string | null; now: number }) {
-  if (!at) return <>—</>;
-  return (
-    <>
-      {clock(at)} <span class="muted relative">{relative(at, now)}</span>
-    </>
   );
 }

@@ -1,11 +1,11 @@
 import { type LeaseHolder, must, serverClock } from '../api.js';
 import { ErrorLine, Loading, Scroll } from '../components/bits.js';
+import { When } from '../components/when.js';
 import { REFRESH_MS } from '../config.js';
 import { count, time } from '../format.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
 import { useSession } from '../session.js';
-import { When } from './schedules.js';
 
 /**
  * Who holds leases now (GET /v1/workers): each worker and queue with the jobs it holds, its oldest

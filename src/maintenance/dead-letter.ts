@@ -2,8 +2,8 @@ import type { Db } from '../db/database.js';
 import { DomainError } from '../errors.js';
 import { redriveDeadJobs } from '../jobs/redrive.js';
 import type { Log } from '../logger.js';
-import type { Duty, JobsReady } from '../maintenance/duty.js';
 import { deadLetterRoutes } from '../queues/queue-store.js';
+import type { Duty, JobsReady } from './duty.js';
 
 /**
  * Dead-letter forwarding, a maintenance duty the SQS endpoint adds to the leader: the dead jobs of

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import { type BatonApp, buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createDatabase } from '../../src/db/database.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
-import { noLog } from '../../src/logger.js';
+import { type BatonApp, buildApp } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config.js';
+import { createDatabase } from '../../../src/db/database.js';
+import { migrateToLatest } from '../../../src/db/migrate.js';
+import { noLog } from '../../../src/logger.js';
 import type { FailoverPair, NodeName } from './pair.js';
 
 /**
