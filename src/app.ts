@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDe
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { requestLogController } from './http/request-log.js';
+import { buildSerializer } from './http/serialization.js';
 import { buildValidator } from './http/validation.js';
 import { createLogger } from './logger.js';
 import auth from './plugins/auth.js';
@@ -91,7 +92,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
     },
     logController: requestLogController(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
-    schemaController: { compilersFactory: { buildValidator } },
+    schemaController: { compilersFactory: { buildValidator, buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('config', config);

@@ -42,21 +42,47 @@ function makeAjv(coerce: boolean) {
 /**
  * Fastify's validator factory (schemaController.compilersFactory.buildValidator). It receives the
  * shared schemas added with app.addSchema, so that `$ref: 'Job'` in a route resolves.
+ *
+ * The compiled validators are kept per set of shared schemas for the whole process: ajv compiles a
+ * route's schema once per schema object, and every app built in this process (replicas in one test
+ * file, the files of a test worker) declares the same schema objects. Compiling them again cost each
+ * app build about a second of CPU.
  */
 export function buildValidator(
   externalSchemas: Record<string, unknown> = {},
 ): (route: { schema: unknown; httpPart?: string }) => ValidateFunction {
-  const strict = makeAjv(false);
-  const lenient = makeAjv(true);
-  for (const schema of Object.values(externalSchemas)) {
-    strict.addSchema(schema as object);
-    lenient.addSchema(schema as object);
+  const key = JSON.stringify(externalSchemas);
+  let compilers = validatorsBySchemas.get(key);
+  if (!compilers) {
+    compilers = { strict: makeAjv(false), lenient: makeAjv(true), checked: new WeakMap() };
+    for (const schema of Object.values(externalSchemas)) {
+      compilers.strict.addSchema(schema as object);
+      compilers.lenient.addSchema(schema as object);
+    }
+    if (validatorsBySchemas.size >= SCHEMA_SETS_KEPT) validatorsBySchemas.clear();
+    validatorsBySchemas.set(key, compilers);
   }
-  return ({ schema, httpPart }) =>
-    httpPart === 'body'
-      ? strict.compile(schema as object)
-      : plainIntegers(schema, lenient.compile(schema as object));
+  const { strict, lenient, checked } = compilers;
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') return strict.compile(schema as object);
+    let validate = checked.get(schema as object);
+    if (!validate) {
+      validate = plainIntegers(schema, lenient.compile(schema as object));
+      checked.set(schema as object, validate);
+    }
+    return validate;
+  };
 }
+
+interface Compilers {
+  strict: Ajv;
+  lenient: Ajv;
+  /** Query and path validators, each wrapped once by plainIntegers. */
+  checked: WeakMap<object, ValidateFunction>;
+}
+const validatorsBySchemas = new Map<string, Compilers>();
+/** A process builds apps with one set of shared schemas; a bound in case one ever varies. */
+const SCHEMA_SETS_KEPT = 4;
 
 /** What a query or path integer may look like: digits, no leading zero, a minus sign for negatives. */
 const PLAIN_INTEGER = /^(?:0|-?[1-9][0-9]*)$/;

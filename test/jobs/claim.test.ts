@@ -194,7 +194,7 @@ describe('long-poll', () => {
       const latencies: number[] = [];
       for (let i = 0; i < 3; i++) {
         const claim = api(waking).claim('lp-wake', { wait_ms: 15_000 });
-        await new Promise((r) => setTimeout(r, 200));
+        await until(() => waking.wake.waitList.waiting('lp-wake') === 1);
         const enq = await api(waking).enqueue('lp-wake', { payload: i });
         const enqueuedAt = Date.now();
         const res = await claim;
@@ -225,8 +225,10 @@ describe('long-poll', () => {
       expect(await leaving).toBe('aborted');
       // The server noticed: the waiter is gone long before its 20 s, so the job is not dealt to it.
       await until(() => listening.wake.waitList.waiting('lp-gone') === 0);
+      // A claim statement the gone client had in flight may still take the job; the server gives
+      // it back (it never waits for the lease to expire), so the next claim gets it either way.
       const enq = await api(listening).enqueue('lp-gone', { payload: 1 });
-      const res = await api(listening).claim('lp-gone');
+      const res = await api(listening).claim('lp-gone', { wait_ms: 5000 });
       expect(res.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
     } finally {
       await listening.close();
@@ -244,7 +246,7 @@ describe('long-poll', () => {
 
   it('wakes one waiter per ready job, not all of them', async () => {
     const waiters = Array.from({ length: 5 }, () => api(app).claim('lp-one', { wait_ms: 1500 }));
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => app.wake.waitList.waiting('lp-one') === 5);
     await api(app).enqueue('lp-one', { payload: 1 });
     const results = await Promise.all(waiters);
     expect(results.flatMap((r) => r.body.jobs)).toHaveLength(1);
@@ -252,7 +254,7 @@ describe('long-poll', () => {
 
   it('a waiter on a batch enqueue gets the batch', async () => {
     const claim = api(app).claim('lp-batch', { wait_ms: 5000, max_jobs: 100 });
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => app.wake.waitList.waiting('lp-batch') === 1);
     await api(app).enqueueBatch(
       'lp-batch',
       Array.from({ length: 30 }, (_, i) => ({ payload: i })),
@@ -261,21 +263,30 @@ describe('long-poll', () => {
   });
 
   it('holds no database connection while waiting', async () => {
-    const before = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'`.execute(
-      database.db,
-    );
-    const waiters = Array.from({ length: 40 }, (_, i) => api(app).claim(`lp-idle-${i}`, { wait_ms: 1500 }));
-    // Well after the first claims (on fresh connections each plans its claim: up to ~400 ms in all on
-    // two cores) and before the first re-check (the poll interval, 1 s).
-    await new Promise((r) => setTimeout(r, 700));
-    const during = await sql<{ n: number; total: number }>`
-      SELECT count(*) FILTER (WHERE state = 'active')::int AS n, count(*)::int AS total
-      FROM pg_stat_activity WHERE datname = current_database()`.execute(database.db);
-    // 40 waiters, a pool of 20: if waiting held connections, they could not all be waiting.
-    expect(during.rows[0]!.n).toBeLessThanOrEqual(before.rows[0]!.n + 1);
-    expect(during.rows[0]!.total).toBeLessThan(40);
-    await Promise.all(waiters);
+    // No re-check by polling during the test: only the claims' first statements use connections.
+    const waiting = await createTestApp(database, { BATON_POLL_INTERVAL_MS: '30000' });
+    try {
+      const activity = sql<{ n: number; total: number }>`
+        SELECT count(*) FILTER (WHERE state = 'active')::int AS n, count(*)::int AS total
+        FROM pg_stat_activity WHERE datname = current_database()`;
+      const before = (await activity.execute(database.db)).rows[0]!.n;
+      const queues = Array.from({ length: 40 }, (_, i) => `lp-idle-${i}`);
+      const waiters = queues.map((q) => api(waiting).claim(q, { wait_ms: 20_000 }));
+      // 40 waiters, a pool of 20: if waiting held connections, they could not all be waiting with
+      // no more active connections than before (this would time out instead).
+      await until(async () => {
+        if (waiting.wake.waitList.waiting() !== 40) return false;
+        return (await activity.execute(database.db)).rows[0]!.n <= before + 1;
+      });
+      expect((await activity.execute(database.db)).rows[0]!.total).toBeLessThan(40);
+      for (const q of queues) await api(waiting).enqueue(q, { payload: q });
+      const claimed = await Promise.all(waiters);
+      expect(claimed.map((r) => r.body.jobs.map((j: { payload: string }) => j.payload))).toEqual(
+        queues.map((q) => [q]),
+      );
+    } finally {
+      await waiting.close();
+    }
   });
 });
 
@@ -290,7 +301,7 @@ describe('long-poll across replicas', () => {
 
   it('an enqueue on one replica wakes a waiter on another through NOTIFY', async () => {
     const claim = api(other).claim('x-wake', { wait_ms: 10_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => other.wake.waitList.waiting('x-wake') === 1);
     await api(app).enqueue('x-wake', { payload: 1 });
     const enqueuedAt = Date.now();
     const res = await claim;
@@ -309,7 +320,7 @@ describe('long-poll across replicas', () => {
     await until(() => !other.wake.listener.connected, 5000).catch(() => {});
     await until(() => other.wake.listener.connected);
     const claim = api(other).claim('x-reconnect', { wait_ms: 10_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => other.wake.waitList.waiting('x-reconnect') === 1);
     await api(app).enqueue('x-reconnect', { payload: 1 });
     const enqueuedAt = Date.now();
     expect((await claim).body.jobs).toHaveLength(1);
@@ -321,7 +332,7 @@ describe('long-poll across replicas', () => {
     await polling.wake.listener.stop();
     try {
       const claim = api(polling).claim('x-poll', { wait_ms: 5000 });
-      await new Promise((r) => setTimeout(r, 100));
+      await until(() => polling.wake.waitList.waiting('x-poll') === 1);
       await api(app).enqueue('x-poll', { payload: 1 });
       const enqueuedAt = Date.now();
       expect((await claim).body.jobs).toHaveLength(1);
@@ -335,7 +346,7 @@ describe('long-poll across replicas', () => {
   it('shutting down returns waiting claims at once, empty', async () => {
     const closing = await createTestApp(database);
     const claim = api(closing).claim('x-close', { wait_ms: 15_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => closing.wake.waitList.waiting('x-close') === 1);
     const started = Date.now();
     await closing.close();
     const res = await claim;
