@@ -45,7 +45,7 @@ const types = {
  * again, often while some partition is empty: the planner then picks sequential scans and hash or
  * merge joins for the probes by id (ack, renew, the claim's write-back) and keeps those generic plans
  * after the partition has filled, scanning thousands of rows per probe (measured with the ring's
- * prototypes: docs/design/storage-ring.md, "Plans: what the prototypes taught"). Every such statement
+ * prototypes: docs/adr/0005-storage-ring.md, "Plans: what the prototypes taught"). Every such statement
  * has exactly one index to probe by (the primary key), so these sessions forbid the alternatives.
  * `jit = off` goes with it: a forbidden plan node adds a huge cost on PostgreSQL before 18, which would
  * otherwise trigger JIT compilation of short statements.
