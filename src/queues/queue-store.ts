@@ -181,6 +181,33 @@ export async function upsertQueue(
   return { created: row.created };
 }
 
+/**
+ * Create a queue with this configuration unless one of that name exists; an existing one becomes
+ * managed (auto_created = false) when `adopt` accepts it. Of concurrent creators exactly one
+ * inserts, and the others read the row it inserted (their lock waits for its commit). Returns the
+ * row, and whether this call created it.
+ */
+export async function createQueueOnce(
+  trx: Transaction<Database>,
+  name: string,
+  changes: QueueChanges,
+  adopt: (existing: QueueRow) => boolean,
+): Promise<{ created: boolean; queue: QueueRow }> {
+  const columns: Record<string, unknown> = { ...changes };
+  if (changes.meta !== undefined) columns.meta = changes.meta === null ? null : JSON.stringify(changes.meta);
+  const inserted = await trx
+    .insertInto('baton.queues')
+    .values({ ...columns, name, auto_created: false } as never)
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return { created: true, queue: inserted as QueueRow };
+  const existing = await lockQueue(trx, name, 'update');
+  if (!existing) throw new Error(`queue ${name} was neither inserted nor found`);
+  if (existing.auto_created && adopt(existing)) await upsertQueue(trx, name, {});
+  return { created: false, queue: existing };
+}
+
 export async function setPaused(db: Db, name: string, paused: boolean): Promise<boolean> {
   const result = await db
     .updateTable('baton.queues')

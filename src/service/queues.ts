@@ -7,7 +7,14 @@ import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
 import { deleteGroupOverride, type GroupChanges, putGroupOverride } from '../queues/group-store.js';
 import { readOverview } from '../queues/overview.js';
 import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';
-import { lockQueue, type QueueChanges, setPaused, upsertQueue } from '../queues/queue-store.js';
+import {
+  createQueueOnce,
+  lockQueue,
+  type QueueChanges,
+  type QueueRow,
+  setPaused,
+  upsertQueue,
+} from '../queues/queue-store.js';
 import type { ServiceDeps } from './jobs.js';
 
 /**
@@ -42,6 +49,23 @@ export class QueueUseCases {
     });
     if (!created) this.deps.notifier.jobsReady(queue, 1);
     return { created };
+  }
+
+  /**
+   * Create a queue with these settings unless it exists (SQS CreateQueue): of concurrent creators
+   * exactly one creates it, the others get the queue as that one left it, to compare with what they
+   * asked for. An existing queue that an enqueue created becomes managed, unless `differs` says how
+   * it is not what was asked for (then nothing changes).
+   */
+  async createOnce(
+    queue: string,
+    differs: (existing: QueueRow) => string | undefined,
+    changes: QueueChanges,
+  ): Promise<{ created: boolean; queue: QueueRow }> {
+    checkSettings(effectiveSettings({ ...changes }, this.deps.config));
+    return this.deps.db
+      .transaction()
+      .execute((trx) => createQueueOnce(trx, queue, changes, (existing) => !differs(existing)));
   }
 
   /** Pause or resume a queue (queue_not_found when there is none). */

@@ -12,7 +12,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverSecret } from '../../src/db/server-secrets.js';
 import { RECEIPT_HANDLE_SECRET, ReceiptHandles } from '../../src/sqs/receipt-handle.js';
-import { useListeningApp } from '../support/app.js';
+import { createTestApp, listen, useListeningApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { failure, sqsClient } from './support.js';
@@ -440,6 +440,38 @@ describe('SQS errors', () => {
       sqs.send(new CreateQueueCommand({ QueueName: 'errors-same', Attributes: { VisibilityTimeout: '41' } })),
     );
     expect(clash).toMatchObject({ name: 'QueueNameExists', Code: 'QueueAlreadyExists' });
+  });
+
+  it('concurrent CreateQueue calls with different attributes, on two replicas: one creates the queue, the others are told QueueNameExists', async () => {
+    const other = await createTestApp(database);
+    const otherSqs = sqsClient(await listen(other), { maxAttempts: 1 });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const name = `errors-race-${round}`;
+        const timeouts = Array.from({ length: 16 }, (_, i) => String(30 + i));
+        const answers = await Promise.all(
+          timeouts.map((t, i) =>
+            (i % 2 ? otherSqs : sqs)
+              .send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: t } }))
+              .then(() => t)
+              .catch((err: Error) => err.name),
+          ),
+        );
+        const created = answers.filter((a) => a !== 'QueueNameExists');
+        expect(created, name).toHaveLength(1);
+        // The queue has the attributes of the call that created it, not of whichever wrote last.
+        const attrs = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: url.replace(/[^/]+$/, name),
+            AttributeNames: ['VisibilityTimeout'],
+          }),
+        );
+        expect(attrs.Attributes?.VisibilityTimeout, name).toBe(created[0]);
+      }
+    } finally {
+      otherSqs.destroy();
+      await other.close();
+    }
   });
 
   it('out-of-range receive parameters are InvalidParameterValue', async () => {

@@ -2,7 +2,13 @@ import { queuePatternsOf } from '../../auth/api-keys.js';
 import { LIVE_STATES } from '../../job-states.js';
 import { DOT_SEGMENT_MESSAGE, isDotSegment, MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
 import { isFifoQueue } from '../../queues/queue-settings.js';
-import { deadLetterRoutes, getQueue, listQueues, type QueueChanges } from '../../queues/queue-store.js';
+import {
+  deadLetterRoutes,
+  getQueue,
+  listQueues,
+  type QueueChanges,
+  type QueueRow,
+} from '../../queues/queue-store.js';
 import { checkQueue, mayUseQueue } from '../access.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidValue, SqsError } from '../errors.js';
@@ -58,7 +64,7 @@ async function checkDeadLetterTarget(
 }
 
 export const createQueue: Action = async (call, input) => {
-  const { db, config, place, queues } = call.deps;
+  const { config, place, queues } = call.deps;
   const name = requiredString(input, 'QueueName');
   const attributes = stringMap(input, 'Attributes');
   // A FIFO queue is asked for with FifoQueue=true, and its name ends in .fifo; neither goes alone.
@@ -80,20 +86,8 @@ export const createQueue: Action = async (call, input) => {
   const tags = checkTags(stringMap(input, input.tags !== undefined ? 'tags' : 'Tags'), {});
   if (requested.redrivePolicy) await checkDeadLetterTarget(call, { name, fifo }, requested.redrivePolicy);
 
-  const existing = await getQueue(db, name);
-  if (existing) {
-    const differing = differingAttribute(sqsQueueOf(existing, config), requested);
-    if (differing) {
-      throw new SqsError(
-        'QueueNameExists',
-        `A queue already exists with the same name and a different value for attribute ${differing}`,
-      );
-    }
-    // Created by an enqueue: now it is managed, so the leader will not collect it when idle.
-    if (existing.queue.auto_created) await call.deps.service.queues.configure(name, {});
-    return { QueueUrl: urlOf(call, name) };
-  }
-  await call.deps.service.queues.configure(name, {
+  const differingFrom = (queue: QueueRow) => differingAttribute(sqsQueueOf({ queue }, config), requested);
+  const { created, queue } = await call.deps.service.queues.createOnce(name, differingFrom, {
     lease_ms: leaseOf(requested.visibilityTimeout ?? DEFAULT_VISIBILITY_TIMEOUT_S),
     // Without a RedrivePolicy SQS redelivers until retention ends; Baton's bound is its most attempts.
     max_attempts: requested.redrivePolicy?.maxReceiveCount ?? MAX_ATTEMPTS_LIMIT,
@@ -104,6 +98,16 @@ export const createQueue: Action = async (call, input) => {
     // for a dead-letter queue, whose messages arrive by the leader's move, not by a send).
     ...(fifo ? { group_concurrency_limit: 1, grouped: true as const } : {}),
   });
+  if (!created) {
+    // It existed (or another CreateQueue made it first): the same attributes are no change.
+    const differing = differingFrom(queue);
+    if (differing) {
+      throw new SqsError(
+        'QueueNameExists',
+        `A queue already exists with the same name and a different value for attribute ${differing}`,
+      );
+    }
+  }
   queues.forget(name);
   return { QueueUrl: urlOf(call, name) };
 };
