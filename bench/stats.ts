@@ -43,3 +43,17 @@ export function fmt(value: number, digits = 3): string {
   if (abs === 0) return '0';
   return Number(value.toPrecision(digits)).toString();
 }
+
+/**
+ * One markdown table row per series: its name, then the median over its runs of each column, in
+ * the order given (the CPU tables of the scenarios: server, PostgreSQL, client per 1,000 jobs).
+ */
+export function medianRows<K extends string>(
+  runsBySeries: Record<string, Record<K, number>[]>,
+  columns: readonly K[],
+): string[] {
+  return Object.entries(runsBySeries).map(
+    ([series, runs]) =>
+      `| ${series} | ${columns.map((c) => fmt(median(runs.map((r) => r[c])))).join(' | ')} |`,
+  );
+}

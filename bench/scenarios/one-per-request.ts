@@ -7,7 +7,7 @@ import type { QueuePeer } from '../peers/peer.js';
 import { PG_BOSS, PG_BOSS_SINGLE_16 } from '../peers/pg-boss.js';
 import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
 import { warmUp } from '../sizes.js';
-import { fmt, median } from '../stats.js';
+import { medianRows } from '../stats.js';
 
 /**
  * Scenario 2: one job per request. Full cycle: producers enqueue one job per request while workers
@@ -137,10 +137,7 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
   const cycle = metric('cycle', 'single.cycle', 'Full cycle, one job per request');
   const processing = metric('processing', 'single.processing', 'Processing a backlog, one job per request');
   const s = ctx.sizes;
-  const cpuRows = Object.entries(cpuPer1000).map(([variant, runs]) => {
-    const m = (key: 'server' | 'postgres' | 'client') => fmt(median(runs.map((r) => r[key])));
-    return `| ${variant} | ${m('server')} | ${m('postgres')} | ${m('client')} |`;
-  });
+  const cpuRows = medianRows(cpuPer1000, ['server', 'postgres', 'client']);
   return {
     id: 'single',
     title: 'Scenario 2: one job per request',

@@ -8,7 +8,7 @@ import { processCpuMs } from '../process-usage.js';
 import type { Metric, ScenarioResult } from '../report.js';
 import { ratioCheck } from '../report.js';
 import { warmUp } from '../sizes.js';
-import { fmt, median } from '../stats.js';
+import { medianRows } from '../stats.js';
 import { MeasuredWorker } from '../workers/ready-go.js';
 
 /**
@@ -135,10 +135,7 @@ export async function workerLibraries(ctx: BenchContext): Promise<ScenarioResult
     'No-op jobs, Python',
   );
   const s = ctx.sizes;
-  const cpuRows = Object.entries(cpuPer1000).map(([system, runs]) => {
-    const m = (key: 'server' | 'postgres' | 'worker') => fmt(median(runs.map((r) => r[key])));
-    return `| ${system} | ${m('server')} | ${m('postgres')} | ${m('worker')} |`;
-  });
+  const cpuRows = medianRows(cpuPer1000, ['server', 'postgres', 'worker']);
   return {
     id: 'libraries',
     title: 'Worker libraries against a hand-written loop',

@@ -155,7 +155,7 @@ export class Http {
         if (!call.query)
             return this.prefix + call.path;
         const query = new URLSearchParams();
-        for (const [name, value] of Object.entries(call.query ?? {}))
+        for (const [name, value] of Object.entries(call.query))
             if (value !== undefined)
                 query.set(name, String(value));
         const search = query.toString();

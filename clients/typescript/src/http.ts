@@ -214,7 +214,7 @@ export class Http {
   private pathOf(call: Call): string {
     if (!call.query) return this.prefix + call.path;
     const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(call.query ?? {}))
+    for (const [name, value] of Object.entries(call.query))
       if (value !== undefined) query.set(name, String(value));
     const search = query.toString();
     return `${this.prefix}${call.path}${search ? `?${search}` : ''}`;
