@@ -5,6 +5,7 @@
  */
 export type DomainErrorCode =
   | 'not_found'
+  | 'forbidden'
   | 'queue_not_found'
   | 'queue_limit_reached'
   | 'schedule_limit_reached'

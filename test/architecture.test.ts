@@ -13,8 +13,9 @@ import { describe, expect, it } from 'vitest';
  *   HTTP and throws domain errors (src/errors.ts), the service knows nothing of HTTP or SQS, and
  *   the database layer nothing of the domain;
  * - routes/ and sqs/ write nothing themselves: the modules that change jobs (ack, nack, renew, cancel,
- *   enqueue, redrive, the claim, the statement groups) are the service's, and a protocol may import
- *   their types only;
+ *   enqueue and its rules, redrive, the claim, the statement groups) and schedules are the service's,
+ *   and a protocol may import their types only; nor do they hold the database handle to read (only
+ *   the readiness probe does);
  * - jobs/ may use queues/ (an enqueue reads queue settings), never the other way round;
  * - config (config.ts, config/) holds plain values and imports only itself and the leaf
  *   duration-limits.ts (what the domain must check, such as API keys or the schedules file, is read
@@ -104,7 +105,7 @@ const LAYER_RULES: IForbiddenRuleType[] = LAYERS.slice(0, -1).map((layer, i) => 
   to: { path: layerPattern(LAYERS.slice(i + 1).flatMap((l) => l.paths)) },
 }));
 const WRITES =
-  '^src/jobs/(ack|nack|renew|cancel|enqueue|redrive|delete-queue|delete-finished|run-now|statement-groups|claim/(?!types))';
+  '^src/jobs/(ack|nack|renew|cancel|enqueue|expiry-rule|redrive|delete-queue|delete-finished|run-now|statement-groups|claim/(?!types))|^src/schedules/(manage|store)\\.ts$';
 
 const RULES: IForbiddenRuleType[] = [
   { name: 'no-cycle', severity: 'error', from: { path: '^src/' }, to: { circular: true } },
@@ -188,6 +189,20 @@ describe('the layers of src/', () => {
       .filter((f) => /from 'kysely'|\bsql`|\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(f.text))
       .map((f) => f.file);
     expect(withSql).toEqual([]);
+  });
+
+  it('routes and SQS actions reach the database only through the service (reads too)', () => {
+    // The readiness probe asks the database itself whether it answers: it is no use case.
+    const withHandle = files
+      .filter((f) => f.layer === 'routes' || f.layer === 'sqs')
+      .filter((f) => f.file !== path.join(SRC, 'routes', 'health.ts'))
+      .filter((f) => /\b(app|deps|server)\.db\b|\bDb\b/.test(f.text))
+      .map((f) => f.file);
+    expect(withHandle).toEqual([]);
+    // The check would catch it: the probe does hold the handle.
+    expect(files.some((f) => f.file === path.join(SRC, 'routes', 'health.ts') && /app\.db\b/.test(f.text))).toBe(
+      true,
+    );
   });
 
   it('config.ts is the only reader of process.env', () => {

@@ -55,10 +55,9 @@ export default async function sqs(app: FastifyInstance, opts: SqsPluginOptions) 
     return handles;
   };
   const deps: SqsDeps = {
-    db: app.db,
     config,
     place: { region: config.sqsRegion, accountId: config.sqsAccountId },
-    queues: new QueueCache(app.db, config),
+    queues: new QueueCache(app.service.queues, config),
     service: app.service,
     receiptHandles,
     metrics: app.metrics,

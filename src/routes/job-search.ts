@@ -9,7 +9,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob } from '../http/views.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { BULK_MATCH_MAX } from '../jobs/limits.js';
-import { countFailures, findByKey, listFailures, parseFailureKey } from '../jobs/search.js';
+import { parseFailureKey } from '../jobs/search.js';
 
 /**
  * GET /v1/jobs: the operator's lists across queues (src/jobs/search.ts): failing or dead jobs, newest
@@ -57,7 +57,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
           if (q[field] !== undefined) throw invalidField(field, 'cannot be given with a key search');
         }
         if (q.count) throw invalidField('count', 'counts a list (state); a key search is one page');
-        const rows = await findByKey(app.db, key, {
+        const rows = await app.service.jobs.findByKey(key, {
           ...(q.queue === undefined ? {} : { queue: q.queue }),
           ...(patterns === undefined ? {} : { patterns }),
         });
@@ -70,7 +70,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
         );
       }
       const list = failureListOf({ ...q, state: q.state }, patterns);
-      const page = await listFailures(app.db, {
+      const page = await app.service.jobs.failures({
         ...list,
         limit: q.limit ?? 25,
         ...(q.cursor === undefined ? {} : { after: parseFailureKey(decodeCursor(q.cursor)) }),
@@ -79,7 +79,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
       if (!q.count) return jobs;
       // The count's time bounds it, so that a bulk action given it as match.until acts on these jobs.
       const counted_at = new Date().toISOString();
-      const total = await countFailures(app.db, { ...list, until: counted_at }, BULK_MATCH_MAX);
+      const total = await app.service.jobs.countFailures({ ...list, until: counted_at }, BULK_MATCH_MAX);
       return {
         ...jobs,
         total: Math.min(total, BULK_MATCH_MAX),

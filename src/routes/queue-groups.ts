@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { invalidField, queueNotFound } from '../errors.js';
+import { invalidField } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import {
   DeletedGroup,
@@ -15,14 +15,7 @@ import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toGroup } from '../http/views.js';
 import { isGroupName } from '../jobs/limits.js';
-import {
-  type GroupChanges,
-  type GroupListKey,
-  getGroup,
-  groupsCountedAt,
-  listGroups,
-} from '../queues/group-store.js';
-import { getQueue } from '../queues/queue-store.js';
+import type { GroupChanges, GroupListKey } from '../queues/group-store.js';
 
 /** A queue's groups (flow control): list them busiest first, read one, override its limits, reset it. */
 
@@ -37,14 +30,10 @@ function parseGroupKey(key: string[] | undefined): GroupListKey {
 }
 
 const queueGroups: FastifyPluginAsyncTypebox = async (app) => {
-  const queueOf = async (name: string) => {
-    const found = await getQueue(app.db, name);
-    if (!found) throw queueNotFound(name);
-    return found.queue;
-  };
+  const { queues } = app.service;
   const view = async (queue: string, group: string) => {
-    const row = await queueOf(queue);
-    return toGroup(row, await getGroup(app.db, queue, group), await groupsCountedAt(app.db, queue));
+    const found = await queues.group(queue, group);
+    return toGroup(found.queue, found.group, found.countedAt);
   };
 
   app.get(
@@ -66,11 +55,9 @@ const queueGroups: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      const row = await queueOf(queue);
       const { cursor } = request.query;
       const after = cursor === undefined ? undefined : parseGroupKey(decodeCursor(cursor));
-      const page = await listGroups(app.db, queue, request.query.limit ?? 100, after);
-      const countedAt = await groupsCountedAt(app.db, queue);
+      const { queue: row, page, countedAt } = await queues.groups(queue, request.query.limit ?? 100, after);
       return {
         groups: page.rows.map((g) => toGroup(row, g, countedAt)),
         next_cursor: page.next ? encodeCursor(page.next) : null,

@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { queueNotFound } from '../errors.js';
 import { QueueParams } from '../http/schemas/jobs.js';
 import { QueueHistory, QueueHistoryQuery } from '../http/schemas/queues.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toQueueSample } from '../http/views.js';
-import { readQueueHistory } from '../queues/queue-history.js';
 
 /** GET /v1/queues/{queue}/history: the per-minute samples the leader keeps, for charts. */
 const queueHistory: FastifyPluginAsyncTypebox = async (app) => {
@@ -29,8 +27,7 @@ const queueHistory: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { queue } = request.params;
       const minutes = request.query.minutes ?? 60;
-      const history = await readQueueHistory(app.db, queue, minutes);
-      if (!history) throw queueNotFound(queue);
+      const history = await app.service.queues.history(queue, minutes);
       return {
         queue,
         now: history.now.toISOString(),

@@ -26,32 +26,23 @@ import { toUtcTimestamp } from '../http/timestamps.js';
 import { batchEnqueuedIdsJson, dependsOnApplied, toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue.js';
 import type { ParentRef } from '../jobs/enqueue-item.js';
-import { refuseBornExpired } from '../jobs/expiry-rule.js';
-import { MAX_EDGES_PER_REQUEST } from '../jobs/limits.js';
-import { listJobs, parseListKey } from '../jobs/list.js';
+import { parseListKey } from '../jobs/list.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 
 /** The jobs of a queue, /v1/queues/{queue}/...: enqueue one, enqueue a batch, claim, list. */
 
+/**
+ * An item of the request as the service takes it. Only the fields are translated here; the rules
+ * between them (delay_ms or run_at, depends_on's items, a job that could never run) are the
+ * service's (jobs/enqueue-rules.ts).
+ */
 function toItem(
   body: EnqueueRequest,
   field: string,
   payloadLimit: number,
   headerTrace: TraceContext | undefined,
-  /** The item's position in a batch (earlier items may be parents); undefined for a single enqueue. */
-  position?: number,
 ): EnqueueItem {
-  if (body.delay_ms !== undefined && body.run_at !== undefined) {
-    throw invalidField(`${field}run_at`, 'cannot be given with delay_ms');
-  }
-  if (body.expires_at !== undefined && body.expires_in_ms !== undefined) {
-    throw invalidField(`${field}expires_in_ms`, 'cannot be given with expires_at');
-  }
-  if (body.on_conflict !== undefined && body.unique_key === undefined) {
-    throw invalidField(`${field}on_conflict`, 'needs unique_key');
-  }
   const trace = traceOfBody(body, field) ?? headerTrace;
-  const dependsOn = parentsOf(body, field, position);
   return {
     payloadJson: jsonText(body.payload, `${field}payload`, payloadLimit),
     group: body.group,
@@ -66,35 +57,16 @@ function toItem(
     expiresInMs: body.expires_in_ms,
     uniqueKey: body.unique_key,
     onConflict: body.on_conflict,
+    onParentFailure: body.on_parent_failure,
     ...(trace ? { meta: { trace } } : {}),
-    ...(dependsOn ? { dependsOn, onParentFailure: body.on_parent_failure ?? 'cancel' } : {}),
+    ...(body.depends_on
+      ? {
+          dependsOn: body.depends_on.map(
+            (p): ParentRef => (typeof p === 'string' ? { id: p } : { item: p.item }),
+          ),
+        }
+      : {}),
   };
-}
-
-/** An item's parents as the service takes them; a 400 naming the field for a reference it may not make. */
-function parentsOf(
-  body: EnqueueRequest,
-  field: string,
-  position: number | undefined,
-): ParentRef[] | undefined {
-  if (body.depends_on === undefined) {
-    if (body.on_parent_failure !== undefined)
-      throw invalidField(`${field}on_parent_failure`, 'needs depends_on');
-    return undefined;
-  }
-  return body.depends_on.map((parent, k) => {
-    if (typeof parent === 'string') return { id: parent };
-    if (position === undefined) {
-      throw invalidField(`${field}depends_on[${k}]`, 'names a batch item, which only a batch request has');
-    }
-    if (parent.item >= position) {
-      throw invalidField(
-        `${field}depends_on[${k}].item`,
-        `must name an earlier item of the batch (below ${position})`,
-      );
-    }
-    return { item: parent.item };
-  });
 }
 
 /** The trace context a job gives in its own fields; a 400 naming the field when they do not hold. */
@@ -148,10 +120,10 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { queue } = request.params;
       const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
-      await refuseBornExpired(app.db, [item], () => '');
       const [result] = await jobs.enqueue(queue, [item], 'api', {
         parentScope: queuePatternsOf(request.apiKey),
         field: () => '',
+        batch: false,
       });
       const { job, created } = result!;
       return reply
@@ -197,19 +169,12 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const headerTrace = traceFromHeaders(request.headers);
       const items = request.body.jobs.map((job, i) =>
-        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace, i),
+        toItem(job, `jobs[${i}].`, config.payloadLimitBytes, headerTrace),
       );
-      const edges = items.reduce((n, item) => n + (item.dependsOn?.length ?? 0), 0);
-      if (edges > MAX_EDGES_PER_REQUEST) {
-        throw invalidField(
-          'jobs',
-          `name ${edges} parents in all; at most ${MAX_EDGES_PER_REQUEST} per request`,
-        );
-      }
-      await refuseBornExpired(app.db, items, (i) => `jobs[${i}].`);
       const results = await jobs.enqueue(queue, items, 'api', {
         parentScope: queuePatternsOf(request.apiKey),
         field: (i) => `jobs[${i}].`,
+        batch: true,
       });
       // An item answered by an existing job (its key) had its depends_on left out: say so per item.
       const answers = results.map((r, i) => ({ ...r, ...dependsOnApplied(items[i]!, r.created) }));
@@ -279,7 +244,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
       const { queue } = request.params;
       const { state, group, cursor, order, include_payload } = request.query;
       const limit = request.query.limit ?? 100;
-      const page = await listJobs(app.db, {
+      const page = await jobs.list({
         queue,
         state,
         group,

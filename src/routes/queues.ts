@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { queuePatternsOf } from '../auth/api-keys.js';
-import { invalidField, queueNotFound } from '../errors.js';
+import { invalidField } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { NewQueueParams, QueueParams } from '../http/schemas/jobs.js';
 import {
@@ -19,7 +19,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { toQueue } from '../http/views.js';
 import { isQueueName } from '../jobs/limits.js';
-import { getQueue, listQueues, type QueueChanges } from '../queues/queue-store.js';
+import type { QueueChanges } from '../queues/queue-store.js';
 
 /** Operating queues: configure, pause, inspect, list jobs, delete, purge, redrive. */
 
@@ -27,9 +27,9 @@ const badCursor = () => invalidField('cursor', 'is not a cursor this server issu
 
 const queues: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
+  const { queues: useCases } = app.service;
   const view = async (name: string) => {
-    const found = await getQueue(app.db, name);
-    if (!found) throw queueNotFound(name);
+    const found = await useCases.get(name);
     return toQueue(found.queue, found.stats, config);
   };
 
@@ -55,7 +55,7 @@ const queues: FastifyPluginAsyncTypebox = async (app) => {
       }
       // A key limited to some queues sees only those: the filter is in the query, so pages are
       // full and the cursor comes from a row the key may see.
-      const rows = await listQueues(app.db, limit, after, queuePatternsOf(request.apiKey));
+      const rows = await useCases.list(limit, after, queuePatternsOf(request.apiKey));
       const last = rows.at(-1);
       return {
         queues: rows.map((r) => toQueue(r.queue, r.stats, config)),

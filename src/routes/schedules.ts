@@ -17,8 +17,6 @@ import {
 } from '../http/schemas/schedules.js';
 import { toEnqueuedJob, toSchedule } from '../http/views.js';
 import { DEFAULTS, isScheduleName, jobFieldsOf, type ScheduleDefinition } from '../schedules/definition.js';
-import { pauseSchedule, putSchedule, scheduleNotFound, triggerSchedule } from '../schedules/manage.js';
-import { deleteSchedule, getSchedule, listSchedules } from '../schedules/store.js';
 
 /** Cron schedules, /v1/schedules/...: define, read, list, pause, resume, trigger, delete. */
 
@@ -26,16 +24,7 @@ const badCursor = () => invalidField('cursor', 'is not a cursor this server issu
 
 const schedules: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app;
-  const limits = {
-    minIntervalMs: config.scheduleMinIntervalMs,
-    maxSchedules: config.maxSchedules,
-    maxSchedulesPerKey: config.maxSchedulesPerKey,
-  };
-  const view = async (name: string) => {
-    const row = await getSchedule(app.db, name);
-    if (!row) throw scheduleNotFound(name);
-    return toSchedule(row);
-  };
+  const { schedules } = app.service;
 
   app.put(
     '/v1/schedules/:name',
@@ -79,12 +68,8 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         catchUp: b.catch_up ?? DEFAULTS.catchUp,
         paused: b.paused ?? DEFAULTS.paused,
       };
-      const { created } = await putSchedule(app.db, name, def, {
-        autoCreateQueues: config.autoCreateQueues,
-        limits,
-        keyPatterns: queuePatternsOf(request.apiKey),
-      });
-      return reply.code(created ? 201 : 200).send(await view(name));
+      const { created, schedule } = await schedules.put(name, def, queuePatternsOf(request.apiKey));
+      return reply.code(created ? 201 : 200).send(toSchedule(schedule));
     },
   );
 
@@ -113,7 +98,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         after = decodeCursor(request.query.cursor)?.[0];
         if (after === undefined || !isScheduleName(after)) throw badCursor();
       }
-      const rows = await listSchedules(app.db, limit, after, queuePatternsOf(request.apiKey));
+      const rows = await schedules.list(limit, after, queuePatternsOf(request.apiKey));
       const last = rows.at(-1);
       return {
         schedules: rows.map(toSchedule),
@@ -134,7 +119,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ok(ref(Schedule), 'The schedule.'), ...errorResponses(404) },
       },
     },
-    async (request) => view(request.params.name),
+    async (request) => toSchedule(await schedules.get(request.params.name, queuePatternsOf(request.apiKey))),
   );
 
   app.delete(
@@ -154,7 +139,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { name } = request.params;
-      if (!(await deleteSchedule(app.db, name))) throw scheduleNotFound(name);
+      await schedules.delete(name, queuePatternsOf(request.apiKey));
       return { name, deleted: true as const };
     },
   );
@@ -179,8 +164,9 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request) => {
-        await pauseSchedule(app.db, request.params.name, paused);
-        return view(request.params.name);
+        return toSchedule(
+          await schedules.setPaused(request.params.name, paused, queuePatternsOf(request.apiKey)),
+        );
       },
     );
   }
@@ -206,10 +192,7 @@ const schedules: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { jobs } = app.service;
-      const { result } = await triggerSchedule(app.db, request.params.name, jobs.enqueueOptions);
-      jobs.enqueued(result.job.queue, [result]);
-      const { job, created } = result;
+      const { job, created } = await schedules.trigger(request.params.name, queuePatternsOf(request.apiKey));
       return reply.code(created ? 201 : 200).send(toEnqueuedJob(job));
     },
   );

@@ -10,6 +10,7 @@ import { jobOfSchedule } from './fire.js';
 import {
   countSchedules,
   databaseNow,
+  lockedOutOfScope,
   lockSchedule,
   lockScheduleCreation,
   recordTrigger,
@@ -22,6 +23,12 @@ import {
 
 export const scheduleNotFound = (name: string) =>
   new DomainError('not_found', `schedule "${name}" does not exist`);
+
+const scheduleOutOfScope = (name: string) =>
+  new DomainError(
+    'forbidden',
+    `may not change schedule "${name}": it enqueues into a queue this key may not use`,
+  );
 
 /**
  * The next occurrence a schedule should wait for after it is written at `now`. Unchanged timing
@@ -118,6 +125,11 @@ export async function putSchedule(
     if (!opts.autoCreateQueues && !(await holdQueue(trx, def.queue))) {
       throw queueNotFound(def.queue, ' and auto-create is off (BATON_AUTO_CREATE_QUEUES)');
     }
+    // A queue-limited key may not take over another tenant's schedule by its name, even one whose
+    // queue changed after auth looked (the row stays locked until this writes).
+    if (opts.keyPatterns && (await lockedOutOfScope(trx, name, opts.keyPatterns))) {
+      throw scheduleOutOfScope(name);
+    }
     let existing = await lockSchedule(trx, name);
     if (!existing) {
       await lockScheduleCreation(trx);
@@ -130,10 +142,15 @@ export async function putSchedule(
 }
 
 /** Pause or resume; a resumed schedule does not catch up on the time it was paused. */
-export async function pauseSchedule(db: Db, name: string, paused: boolean): Promise<void> {
+export async function pauseSchedule(
+  db: Db,
+  name: string,
+  paused: boolean,
+  patterns?: string[],
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const now = await databaseNow(trx);
-    const row = await lockSchedule(trx, name);
+    const row = await lockSchedule(trx, name, patterns);
     if (!row) throw scheduleNotFound(name);
     if (row.paused === paused) return;
     const next = paused ? row.next_run_at : nextRunFor(row, { ...definitionOfRow(row), paused }, now);
@@ -149,10 +166,11 @@ export async function triggerSchedule(
   db: Db,
   name: string,
   opts: EnqueueOptions,
+  patterns?: string[],
 ): Promise<{ schedule: ScheduleRow; result: EnqueueResult }> {
   return db.transaction().execute(async (trx) => {
     const now = await databaseNow(trx);
-    const row = await lockSchedule(trx, name);
+    const row = await lockSchedule(trx, name, patterns);
     if (!row) throw scheduleNotFound(name);
     const [result] = await enqueueInTransaction(trx, row.queue, [jobOfSchedule(row)], opts);
     await recordTrigger(trx, name, now, result!.job.id);

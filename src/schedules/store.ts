@@ -90,17 +90,42 @@ export async function databaseNow(db: Db, override?: Date): Promise<Date> {
   return rows[0]!.now;
 }
 
-export async function getSchedule(db: Db, name: string): Promise<ScheduleRow | undefined> {
-  const { rows } =
-    await sql<ScheduleRow>`SELECT ${columns} FROM baton.schedules s WHERE s.name = ${name}`.execute(db);
+/**
+ * With a queue-limited key's patterns, only a schedule enqueueing into one of its queues is found:
+ * the scope holds in the statement, not only in the check auth made before it.
+ */
+const inScope = (patterns: string[] | undefined) =>
+  patterns === undefined ? sql`` : sql`AND s.queue ~ ANY(${patterns}::text[])`;
+
+export async function getSchedule(
+  db: Db,
+  name: string,
+  patterns?: string[],
+): Promise<ScheduleRow | undefined> {
+  const { rows } = await sql<ScheduleRow>`
+    SELECT ${columns} FROM baton.schedules s WHERE s.name = ${name} ${inScope(patterns)}`.execute(db);
   return rows[0];
 }
 
 /** The row, locked FOR UPDATE until the transaction ends (waits for the duty or another writer). */
-export async function lockSchedule(trx: Trx, name: string): Promise<ScheduleRow | undefined> {
+export async function lockSchedule(
+  trx: Trx,
+  name: string,
+  patterns?: string[],
+): Promise<ScheduleRow | undefined> {
   const { rows } = await sql<ScheduleRow>`
-    SELECT ${columns} FROM baton.schedules s WHERE s.name = ${name} FOR UPDATE`.execute(trx);
+    SELECT ${columns} FROM baton.schedules s WHERE s.name = ${name} ${inScope(patterns)} FOR UPDATE`.execute(
+    trx,
+  );
   return rows[0];
+}
+
+/** Whether a schedule of this name exists outside the patterns (locked, so it stays so). */
+export async function lockedOutOfScope(trx: Trx, name: string, patterns: string[]): Promise<boolean> {
+  const { rows } = await sql`
+    SELECT 1 FROM baton.schedules s
+    WHERE s.name = ${name} AND NOT s.queue ~ ANY(${patterns}::text[]) FOR UPDATE`.execute(trx);
+  return rows.length > 0;
 }
 
 export async function queueOfSchedule(db: Db, name: string): Promise<string | undefined> {
@@ -171,8 +196,10 @@ export async function setSchedulePaused(trx: Trx, name: string, paused: boolean,
     WHERE name = ${name}`.execute(trx);
 }
 
-export async function deleteSchedule(db: Db, name: string): Promise<boolean> {
-  const result = await sql`DELETE FROM baton.schedules WHERE name = ${name}`.execute(db);
+export async function deleteSchedule(db: Db, name: string, patterns?: string[]): Promise<boolean> {
+  const result = await sql`DELETE FROM baton.schedules s WHERE s.name = ${name} ${inScope(patterns)}`.execute(
+    db,
+  );
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 

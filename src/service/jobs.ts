@@ -7,10 +7,13 @@ import { releaseClaims } from '../jobs/claim/release.js';
 import type { Claimant, ClaimedRow } from '../jobs/claim/types.js';
 import { enqueueWithParents, type ParentScope } from '../jobs/dependencies.js';
 import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue.js';
+import { checkEnqueue } from '../jobs/enqueue-rules.js';
 import { type DependencySummary, dependencySummary, type RelatedPage, relatedJobs } from '../jobs/graph.js';
 import type { JobRow } from '../jobs/job-row.js';
 import type { ScopedId } from '../jobs/lease-outcome.js';
+import { type ListOptions, listJobs } from '../jobs/list.js';
 import { getJob } from '../jobs/read.js';
+import { countFailures, type FailureListOptions, findByKey, type JobKey, listFailures } from '../jobs/search.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
@@ -48,6 +51,8 @@ export interface EnqueueRequestContext {
   parentScope?: ParentScope;
   /** The field prefix of item i in error messages (`jobs[i].` in a batch). */
   field?: (index: number) => string;
+  /** A batch request: its items may name earlier items as parents (`depends_on: [{"item": 0}]`). */
+  batch?: boolean;
 }
 
 /** SQS's deduplication interval: a FIFO message's deduplication id is remembered five minutes. */
@@ -107,7 +112,8 @@ export class JobUseCases {
 
   /**
    * Enqueue jobs into a queue; per item, its job and whether this call created it (an idempotency
-   * or unique key may answer an existing job). Created jobs are counted, and those ready now wake
+   * or unique key may answer an existing job). Items that break a rule are refused first, with
+   * nothing written (jobs/enqueue-rules.ts). Created jobs are counted, and those ready now wake
    * waiting claims.
    */
   async enqueue(
@@ -116,17 +122,12 @@ export class JobUseCases {
     policy: EnqueuePolicy = 'api',
     request: EnqueueRequestContext = {},
   ): Promise<EnqueueResult[]> {
+    const field = request.field ?? ((i: number) => (items.length === 1 ? '' : `jobs[${i}].`));
+    await checkEnqueue(this.deps.db, items, field, request.batch ?? items.length > 1);
     // Jobs with parents take a transaction of their own (jobs/dependencies.ts); the others keep
     // their one grouped statement.
     const results = items.some((item) => item.dependsOn !== undefined)
-      ? await enqueueWithParents(
-          this.deps.db,
-          queue,
-          items,
-          this.enqueueOptions,
-          request.parentScope,
-          request.field ?? ((i) => (items.length === 1 ? '' : `jobs[${i}].`)),
-        )
+      ? await enqueueWithParents(this.deps.db, queue, items, this.enqueueOptions, request.parentScope, field)
       : await this.enqueues[policy].enqueue(queue, items);
     this.enqueued(queue, results);
     return results;
@@ -151,6 +152,26 @@ export class JobUseCases {
   /** A job in any state; with `queue` (a queue-limited key's scope), only a job of that queue. */
   read(id: string, queue?: string): Promise<JobRow | undefined> {
     return getJob(this.deps.db, id, queue);
+  }
+
+  /** A page of a queue's jobs in one state, by keyset (jobs/list.ts). */
+  list(opts: ListOptions) {
+    return listJobs(this.deps.db, opts);
+  }
+
+  /** The jobs a unique or idempotency key names, in the queues the caller may see. */
+  findByKey(key: JobKey, opts: { queue?: string; patterns?: string[] }): Promise<JobRow[]> {
+    return findByKey(this.deps.db, key, opts);
+  }
+
+  /** A page of failing or dead jobs across queues, newest failure first (jobs/search.ts). */
+  failures(opts: FailureListOptions) {
+    return listFailures(this.deps.db, opts);
+  }
+
+  /** How many jobs a failure list holds, counted up to `max` (a bulk action's cap). */
+  countFailures(opts: Omit<FailureListOptions, 'limit' | 'after'>, max: number): Promise<number> {
+    return countFailures(this.deps.db, opts, max);
   }
 
   /**

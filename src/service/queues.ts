@@ -4,14 +4,27 @@ import { cancelQueueJobs, purgeQueue } from '../jobs/cancel.js';
 import { deleteQueue } from '../jobs/delete-queue.js';
 import { forgetIdempotencyKeys } from '../jobs/enqueue.js';
 import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
-import { deleteGroupOverride, type GroupChanges, putGroupOverride } from '../queues/group-store.js';
+import {
+  deleteGroupOverride,
+  type GroupChanges,
+  type GroupListKey,
+  getGroup,
+  groupsCountedAt,
+  listGroups,
+  putGroupOverride,
+} from '../queues/group-store.js';
 import { readOverview } from '../queues/overview.js';
+import { readQueueHistory } from '../queues/queue-history.js';
 import { checkFifoGroupLimit, checkSettings, effectiveSettings } from '../queues/queue-settings.js';
 import {
   createQueueOnce,
+  deadLetterRoutes,
+  getQueue,
+  listQueues,
   lockQueue,
   type QueueChanges,
   type QueueRow,
+  type QueueStatsRow,
   setPaused,
   upsertQueue,
 } from '../queues/queue-store.js';
@@ -33,6 +46,49 @@ export class QueueUseCases {
   /** Every queue the patterns allow, at a glance (the dashboard's first page). */
   overview(patterns?: string[]) {
     return readOverview(this.deps.db, patterns);
+  }
+
+  /** A queue with its latest counts; undefined when there is none. */
+  find(name: string): Promise<{ queue: QueueRow; stats?: QueueStatsRow } | undefined> {
+    return getQueue(this.deps.db, name);
+  }
+
+  /** A queue with its latest counts (queue_not_found when there is none). */
+  async get(name: string): Promise<{ queue: QueueRow; stats?: QueueStatsRow }> {
+    const found = await this.find(name);
+    if (!found) throw queueNotFound(name);
+    return found;
+  }
+
+  /** The queues whose dead jobs go to `target` (an SQS RedrivePolicy). */
+  deadLetterSources(target: string) {
+    return deadLetterRoutes(this.deps.db, target);
+  }
+
+  /** A page of queues in name order after `after`, those the patterns allow (and named with `prefix`). */
+  list(limit: number, after?: string, patterns?: string[], prefix?: string) {
+    return listQueues(this.deps.db, limit, after, patterns, prefix);
+  }
+
+  /** A queue's minute samples of the last `minutes` minutes, oldest first, with the database's now. */
+  async history(queue: string, minutes: number) {
+    const history = await readQueueHistory(this.deps.db, queue, minutes);
+    if (!history) throw queueNotFound(queue);
+    return history;
+  }
+
+  /** One group of a queue (any name is a group), with the queue and when its groups were counted. */
+  async group(queue: string, group: string) {
+    const { queue: row } = await this.get(queue);
+    const found = await getGroup(this.deps.db, queue, group);
+    return { queue: row, group: found, countedAt: await groupsCountedAt(this.deps.db, queue) };
+  }
+
+  /** A page of a queue's groups, busiest first, with the queue and when its groups were counted. */
+  async groups(queue: string, limit: number, after?: GroupListKey) {
+    const { queue: row } = await this.get(queue);
+    const page = await listGroups(this.deps.db, queue, limit, after);
+    return { queue: row, page, countedAt: await groupsCountedAt(this.deps.db, queue) };
   }
 
   /** Create or configure a queue; whether it was created. */

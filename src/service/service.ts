@@ -2,6 +2,7 @@ import { BulkActions } from './bulk.js';
 import { JobUseCases, type ServiceDeps } from './jobs.js';
 import { LeaseUseCases } from './leases.js';
 import { QueueUseCases } from './queues.js';
+import { ScheduleUseCases } from './schedules.js';
 
 /**
  * The use cases of one replica, below every protocol: routes/ and sqs/ translate a request into
@@ -12,6 +13,7 @@ export interface Service {
   jobs: JobUseCases;
   leases: LeaseUseCases;
   queues: QueueUseCases;
+  schedules: ScheduleUseCases;
   /** One action on many jobs an operator picked, with a result per job. */
   bulk: BulkActions;
 }
@@ -20,7 +22,13 @@ export function createService(deps: ServiceDeps): Service {
   const jobs = new JobUseCases(deps);
   const leases = new LeaseUseCases(deps, jobs);
   const queues = new QueueUseCases(deps);
-  return { jobs, leases, queues, bulk: new BulkActions(deps, leases, queues) };
+  return {
+    jobs,
+    leases,
+    queues,
+    schedules: new ScheduleUseCases(deps, jobs),
+    bulk: new BulkActions(deps, leases, queues),
+  };
 }
 
 export type { ServiceDeps };

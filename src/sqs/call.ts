@@ -1,5 +1,4 @@
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Service } from '../service/service.js';
@@ -12,7 +11,6 @@ import type { ReceiptHandles } from './receipt-handle.js';
 
 /** What every action works with: built once by the plugin (src/plugins/sqs.ts). */
 export interface SqsDeps {
-  db: Db;
   config: Config;
   place: SqsPlace;
   queues: QueueCache;

@@ -1,6 +1,5 @@
-import type { Db } from '../db/database.js';
 import type { QueueDefaults } from '../queues/queue-settings.js';
-import { getQueue } from '../queues/queue-store.js';
+import type { QueueUseCases } from '../service/queues.js';
 import { queueDoesNotExist } from './errors.js';
 import { type SqsQueue, sqsQueueOf } from './queue-attributes.js';
 
@@ -15,7 +14,7 @@ export class QueueCache {
   private readonly entries = new Map<string, { queue: SqsQueue; until: number }>();
 
   constructor(
-    private readonly db: Db,
+    private readonly queues: Pick<QueueUseCases, 'find'>,
     private readonly defaults: QueueDefaults,
     private readonly ttlMs = 1000,
     private readonly maxEntries = 10_000,
@@ -34,7 +33,7 @@ export class QueueCache {
 
   /** Read the queue now (with its statistics), bypassing the cache; QueueDoesNotExist if none. */
   async fresh(name: string): Promise<SqsQueue> {
-    const found = await getQueue(this.db, name);
+    const found = await this.queues.find(name);
     if (!found) {
       this.entries.delete(name);
       throw queueDoesNotExist();

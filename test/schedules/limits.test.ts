@@ -140,3 +140,54 @@ describe('BATON_MAX_SCHEDULES_PER_KEY', () => {
     expect((await put('a-3', { queue: 'a.one', cron: '@daily' }, bearer('root'))).status).toBe(201);
   });
 });
+
+describe("a queue-limited key's scope over schedules", () => {
+  it('holds in the statements: another tenant’s schedule is not found, paused, triggered, deleted or replaced by its name', async () => {
+    // Auth looks a schedule's queue up before the handler runs; a PUT that moves the schedule to
+    // another queue meanwhile must not open it to the first key. The service is called as a handler
+    // would be after such a move: with team a's patterns, over a schedule now on team b's queue.
+    const { put } = await start({ BATON_API_KEYS: JSON.stringify([apiKeyEntry('root', ['admin'])]) });
+    expect(
+      (await put('shared', { queue: 'b.one', cron: '@daily', payload: { v: 'b' } }, bearer('root'))).status,
+    ).toBe(201);
+    const { schedules } = app!.service;
+    const a = ['^a\\..*$'];
+    const refused = async (p: Promise<unknown>) =>
+      await p.then(
+        () => undefined,
+        (err: { code?: string }) => err.code,
+      );
+    expect(await refused(schedules.get('shared', a))).toBe('not_found');
+    expect(await refused(schedules.setPaused('shared', true, a))).toBe('not_found');
+    expect(await refused(schedules.trigger('shared', a))).toBe('not_found');
+    expect(await refused(schedules.delete('shared', a))).toBe('not_found');
+    const def = {
+      queue: 'a.one',
+      cron: '@daily',
+      timezone: 'UTC',
+      payloadJson: '{"v":"a"}',
+      priority: 0,
+      maxAttempts: null,
+      group: null,
+      timeoutMs: null,
+      expiresInMs: null,
+      uniqueKey: null,
+      onConflict: null,
+      overlap: 'allow',
+      catchUp: 'latest',
+      paused: false,
+    } as const;
+    expect(await refused(schedules.put('shared', def, a))).toBe('forbidden');
+    expect((await schedules.list(10, undefined, a)).map((s) => s.name)).toEqual([]);
+    // Nothing changed: the schedule is team b's as it was, unpaused, with no job enqueued.
+    const row = await schedules.get('shared');
+    expect([row.queue, row.paused, row.payload_json, row.last_job_id]).toEqual([
+      'b.one',
+      false,
+      '{"v": "b"}',
+      null,
+    ]);
+    // With patterns that allow it, the same calls work.
+    expect((await schedules.setPaused('shared', true, ['^b\\..*$'])).paused).toBe(true);
+  });
+});

@@ -2,13 +2,7 @@ import { queuePatternsOf } from '../../auth/api-keys.js';
 import { LIVE_STATES } from '../../job-states.js';
 import { DOT_SEGMENT_MESSAGE, isDotSegment, MAX_ATTEMPTS_LIMIT } from '../../jobs/limits.js';
 import { isFifoQueue } from '../../queues/queue-settings.js';
-import {
-  deadLetterRoutes,
-  getQueue,
-  listQueues,
-  type QueueChanges,
-  type QueueRow,
-} from '../../queues/queue-store.js';
+import type { QueueChanges, QueueRow } from '../../queues/queue-store.js';
 import { checkQueue, mayUseQueue } from '../access.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';
 import { invalidValue, SqsError } from '../errors.js';
@@ -56,7 +50,7 @@ async function checkDeadLetterTarget(
     throw invalidValue('RedrivePolicy', text, 'Dead letter target must be another queue.');
   }
   checkQueue(call.caller, policy.deadLetterQueue);
-  const target = await getQueue(call.deps.db, policy.deadLetterQueue);
+  const target = await call.deps.service.queues.find(policy.deadLetterQueue);
   if (!target) throw invalidValue('RedrivePolicy', text, 'Dead letter target does not exist.');
   if (isFifoQueue(target.queue.meta) !== source.fifo) {
     throw invalidValue('RedrivePolicy', text, 'Dead-letter queue must be same type of queue as the source.');
@@ -142,8 +136,7 @@ export const listQueuesAction: Action = async (call, input) => {
   const after = afterToken(optionalString(input, 'NextToken'));
   const limit = maxResults ?? 1000;
   // A key limited to some queues sees only those: the filter is in the query, so pages stay full.
-  const rows = await listQueues(
-    call.deps.db,
+  const rows = await call.deps.service.queues.list(
     limit,
     after,
     queuePatternsOf(call.caller.key),
@@ -213,7 +206,7 @@ export const listDeadLetterSourceQueues: Action = async (call, input) => {
   await call.deps.queues.fresh(queue);
   const maxResults = optionalInt(input, 'MaxResults', 1, 1000);
   const after = afterToken(optionalString(input, 'NextToken'));
-  const sources = (await deadLetterRoutes(call.deps.db, queue))
+  const sources = (await call.deps.service.queues.deadLetterSources(queue))
     .map((r) => r.queue)
     .filter((name) => mayUseQueue(call.caller, name) && (after === undefined || name > after));
   const page = maxResults === undefined ? sources : sources.slice(0, maxResults);
