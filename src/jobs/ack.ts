@@ -9,7 +9,7 @@ import {
   type JobRow,
   leaseHeld,
 } from './job-row.js';
-import { type LeaseOutcome, outcomesOf, type ScopedId } from './lease-outcome.js';
+import type { ScopedId } from './lease-outcome.js';
 import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring.js';
 
 /**
@@ -22,6 +22,9 @@ import { inSlotShape, retryWhenMoved, type SlotShape, slotShapeOf } from './ring
  * re-checks the row, and matches nothing either. A batch of acks is the same statement over many
  * rows; each item's outcome is reported separately. Repeating an ack of the same lease (after a lost
  * answer) is recognised by alreadyAcked() and answered as a success, so acks are safe to retry.
+ *
+ * Concurrent acks share these statements (AckGroups in statement-groups.ts, which also answers a
+ * repeated ack through alreadyAcked below).
  *
  * An ack may carry the worker's final progress, kept on the completed job. Only a statement in which
  * some item carries it runs the variant that writes it (ackProgressStatements, the same DELETE and
@@ -38,44 +41,6 @@ export interface AckItem extends ScopedId {
 }
 
 export type AckedJob = Pick<JobRow, 'id' | 'queue' | 'claimed_at' | 'finished_at'>;
-
-/**
- * The shared statements acks go through, concurrent acks together (AckGroups in statement-groups.ts,
- * over ackEach and ackBriefEach below). Declared here, where it is used, so that ack.ts needs nothing
- * from statement-groups.ts, which needs ack.ts.
- */
-export interface GroupedAcks {
-  /** The completed job, or undefined when the lease was not this one. */
-  ack(item: AckItem): Promise<JobRow | undefined>;
-  /** Per item, what the metrics need, or undefined when the lease was not this one. */
-  ackBatch(items: AckItem[]): Promise<(AckedJob | undefined)[]>;
-}
-
-/**
- * Ack one job through the shared statement (statement-groups.ts). A repeated ack of a lease that
- * already completed the job (its answer was lost) is the same ack, answered with the job again.
- */
-export async function ackJob(db: Db, groups: GroupedAcks, item: AckItem): Promise<LeaseOutcome<JobRow>> {
-  const job = (await groups.ack(item)) ?? (await alreadyAcked(db, [item])).get(item.id);
-  return (await outcomesOf(db, [item], new Map(job ? [[item.id, job]] : [])))[0]!;
-}
-
-/** Ack a batch through the shared statement; each item's outcome, repeated acks counted as done. */
-export async function ackJobs(
-  db: Db,
-  groups: GroupedAcks,
-  items: AckItem[],
-): Promise<LeaseOutcome<AckedJob>[]> {
-  const answers = await groups.ackBatch(items);
-  const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
-  for (const [id, job] of await alreadyAcked(
-    db,
-    items.filter((i) => !done.has(i.id)),
-  )) {
-    done.set(id, job);
-  }
-  return outcomesOf(db, items, done);
-}
 
 /**
  * Ack each item; answers, item by item, the completed job or undefined when the lease was not

@@ -1,12 +1,13 @@
 import type { Db } from '../db/database.js';
 import { isInputError } from '../db/errors.js';
-import { type AckedJob, type AckItem, ackBriefEach, ackEach, type GroupedAcks } from './ack.js';
+import { type AckedJob, type AckItem, ackBriefEach, ackEach, alreadyAcked } from './ack.js';
 import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './claim/ack-and-claim.js';
 import { claimForGroup } from './claim/claim.js';
 import type { Claimant, ClaimOutcome, ClaimRequest } from './claim/types.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 import type { JobRow } from './job-row.js';
+import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';
 import { MAX_BATCH } from './limits.js';
 
 /**
@@ -61,13 +62,14 @@ export class EnqueueGroups {
 
 /**
  * Acks, grouped (whatever their queue): concurrent single acks share one statement, and so do
- * concurrent batch acks. Each item is answered by its own id and lease token.
+ * concurrent batch acks (ack.ts). Each item is answered by its own id and lease token; a repeated
+ * ack of a lease that already completed its job (its answer was lost) is the same ack, answered done.
  */
-export class AckGroups implements GroupedAcks {
+export class AckGroups {
   private readonly single: GroupCommit<AckItem, JobRow | undefined>;
   private readonly batches: GroupCommit<AckItem[], (AckedJob | undefined)[]>;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.single = new GroupCommit(
       (items) => ackEach(db, items),
       () => 1,
@@ -81,14 +83,19 @@ export class AckGroups implements GroupedAcks {
     );
   }
 
-  /** Ack one job; the completed job, or undefined when the lease was not this one. */
-  ack(item: AckItem): Promise<JobRow | undefined> {
-    return this.single.submit(item);
+  /** Ack one job: done with the completed job, or why not (lease_lost, not_found). */
+  async ack(item: AckItem): Promise<LeaseOutcome<JobRow>> {
+    const job = (await this.single.submit(item)) ?? (await alreadyAcked(this.db, [item])).get(item.id);
+    return (await outcomesOf(this.db, [item], new Map(job ? [[item.id, job]] : [])))[0]!;
   }
 
-  /** Ack a batch; per item, what the metrics need, or undefined when the lease was not this one. */
-  ackBatch(items: AckItem[]): Promise<(AckedJob | undefined)[]> {
-    return this.batches.submit(items);
+  /** Ack a batch: per item, done with what the metrics need, or why not. */
+  async ackBatch(items: AckItem[]): Promise<LeaseOutcome<AckedJob>[]> {
+    const answers = await this.batches.submit(items);
+    const done = new Map<string, AckedJob>(answers.flatMap((a) => (a ? [[a.id, a] as const] : [])));
+    const missed = items.filter((i) => !done.has(i.id));
+    for (const [id, job] of await alreadyAcked(this.db, missed)) done.set(id, job);
+    return outcomesOf(this.db, items, done);
   }
 }
 

@@ -13,8 +13,14 @@ import type { JobRow } from '../jobs/job-row.js';
 import type { ScopedId } from '../jobs/lease-outcome.js';
 import { type ListOptions, listJobs } from '../jobs/list.js';
 import { getJob } from '../jobs/read.js';
-import { countFailures, type FailureListOptions, findByKey, type JobKey, listFailures } from '../jobs/search.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
+import {
+  countFailures,
+  type FailureListOptions,
+  findByKey,
+  type JobKey,
+  listFailures,
+} from '../jobs/search.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';

@@ -1,4 +1,4 @@
-import { type AckedJob, type AckItem, ackJob, ackJobs } from '../jobs/ack.js';
+import type { AckedJob, AckItem } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { JobRow } from '../jobs/job-row.js';
@@ -53,7 +53,7 @@ export class LeaseUseCases {
     const both = next ? await this.ackAndClaimOnce(item, next) : undefined;
     const outcome: LeaseOutcome<JobRow> = both?.job
       ? { outcome: 'done', value: both.job }
-      : await ackJob(this.deps.db, this.acks, item);
+      : await this.acks.ack(item);
     if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'ack'), next: [] };
     const job = outcome.value;
     this.acked([job]);
@@ -82,9 +82,7 @@ export class LeaseUseCases {
           scope,
         )
       : undefined;
-    const outcomes = await this.visibleOnly(items, scope, 'ack', (visible) =>
-      ackJobs(this.deps.db, this.acks, visible),
-    );
+    const outcomes = await this.visibleOnly(items, scope, 'ack', (visible) => this.acks.ackBatch(visible));
     const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
     this.acked(done);
     const claim =

@@ -184,7 +184,9 @@ describe('a poisoned member of a group', () => {
     const poisoned = answers.filter((_, i) => !calls[i]!.honest);
     expect(poisoned).toHaveLength(10);
     for (const a of poisoned) expect(a).toEqual({ status: 'rejected', reason: inputError });
-    for (const a of honest) expect(a.status === 'fulfilled' && a.value?.state).toBe('completed');
+    for (const a of honest) {
+      expect(a.status === 'fulfilled' && a.value.outcome === 'done' && a.value.value.state).toBe('completed');
+    }
   });
 
   it('fails only its own claim; the honest claimants of the group get their jobs', async () => {

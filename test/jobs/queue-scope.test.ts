@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ackJob, ackJobs } from '../../src/jobs/ack.js';
 import { cancelJob } from '../../src/jobs/cancel.js';
 import { nackJob } from '../../src/jobs/nack.js';
 import { getJob } from '../../src/jobs/read.js';
@@ -26,8 +25,8 @@ describe('statements scoped to a queue', () => {
     const acks = new AckGroups(app.db);
 
     expect(await renewLeases(app.db, [{ ...lease, leaseMs: 60_000 }])).toEqual([{ outcome: 'not_found' }]);
-    expect(await ackJob(app.db, acks, lease)).toEqual({ outcome: 'not_found' });
-    expect(await ackJobs(app.db, acks, [lease])).toEqual([{ outcome: 'not_found' }]);
+    expect(await acks.ack(lease)).toEqual({ outcome: 'not_found' });
+    expect(await acks.ackBatch([lease])).toEqual([{ outcome: 'not_found' }]);
     expect(await nackJob(app.db, { ...lease, dead: true }, app.config)).toEqual({ outcome: 'not_found' });
     const both = await new AckAndClaimGroups(app.db, app.config.defaultLeaseMs).ackAndClaim({
       ...lease,
@@ -45,16 +44,16 @@ describe('statements scoped to a queue', () => {
     // In its own queue the same writes go through, and a repeated ack is recognised only there.
     const own = { ...lease, queue: 'scope-a' };
     expect((await renewLeases(app.db, [own]))[0]!.outcome).toBe('done');
-    expect((await ackJob(app.db, acks, own)).outcome).toBe('done');
-    expect((await ackJob(app.db, acks, own)).outcome).toBe('done');
-    expect(await ackJob(app.db, acks, lease)).toEqual({ outcome: 'not_found' });
+    expect((await acks.ack(own)).outcome).toBe('done');
+    expect((await acks.ack(own)).outcome).toBe('done');
+    expect(await acks.ack(lease)).toEqual({ outcome: 'not_found' });
     expect(await getJob(app.db, job.id, 'scope-a')).toMatchObject({ state: 'completed' });
   });
 
   it('a batch mixing scopes acks only the items whose job is in their queue', async () => {
     const a = await enqueueAndClaim(app, 'scope-mix-a');
     const b = await enqueueAndClaim(app, 'scope-mix-b');
-    const outcomes = await ackJobs(app.db, new AckGroups(app.db), [
+    const outcomes = await new AckGroups(app.db).ackBatch([
       { id: a.id, leaseToken: a.lease_token, queue: 'scope-mix-b' },
       { id: b.id, leaseToken: b.lease_token, queue: 'scope-mix-b' },
     ]);
@@ -65,7 +64,7 @@ describe('statements scoped to a queue', () => {
 
   it('without a queue (a key that may use every queue) nothing changes', async () => {
     const job = await enqueueAndClaim(app, 'scope-any');
-    const out = await ackJob(app.db, new AckGroups(app.db), { id: job.id, leaseToken: job.lease_token });
+    const out = await new AckGroups(app.db).ack({ id: job.id, leaseToken: job.lease_token });
     expect(out.outcome).toBe('done');
   });
 });

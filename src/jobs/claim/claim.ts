@@ -21,15 +21,30 @@ import type { Claimant, ClaimedRow, ClaimOptions, ClaimOutcome, HeldBack, Route 
 /**
  * Claim: hand up to `maxJobs` ready jobs of one queue to a worker, each under a fresh lease token, in
  * one statement (statement.ts); several claimants of the same queue at once share it (ClaimGroups in
- * statement-groups.ts). This file routes a claim to the statement that serves its queue.
- *
- * A queue without flow control (limits, or jobs in groups) is claimed by the plain statement
- * (plain.ts). A queue under flow control is not: that statement claims nothing and says so (Signal),
- * and the claim tries the grouped statement (grouped.ts), then the limited one (limited.ts), then the
- * walk's transaction (flow.ts), each diverting to the next when the queue needs it (route(), below).
- * So a queue without flow control pays nothing for it, and one that gets limits has them obeyed from
- * its next claim on, on every replica.
+ * statement-groups.ts). This file picks the statement that serves the queue, from CLAIMS below.
  */
+
+/**
+ * The claims, one per kind of queue, most specific first: which queue settings each serves, its
+ * pick, and the claim a queue it cannot serve goes on to. A statement that finds its queue needs a
+ * more general claim claims nothing and says so (Signal.divert, statement.ts), so a limit set on
+ * another replica applies from the next claim; the queue's next claim starts where this one ended
+ * (hints, below), so a queue pays for the diversion once, not on every claim.
+ *
+ * | claim   | serves a queue with                                     | pick       | else |
+ * |---------|---------------------------------------------------------|------------|------|
+ * | plain   | no limits, and never jobs in groups                     | plain.ts   | grouped |
+ * | grouped | jobs in groups; no limits, no group overrides           | grouped.ts | limited |
+ * | limited | limits or group overrides; no ready job in a group      | limited.ts | walk |
+ * | walk    | limits or overrides, and ready jobs in groups           | flow.ts    | (a transaction) |
+ *
+ * Why four, and what each costs against the plain one: docs/adr/0008-claim-statements.md.
+ */
+const CLAIMS = {
+  plain: { pick: plainPick, else: 'grouped' },
+  grouped: { pick: groupedPick, else: 'limited' },
+  limited: { pick: limitedPick, else: 'walk' },
+} as const satisfies Record<StatementRoute, { pick: (queue: string, total: number) => PickPlan; else: Route }>;
 
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
   return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!.jobs;
@@ -68,14 +83,8 @@ export async function claimForGroup(
   }
 }
 
-/** The routes that are one statement each (the walk is a transaction: flow.ts). */
+/** The claims that are one statement each (the walk is a transaction: flow.ts). */
 type StatementRoute = Exclude<Route, 'walk'>;
-
-/** Where a statement that cannot serve a queue sends its claim: the next, more general claim. */
-const NEXT = { plain: 'grouped', grouped: 'limited', limited: 'walk' } as const satisfies Record<
-  StatementRoute,
-  Route
->;
 
 /** What a claim does once a statement has answered: return what it claimed, or go on to another route. */
 type Step =
@@ -100,7 +109,7 @@ function route(from: StatementRoute, signalRow: ClaimStatementRow | undefined): 
     case Signal.grouped:
       return { outcome: 'served', nextTime: 'grouped' };
     case Signal.divert:
-      return { outcome: 'diverted', to: NEXT[from] };
+      return { outcome: 'diverted', to: CLAIMS[from].else };
   }
 }
 
@@ -123,12 +132,6 @@ function hint(queue: string, route: Route) {
   hints.set(queue, route);
 }
 
-const PICKS: Record<StatementRoute, (queue: string, total: number) => PickPlan> = {
-  plain: plainPick,
-  grouped: groupedPick,
-  limited: limitedPick,
-};
-
 type ClaimValues = [queue: string, defaultLeaseMs: number, claimantsJson: string];
 type ClaimShape = `${StatementRoute}:${number}`;
 
@@ -138,7 +141,7 @@ type ClaimShape = `${StatementRoute}:${number}`;
  */
 const statements = new StatementShapes((shape: ClaimShape, ...[queue, lease, json]: ClaimValues) => {
   const [route, total] = shape.split(':') as [StatementRoute, string];
-  return claimStatementSql(queue, lease, json, PICKS[route](queue, Number(total)));
+  return claimStatementSql(queue, lease, json, CLAIMS[route].pick(queue, Number(total)));
 });
 
 /** The statement of `route` for one claim (for tests and benchmarks, which EXPLAIN and run it). */
@@ -147,6 +150,6 @@ export function claimStatement(opts: ClaimOptions, route: StatementRoute = 'plai
     opts.queue,
     opts.defaultLeaseMs,
     claimantsJsonOf([opts]),
-    PICKS[route](opts.queue, totalOf([opts])),
+    CLAIMS[route].pick(opts.queue, totalOf([opts])),
   );
 }
