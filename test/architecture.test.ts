@@ -200,9 +200,9 @@ describe('the layers of src/', () => {
       .map((f) => f.file);
     expect(withHandle).toEqual([]);
     // The check would catch it: the probe does hold the handle.
-    expect(files.some((f) => f.file === path.join(SRC, 'routes', 'health.ts') && /app\.db\b/.test(f.text))).toBe(
-      true,
-    );
+    expect(
+      files.some((f) => f.file === path.join(SRC, 'routes', 'health.ts') && /app\.db\b/.test(f.text)),
+    ).toBe(true);
   });
 
   it('config.ts is the only reader of process.env', () => {

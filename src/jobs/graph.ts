@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { queueVisible } from '../db/queue-patterns.js';
 import type { JobState } from '../job-states.js';
-import type { ParentScope } from './dependencies.js';
-import type { ParentFailurePolicy } from './enqueue-item.js';
+import type { ParentFailurePolicy } from './enqueue/item.js';
+import type { ParentScope } from './enqueue/parents.js';
 
 /**
  * Reads of the dependency graph (baton.job_edges, migration 0016): a job's summary, its parents (with

@@ -4,7 +4,7 @@ import { type AckedJob, type AckItem, ackBriefEach, ackEach, alreadyAcked } from
 import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './claim/ack-and-claim.js';
 import { claimForGroup } from './claim/claim.js';
 import type { Claimant, ClaimOutcome, ClaimRequest } from './claim/types.js';
-import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue.js';
+import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue/enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
 import type { JobRow } from './job-row.js';
 import { type LeaseOutcome, outcomesOf } from './lease-outcome.js';

@@ -1,8 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isoMillis } from '../db/sql-time.js';
+import { removeStaleUniqueKeys, type UniqueKeyCursor } from '../jobs/enqueue/unique-keys.js';
 import { appendError, finishedRow } from '../jobs/job-row.js';
-import { removeStaleUniqueKeys, type UniqueKeyCursor } from '../jobs/unique.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsFinished, MAINTENANCE_BATCH } from './duty.js';
 

@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import type { EnqueueOptions } from '../jobs/enqueue.js';
+import type { EnqueueOptions } from '../jobs/enqueue/enqueue.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type FireResult, fireDueSchedules } from '../schedules/fire.js';

@@ -24,8 +24,8 @@ import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
 import { batchEnqueuedIdsJson, dependsOnApplied, toEnqueuedJob, toJob } from '../http/views.js';
-import type { EnqueueItem } from '../jobs/enqueue.js';
-import type { ParentRef } from '../jobs/enqueue-item.js';
+import type { EnqueueItem } from '../jobs/enqueue/enqueue.js';
+import type { ParentRef } from '../jobs/enqueue/item.js';
 import { parseListKey } from '../jobs/list.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 

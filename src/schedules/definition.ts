@@ -1,5 +1,5 @@
 import { invalidField } from '../errors.js';
-import type { OnConflict } from '../jobs/enqueue.js';
+import type { OnConflict } from '../jobs/enqueue/enqueue.js';
 import {
   DOT_SEGMENT_MESSAGE,
   isDotSegment,

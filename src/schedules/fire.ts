@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { isUnavailableError } from '../db/errors.js';
 import type { Database } from '../db/schema.js';
 import { DomainError } from '../errors.js';
-import { type EnqueueItem, type EnqueueOptions, enqueueInTransaction } from '../jobs/enqueue.js';
+import { type EnqueueItem, type EnqueueOptions, enqueueInTransaction } from '../jobs/enqueue/enqueue.js';
 import { liveJobIds } from '../jobs/read.js';
 import { cronPlan } from './cron.js';
 import { type Decision, decide } from './occurrences.js';

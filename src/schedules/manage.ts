@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { DomainError, queueNotFound } from '../errors.js';
-import { type EnqueueOptions, type EnqueueResult, enqueueInTransaction } from '../jobs/enqueue.js';
+import { type EnqueueOptions, type EnqueueResult, enqueueInTransaction } from '../jobs/enqueue/enqueue.js';
 import { holdQueue } from '../queues/queue-store.js';
 import { cronPlan } from './cron.js';
 import { checkTiming, type ScheduleDefinition } from './definition.js';

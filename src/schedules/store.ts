@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { isoMicros } from '../db/sql-time.js';
-import type { OnConflict } from '../jobs/enqueue.js';
+import type { OnConflict } from '../jobs/enqueue/enqueue.js';
 import type { ScheduleDefinition } from './definition.js';
 import type { CatchUp, Overlap } from './occurrences.js';
 

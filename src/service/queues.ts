@@ -2,7 +2,7 @@ import { queueNotFound } from '../errors.js';
 import type { LiveState } from '../job-states.js';
 import { cancelQueueJobs, purgeQueue } from '../jobs/cancel.js';
 import { deleteQueue } from '../jobs/delete-queue.js';
-import { forgetIdempotencyKeys } from '../jobs/enqueue.js';
+import { forgetIdempotencyKeys } from '../jobs/enqueue/enqueue.js';
 import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
 import {
   deleteGroupOverride,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createDatabase } from '../../src/db/database.js';
 import { MAX_NAMED, StatementNames } from '../../src/db/prepared-statements.js';
 import { claimJobs } from '../../src/jobs/claim/claim.js';
-import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { noLog } from '../../src/logger.js';
 import { useTestDatabase } from '../support/database.js';
 

@@ -155,6 +155,54 @@ describe('job dependencies', () => {
     expect(rows[0]!.n).toBe(4);
   });
 
+  it('a graph whose idempotency key outlived its job takes the key over, as a plain enqueue does', async () => {
+    // The prune's clock saw the key expire and removed the job; this enqueue's still sees it live.
+    const q = 'deps-keys-gone';
+    const first = await api(app).enqueueBatch(q, [
+      { payload: 'a', idempotency_key: 'a' },
+      { payload: 'b', depends_on: [{ item: 0 }] },
+    ]);
+    expect(first.status).toBe(201);
+    await sql`DELETE FROM baton.jobs WHERE id = ${first.body.jobs[0].id}::bigint`.execute(database.db);
+    const graph = [
+      { payload: 'a2', idempotency_key: 'a' },
+      { payload: 'b2', depends_on: [{ item: 0 }] },
+    ];
+    const again = await api(app).enqueueBatch(q, graph);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.jobs.map((j: { created: boolean }) => j.created)).toEqual([true, true]);
+    expect(again.body.jobs[0].id).not.toBe(first.body.jobs[0].id);
+    // The key names the new job from now on: the same graph again creates only its unkeyed child.
+    const third = await api(app).enqueueBatch(q, graph);
+    expect(third.body.jobs[0]).toMatchObject({ id: again.body.jobs[0].id, created: false });
+  });
+
+  it('an idempotency key claimed by an item a waiting job answers (its unique key) names that job', async () => {
+    const q = 'deps-keys-unique';
+    const holder = await api(app).enqueueBatch(q, [
+      { payload: 'p' },
+      { payload: 'held', unique_key: 'u', depends_on: [{ item: 0 }] },
+    ]);
+    const waiting = holder.body.jobs[1];
+    const graph = [
+      { payload: 'p2' },
+      { payload: 'x', idempotency_key: 'k', unique_key: 'u', depends_on: [{ item: 0 }] },
+      { payload: 'y', idempotency_key: 'k', depends_on: [{ item: 0 }] },
+    ];
+    const sent = await api(app).enqueueBatch(q, graph);
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    // The keyed item and the one repeating its key both answer the waiting job that holds the unique key.
+    expect(sent.body.jobs.slice(1).map((j: { id: string; created: boolean }) => [j.id, j.created])).toEqual([
+      [waiting.id, false],
+      [waiting.id, false],
+    ]);
+    const { rows } = await sql<{ job_id: string }>`
+      SELECT job_id::text FROM baton.idempotency_keys WHERE queue = ${q} AND key = 'k'`.execute(database.db);
+    expect(rows.map((r) => r.job_id)).toEqual([waiting.id]);
+    const again = await api(app).enqueueBatch(q, graph);
+    expect(again.body.jobs[1]).toMatchObject({ id: waiting.id, created: false });
+  });
+
   it('a waiting child holds its unique key: keep answers it, replace changes it in place, claimed frees it', async () => {
     const q = 'deps-unique';
     const enq = await api(app).enqueueBatch(q, [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { redriveDeadJobs } from '../../src/jobs/redrive.js';
 import { upsertQueue } from '../../src/queues/queue-store.js';
 import { useTestApp } from '../support/app.js';

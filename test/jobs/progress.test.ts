@@ -7,7 +7,7 @@ import { createDatabase, type Db } from '../../src/db/database.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { claimJobs } from '../../src/jobs/claim/claim.js';
-import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { PROGRESS_MAX_BYTES } from '../../src/jobs/limits.js';
 import { renewLeases } from '../../src/jobs/renew.js';
 import { noLog } from '../../src/logger.js';

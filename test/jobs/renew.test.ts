@@ -7,7 +7,7 @@ import { createDatabase } from '../../src/db/database.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { claimJobs } from '../../src/jobs/claim/claim.js';
-import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { renewLease, renewLeases } from '../../src/jobs/renew.js';
 import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';

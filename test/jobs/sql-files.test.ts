@@ -8,7 +8,7 @@ import { ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
 import { claimForGroup } from '../../src/jobs/claim/claim.js';
 import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { Signal } from '../../src/jobs/claim/statement.js';
-import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { nackJob } from '../../src/jobs/nack.js';
 import { renewLeases } from '../../src/jobs/renew.js';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { releaseClaims } from '../../src/jobs/claim/release.js';
-import { enqueueJobs } from '../../src/jobs/enqueue.js';
+import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { settleReturnedKeys } from '../../src/jobs/unique-return.js';
 import { rearmExpiredLeases } from '../../src/maintenance/rearm.js';
 import { useTestApp } from '../support/app.js';

@@ -44,7 +44,10 @@ const CLAIMS = {
   plain: { pick: plainPick, else: 'grouped' },
   grouped: { pick: groupedPick, else: 'limited' },
   limited: { pick: limitedPick, else: 'walk' },
-} as const satisfies Record<StatementRoute, { pick: (queue: string, total: number) => PickPlan; else: Route }>;
+} as const satisfies Record<
+  StatementRoute,
+  { pick: (queue: string, total: number) => PickPlan; else: Route }
+>;
 
 export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
   return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!.jobs;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EnqueueItem } from '../../jobs/enqueue.js';
+import type { EnqueueItem } from '../../jobs/enqueue/enqueue.js';
 import { DOT_SEGMENT_MESSAGE, isDotSegment, isGroupName } from '../../jobs/limits.js';
 import { batchEntries, failedEntry } from '../batch.js';
 import { type Action, queueOf, type SqsCall } from '../call.js';

@@ -1,18 +1,18 @@
 import { sql, type Transaction } from 'kysely';
-import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
-import { StatementShapes } from '../db/statement-shapes.js';
-import { queueNotFound } from '../errors.js';
+import type { Db } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
+import { StatementShapes } from '../../db/statement-shapes.js';
+import { queueNotFound } from '../../errors.js';
 import {
   type AutoCreatePolicy,
   createAutoQueue,
   createAutoQueueInTransaction,
   holdQueue,
-} from '../queues/queue-store.js';
-import type { EnqueueItem } from './enqueue-item.js';
-import { type EnqueuedRow, notExpired } from './job-row.js';
-import { getJobs } from './read.js';
-import { keyGroups, resolveUniqueKeys } from './unique.js';
+} from '../../queues/queue-store.js';
+import { type EnqueuedRow, notExpired } from '../job-row.js';
+import { claimIdempotencyKeys, KeysOfGoneJobs, pointKeysAt, type StaleKey } from './idempotency-keys.js';
+import type { EnqueueItem } from './item.js';
+import { keyGroups, resolveUniqueKeys } from './unique-keys.js';
 
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
@@ -27,7 +27,7 @@ import { keyGroups, resolveUniqueKeys } from './unique.js';
  *   (re)create the queue and insert again. The race heals itself and never loses the job.
  */
 
-export type { EnqueueItem, OnConflict } from './enqueue-item.js';
+export type { EnqueueItem, OnConflict } from './item.js';
 
 export interface EnqueueOptions {
   autoCreate: AutoCreatePolicy;
@@ -90,25 +90,6 @@ export async function enqueueJobs(
     await createAutoQueue(db, queue, opts.autoCreate.maxQueues);
   }
   throw new Error(`queue ${queue} vanished three times during one enqueue`);
-}
-
-/** An idempotency key and the job it named when that job was found gone. */
-interface StaleKey {
-  key: string;
-  job_id: string;
-}
-
-/**
- * Thrown (and caught by enqueueJobs, which runs the transaction again) when an idempotency key still
- * live by this transaction's clock names a job that no longer exists: the leader's prune removed the
- * job in the same instant as the key expired by its own, later clock. The key stands for nothing any
- * more, so the next attempt takes it over as if it had expired, guarded by the job id it named (a key
- * another enqueue took over meanwhile is left to that one).
- */
-class KeysOfGoneJobs extends Error {
-  constructor(readonly keys: StaleKey[]) {
-    super(`idempotency keys name jobs that no longer exist: ${keys.map((k) => k.key).join(', ')}`);
-  }
 }
 
 /**
@@ -445,21 +426,12 @@ async function enqueueUnique(
 }
 
 /**
- * Enqueue with idempotency keys and unique keys, in one transaction:
- * 1. Draw an id for every item, in request order, and claim each idempotency key with INSERT ... ON
- *    CONFLICT under the id of the first item carrying it. A key already held (and not expired) is not
- *    claimed; a concurrent enqueue with the same key waits here for the first to commit or roll
- *    back, so twenty simultaneous requests with one key create exactly one job.
- * 2. Resolve the unique keys of the items still to insert (unique.ts): an item whose key a waiting
- *    job holds answers that job (replacing its data with on_conflict=replace) instead of inserting.
- * 3. Insert the remaining jobs, with the ids from step 1.
- * 4. Read back the original job of every idempotency key we did not claim (live or finished); an
- *    idempotency key we claimed for an item that answered a waiting job is pointed at that job, so
- *    the same request again answers it too.
- * Keys are claimed in sorted order so two batches sharing keys cannot deadlock; the ids are drawn
- * in request order all the same, because ids order jobs that are due at the same time (claim order
- * is priority, run_at, id): a batch is claimed in the order it was sent, keys or not, which an SQS
- * FIFO queue's message group needs (its messages carry their deduplication ids as keys).
+ * Enqueue with idempotency keys (and unique keys), in one transaction:
+ * 1. Draw an id for every item and claim its idempotency key (idempotency-keys.ts): an item whose key
+ *    an earlier request holds answers that request's job; one repeating a key of an earlier item
+ *    answers that item's job.
+ * 2. Insert the rest with the ids drawn, resolving their unique keys first (insertUnique).
+ * 3. A key claimed for an item that a waiting job's unique key answered names that job from now on.
  */
 async function insertWithKeys(
   trx: Transaction<Database>,
@@ -468,94 +440,22 @@ async function insertWithKeys(
   opts: EnqueueOptions,
   gone: StaleKey[] = [],
 ): Promise<EnqueueResult[]> {
-  // Each key once, with the (1-based) position of the first item carrying it, in sorted key order.
-  const first = new Map<string, number>();
-  items.forEach((item, i) => {
-    const key = item.idempotencyKey;
-    if (key !== undefined && !first.has(key)) first.set(key, i + 1);
-  });
-  const keys = [...first]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([key, ord], pos) => ({ key, ord, pos }));
-  // `ids` draws one id per item as generate_series yields them, so in request order.
-  // The ids as one array indexed by position, and the claimed keys' ids looked up through a hashed
-  // subplan: joined as rows, the request pool's plans (no hash or merge joins, db/database.ts) compared
-  // every item with every key, which made a batch of 1,000 keyed jobs cost six times a plain one.
-  const reserved = await sql<{ ord: number; id: string; claimed: boolean }>`
-    WITH ids AS MATERIALIZED (
-      SELECT ARRAY(SELECT nextval('baton.jobs_id_seq') FROM generate_series(1, ${items.length}::integer)) AS id
-    ), claimed AS (
-      INSERT INTO baton.idempotency_keys AS k (queue, key, job_id, expires_at)
-      SELECT ${queue}, t.key, ids.id[t.ord], now() + ${opts.idempotencyRetentionMs}::bigint * interval '1 millisecond'
-      FROM json_to_recordset(${JSON.stringify(keys)}::json) AS t(key text, ord integer, pos integer)
-      CROSS JOIN ids
-      ORDER BY t.pos
-      ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at
-        WHERE k.expires_at <= now()
-           OR (k.key, k.job_id) IN (SELECT g.key, g.job_id::bigint
-                                    FROM json_to_recordset(${JSON.stringify(gone)}::json) AS g(key text, job_id text))
-      RETURNING job_id
-    )
-    SELECT g.ord::integer AS ord, ids.id[g.ord] AS id, ids.id[g.ord] IN (SELECT job_id FROM claimed) AS claimed
-    FROM ids CROSS JOIN generate_series(1, ${items.length}::integer) AS g(ord) ORDER BY g.ord`.execute(trx);
-
-  // Items to go on: every item without an idempotency key, and the first item carrying each newly claimed key.
-  const toInsert: { index: number; id: string }[] = [];
-  const newKeys = new Set<string>();
-  items.forEach((item, index) => {
-    const row = reserved.rows[index]!;
-    if (item.idempotencyKey === undefined) toInsert.push({ index, id: row.id });
-    else if (row.claimed) {
-      newKeys.add(item.idempotencyKey);
-      toInsert.push({ index, id: row.id });
-    }
-  });
+  const keys = await claimIdempotencyKeys(trx, queue, items, opts.idempotencyRetentionMs, gone);
+  const toInsert = items.flatMap((_, i) => (keys.answered.has(i) || keys.sameAs.has(i) ? [] : [i]));
   const inserted = await insertUnique(
     trx,
     queue,
-    toInsert.map((t) => items[t.index]!),
-    toInsert.map((t) => t.id),
+    toInsert.map((i) => items[i]!),
+    toInsert.map((i) => keys.ids[i]!),
     opts.defaultMaxAttempts,
   );
-  // An idempotency key claimed for an item that answered a waiting job names that job from now on.
-  for (const [i, t] of toInsert.entries()) {
-    const key = items[t.index]!.idempotencyKey;
-    const job = inserted[i]!.job;
-    if (key !== undefined && job.id !== t.id) {
-      await sql`UPDATE baton.idempotency_keys SET job_id = ${job.id}::bigint
-                WHERE queue = ${queue} AND key = ${key} AND job_id = ${t.id}::bigint`.execute(trx);
-    }
-  }
-
-  const existingKeys = [...first.keys()].filter((k) => !newKeys.has(k));
-  const existing = new Map<string, EnqueuedRow>();
-  if (existingKeys.length > 0) {
-    const held = await sql<{ key: string; job_id: string }>`
-      SELECT key, job_id FROM baton.idempotency_keys
-      WHERE queue = ${queue} AND key = ANY(${existingKeys}::text[])`.execute(trx);
-    const jobs = await getJobs(
-      trx,
-      held.rows.map((k) => k.job_id),
-    );
-    const stale: StaleKey[] = [];
-    for (const k of held.rows) {
-      const job = jobs.get(k.job_id);
-      if (job) existing.set(k.key, job);
-      else stale.push(k);
-    }
-    if (stale.length > 0) throw new KeysOfGoneJobs(stale);
-  }
-
-  const byIndex = new Map(toInsert.map((t, i) => [t.index, inserted[i]!]));
-  return items.map((item, index) => {
-    const fresh = byIndex.get(index);
-    if (fresh) return fresh;
-    // A key held before this request, or repeated within it.
-    const key = item.idempotencyKey!;
-    const job =
-      existing.get(key) ?? inserted[toInsert.findIndex((t) => items[t.index]!.idempotencyKey === key)]?.job;
-    if (!job) throw new Error(`idempotency key "${key}" names a job that no longer exists`);
-    return { job, created: false };
+  const byIndex = new Map(toInsert.map((i, k) => [i, inserted[k]!]));
+  await pointKeysAt(trx, queue, items, keys, (i) => byIndex.get(i)!.job);
+  return items.map((_, i) => {
+    const job = keys.answered.get(i);
+    if (job) return { job, created: false };
+    const first = keys.sameAs.get(i);
+    return first === undefined ? byIndex.get(i)! : { job: byIndex.get(first)!.job, created: false };
   });
 }
 

@@ -1,8 +1,8 @@
 import { sql, type Transaction } from 'kysely';
-import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
-import type { EnqueueItem } from './enqueue-item.js';
-import { carriedColumns, carriedValues, type EnqueuedRow } from './job-row.js';
+import type { Db } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
+import { carriedColumns, carriedValues, type EnqueuedRow } from '../job-row.js';
+import type { EnqueueItem } from './item.js';
 
 /**
  * Unique jobs: at most one waiting (scheduled, ready, or waiting for its parents) job per queue and

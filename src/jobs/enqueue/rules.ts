@@ -1,8 +1,8 @@
-import type { Db } from '../db/database.js';
-import { invalidField } from '../errors.js';
-import type { EnqueueItem } from './enqueue-item.js';
+import type { Db } from '../../db/database.js';
+import { invalidField } from '../../errors.js';
+import { MAX_EDGES_PER_REQUEST } from '../limits.js';
 import { refuseBornExpired } from './expiry-rule.js';
-import { MAX_EDGES_PER_REQUEST } from './limits.js';
+import type { EnqueueItem } from './item.js';
 
 /**
  * What every enqueue refuses before it writes, whichever protocol sent it: fields that exclude or

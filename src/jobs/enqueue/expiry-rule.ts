@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/database.js';
-import { invalidField } from '../errors.js';
+import type { Db } from '../../db/database.js';
+import { invalidField } from '../../errors.js';
 import type { EnqueueItem } from './enqueue.js';
 
 /**
