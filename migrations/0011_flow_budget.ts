@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Flow control's reads, as functions, so that a limited claim is one statement (docs/architecture.md,
- * "Flow control"; docs/benchmarks.md, row "Limited claim in one statement").
+ * Flow control's reads, as functions, so that a limited claim is one statement
+ * (docs/adr/0008-claim-statements.md; docs/benchmarks.md, row "Limited claim in one statement").
  *
  * A claim of a limited queue must read what its limits depend on (claimed jobs, rate windows) AFTER
  * it holds the queue's flow lock, or it could miss the claims of the holder before it. A statement's
@@ -28,8 +28,8 @@ import { type Kysely, sql } from 'kysely';
  * and released after its rows are visible, so the next claim of the queue counts them.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  // Loops over the arrays comparing timestamps: ~25 µs a call on a full window of 100 buckets, where
-  // set-based queries (SPI calls) or extract() per bucket cost two to ten times that.
+  // Loops over the arrays comparing timestamps: on a full window of 100 buckets, set-based queries
+  // (SPI calls) or extract() per bucket cost several times as much.
   await sql`
     CREATE FUNCTION baton.rate_room(times timestamptz[], counts integer[], lim integer, period_ms integer,
                                     at_ts timestamptz, OUT room integer, OUT retry_after_ms integer)

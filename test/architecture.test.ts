@@ -270,3 +270,52 @@ describe('the imports of the dashboard (ui/src, dependency-cruiser)', () => {
     expect(pages.find((m) => m.source === 'ui/src/pages/index.ts')?.dependencies.length).toBeGreaterThan(5);
   });
 });
+
+describe('the docs', () => {
+  const markdown = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) return markdown(full);
+      return entry.name.endsWith('.md') ? [full] : [];
+    });
+
+  it('link only to files that exist', () => {
+    const docs = [
+      ...markdown('docs'),
+      'README.md',
+      'clients/typescript/README.md',
+      'clients/python/README.md',
+    ];
+    const broken = docs.flatMap((doc) =>
+      [...fs.readFileSync(doc, 'utf8').matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)]
+        .map((m) => m[1]!)
+        .filter((to) => !/^[a-z]+:/.test(to) && !fs.existsSync(path.join(path.dirname(doc), to)))
+        .map((to) => `${doc} → ${to}`),
+    );
+    expect(broken).toEqual([]);
+  });
+
+  it('name only source files that exist', () => {
+    const layer = '(?:jobs|queues|schedules|maintenance|wake|service|routes|sqs|http|plugins|db)';
+    const pathOf = new RegExp(`(?<![\\w/.-])((?:src/)?${layer}/[\\w./-]+\\.ts)`, 'g');
+    const stale = [...markdown('docs'), 'README.md'].flatMap((doc) =>
+      [...fs.readFileSync(doc, 'utf8').matchAll(pathOf)]
+        .map((m) => m[1]!)
+        .filter((f) => !fs.existsSync(f) && !fs.existsSync(path.join(SRC, f)))
+        .map((f) => `${doc} → ${f}`),
+    );
+    expect(stale).toEqual([]);
+  });
+
+  it('docs/architecture.md names only source files that exist', () => {
+    const text = fs.readFileSync('docs/architecture.md', 'utf8');
+    const named = [...text.matchAll(/`([\w./-]+\.(?:ts|sql))`/g)]
+      .map((m) => m[1]!)
+      .filter((f) => !f.includes('*'));
+    expect(named.length).toBeGreaterThan(20);
+    const missing = named.filter(
+      (f) => ![f, path.join(SRC, f), path.join(SRC, 'jobs', 'sql', f)].some((p) => fs.existsSync(p)),
+    );
+    expect(missing).toEqual([]);
+  });
+});

@@ -52,12 +52,12 @@ const types = {
  *
  * They also always take the generic plan of a prepared statement (prepared-statements.ts). The ack's
  * custom plans see the batch (how many ids, which slots) and so always looked cheaper than its generic
- * plan: PostgreSQL's plan cache re-planned the ack on every execution, forever (pg_prepared_statements:
- * 0 generic, 40,000 custom), at 386 ms of PostgreSQL CPU per 1,000 single acks against 199 on the
- * generic plan (docs/benchmarks.md, "What was tried and what it gave", row "Generic plans in the request
- * pool"). A statement whose best plan depends on which filters are given is written as one text per
- * filter instead (jobs/list.ts, jobs/redrive.ts). test/db/plans.test.ts checks what the generic plans
- * are, and that no hot statement is re-planned.
+ * plan: PostgreSQL's plan cache re-planned the ack on every execution, forever (pg_prepared_statements
+ * counted no generic execution), at about twice the PostgreSQL CPU of the generic plan
+ * (docs/benchmarks.md, "What was tried and what it gave", row "Generic plans in the request pool"). A
+ * statement whose best plan depends on which filters are given is written as one text per filter
+ * instead (jobs/list.ts, jobs/redrive.ts). test/db/plans.test.ts checks what the generic plans are, and
+ * that no hot statement is re-planned.
  *
  * `maintenance`: the leader's duties and migrations, whose reads of whole partitions or tables
  * should be sequential scans; only JIT is off, as befits short statements.

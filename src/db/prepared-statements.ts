@@ -7,7 +7,7 @@ import pg from 'pg';
  * analyses and plans the text again on every call. Baton's statements are few, fixed texts with bind
  * parameters (batch contents travel as JSON parameters), and on the one-job-per-request paths
  * parsing and planning them cost about as much PostgreSQL CPU as executing them (measured with
- * perf: about 45% of PostgreSQL's CPU; docs/benchmarks.md, "What was tried and what it gave", row "Named
+ * perf; docs/benchmarks.md, "What was tried and what it gave", row "Named
  * prepared statements"). Giving each distinct text a name makes node-postgres parse it once per
  * connection; PostgreSQL then reuses the parsed statement, and after five executions its plan cache may
  * settle on a generic plan.
@@ -58,10 +58,10 @@ export function usePreparedStatements(client: pg.PoolClient | pg.Client, names: 
 
 /**
  * The query built from its text and given its name afterwards: node-postgres copies a config object
- * (`{ name, text, values }`) property by property through Object.defineProperties before using it,
- * which cost more than the rest of sending a grouped statement's Bind (1.07 against 0.04 µs a query:
- * docs/benchmarks.md, "What was tried and what it gave", row "Named statements without node-postgres's
- * config copy"); from text it copies nothing. Answers as node-postgres's own promise does.
+ * (`{ name, text, values }`) property by property through Object.defineProperties before using it, which
+ * cost more than the rest of sending a grouped statement's Bind (docs/benchmarks.md, "What was tried
+ * and what it gave", row "Named statements without node-postgres's config copy"); from text it copies
+ * nothing. Answers as node-postgres's own promise does.
  */
 function namedQuery(query: QueryFn, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {

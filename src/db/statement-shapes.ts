@@ -4,9 +4,9 @@ import type { Db } from './database.js';
 /**
  * Hot statements compiled once per shape, then run with fresh values.
  *
- * Kysely builds a `sql` template into nodes and compiles them to text on every call: for the claim
- * that is about 7 µs, and the fresh 2.7 kB text then costs the named-statement lookup
- * (prepared-statements.ts) another 4 µs to hash and compare (docs/benchmarks.md, "What was tried and
+ * Kysely builds a `sql` template into nodes and compiles them to text on every call, and the fresh
+ * text of a claim (kilobytes) then costs the named-statement lookup (prepared-statements.ts) a hash
+ * and a compare (docs/benchmarks.md, "What was tried and
  * what it gave", row "Statements compiled once per shape"). A statement whose text depends only on a few
  * choices (its shape: a literal LIMIT, which variant of a clause) is compiled once per shape here, with
  * a placeholder for each value; later calls put their values where the placeholders were and send the

@@ -1,13 +1,13 @@
 /**
  * `date.toISOString()`, written in JavaScript for the times the API answers with.
  *
- * V8's toISOString takes about 0.5 µs a call on this machine, and the hot answers carry several
- * times per job (a claimed job three, an acked job four or five, an enqueued one two): in batched
- * processing that was most of the cost of writing the claim's answer (docs/benchmarks.md, "What was
- * tried and what it gave", row "isoTime"). This does the same calendar arithmetic in about a tenth of
- * that. Times from 1970-01-01 to 9999-12-31 (every time Baton stores) are formatted here; anything else,
- * an invalid Date included, goes to toISOString itself, so the answer (or the RangeError) is always the
- * same. test/http/iso-time.test.ts compares the two over the whole range.
+ * V8's toISOString is slow for what it does, and the hot answers carry several times per job (a claimed
+ * job three, an acked job four or five, an enqueued one two): in batched processing that was most of
+ * the cost of writing the claim's answer (docs/benchmarks.md, "What was tried and what it gave", row
+ * "isoTime"). This does the same calendar arithmetic, much faster. Times from 1970-01-01 to 9999-12-31
+ * (every time Baton stores) are formatted here; anything else, an invalid Date included, goes to
+ * toISOString itself, so the answer (or the RangeError) is always the same. test/http/iso-time.test.ts
+ * compares the two over the whole range.
  */
 
 const DAY_MS = 86_400_000;

@@ -1,8 +1,8 @@
 /**
  * The Prefer request header (RFC 7240). Baton honours one preference: `return=minimal` on a batch
  * enqueue, which answers each job's id and `created` only. A producer that sends thousands of jobs a
- * second and keeps only ids then pays neither for the full representation on the server (about a
- * tenth of its CPU per batch of 100, docs/benchmarks.md) nor for parsing it on its own side.
+ * second and keeps only ids then pays neither for the full representation on the server (a
+ * measurable share of its CPU per batch: docs/benchmarks.md) nor for parsing it on its own side.
  * Preferences Baton does not know are ignored, as the RFC asks.
  */
 export function prefersMinimal(header: string | string[] | undefined): boolean {

@@ -170,13 +170,13 @@ function ackStatement(
   progress?: (string | null)[],
 ) {
   // The DELETE probes the primary key of the batch's slot (every slot's, for 'any') for its ids
-  // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a
-  // join with the items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics say
-  // "almost empty") got a nested loop comparing every item with every row the scan returned: with
-  // the state in the WHERE, every claimed row of the partition (jobs_claimed_idx); 800 acks took 74 ms
-  // of PostgreSQL CPU per 1,000, and 33 ms matched by position (docs/benchmarks.md, "What was tried and
-  // what it gave", row "Batch ack matched by position"). An id named twice (two single acks of one job,
-  // one stale) matches its first item only; the other is tried again in the next pass (ackByLease).
+  // (`j.id = ANY`), and each row found is matched to its item by position (array_position), not by a join with
+  // the items. Joined, the ring's partitions (truncated and refilled all the time, so their statistics
+  // say "almost empty") got a nested loop comparing every item with every row the scan returned: with
+  // the state in the WHERE, every claimed row of the partition (jobs_claimed_idx); matched by position
+  // it costs less than half (docs/benchmarks.md, "What was tried and what it gave", row "Batch ack
+  // matched by position"). An id named twice (two single acks of one job, one stale) matches its first
+  // item only; the other is tried again in the next pass (ackByLease).
   const idList = sql`${ids}::bigint[]`;
   const at = sql`array_position(${idList}, j.id)`;
   // Without progress, the statement's text is the ack's as it always was.

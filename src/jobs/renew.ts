@@ -131,11 +131,10 @@ function renewStatement(
   // As in the batch ack (ack.ts): the primary key of the batch's slot (every slot's, for 'any') is
   // probed for the batch's ids (`j.id = ANY`), and each row found is matched to its item by position
   // (array_position), not joined to the items. Joined, with the state in the WHERE, the planner read
-  // every claimed row of each partition from jobs_claimed_idx and compared each with every item: 800
-  // renewals among 30,000 claimed jobs threw away 668,400 rows, 380 ms of PostgreSQL CPU against 20
-  // now (docs/benchmarks.md, "What was tried and what it gave", row "Batch renew matched by position").
-  // The token alone says the job is claimed (leaseHeld). Ids are distinct: the route refuses a batch
-  // naming a job twice.
+  // every claimed row of each partition from jobs_claimed_idx and compared each with every item, and
+  // threw nearly all of those rows away (docs/benchmarks.md, "What was tried and what it gave", row
+  // "Batch renew matched by position"). The token alone says the job is claimed (leaseHeld). Ids are
+  // distinct: the route refuses a batch naming a job twice.
   const idList = sql`${ids}::bigint[]`;
   const at = sql`array_position(${idList}, j.id)`;
   // Without progress the statement's text is the renewal's as it always was.

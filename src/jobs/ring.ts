@@ -39,9 +39,8 @@ export function slotsOf(ids: string[]): number[] {
  * jobs the leader carried). The slot goes into the statement's text as a literal (its shape,
  * db/statement-shapes.ts), so even the generic plan holds only that partition: PostgreSQL 15 does not
  * prune the partitions of an UPDATE or DELETE by a parameter, and with `slot = ANY($slots)` every
- * execution locked and probed all of them (single acks: 260 against 211 ms of PostgreSQL CPU per
- * 1,000; docs/benchmarks.md, "What was tried and what it gave", row "Slot as a literal"). Nine texts per
- * statement at most, so nine cached plans per connection.
+ * execution locked and probed all of them (docs/benchmarks.md, "What was tried and what it gave", row
+ * "Slot as a literal"). Nine texts per statement at most, so nine cached plans per connection.
  */
 export type SlotShape = `${number}` | 'any';
 

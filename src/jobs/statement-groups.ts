@@ -15,10 +15,10 @@ import { MAX_BATCH } from './limits.js';
  * for a queue runs, further ones for that queue wait and then go together as one statement, up to
  * MAX_BATCH jobs; acks likewise, across queues.
  *
- * One statement at a time per queue and replica measured best for claims (920 jobs/s one job per
- * request, against 890 with two at a time and 582 with four: docs/benchmarks.md, "What was tried and
- * what it gave", row "Group commit"): concurrent claimers on one queue mostly skip past each other's
- * locked rows, so running them side by side buys little and costs much.
+ * One statement at a time per queue and replica measured best for claims, against two or four at a time
+ * (docs/adr/0007-group-commit.md; docs/benchmarks.md, "What was tried and what it gave", row "Group
+ * commit"): concurrent claimers on one queue mostly skip past each other's locked rows, so running them
+ * side by side buys little and costs much.
  */
 export class ClaimGroups {
   private readonly groups: KeyedGroupCommit<Claimant, ClaimOutcome>;

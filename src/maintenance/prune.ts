@@ -20,8 +20,8 @@ import { type Duty, MAINTENANCE_BATCH } from './duty.js';
  *
  * Most rows never come here: history is partitioned by the day jobs finished
  * (migrations/0014_history_partitions.ts), and a day whose rows are all past retention is emptied
- * whole by the history-partitions duty (history-partitions.ts). Row DELETEs cost 1.8 s and 25 MiB
- * of WAL per 100,000 jobs (then a VACUUM), emptying their day 30 ms and 0.1 MiB (docs/benchmarks.md,
+ * whole by the history-partitions duty (history-partitions.ts). Row DELETEs cost far more time and
+ * WAL than emptying a day (then a VACUUM too: docs/adr/0001-history-partitions.md, docs/benchmarks.md,
  * "Pruning history"). So this leaves alone every row in a day that duty will empty within a day: the days
  * before `date_trunc('day', now() + 1 day - longest retention)` of its class (completed and
  * cancelled share one retention, dead has its own), the longest over the queues present. What it

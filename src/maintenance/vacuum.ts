@@ -7,25 +7,23 @@ import type { Duty } from './duty.js';
 /**
  * Vacuum: keep dead rows in the live table from slowing claims down.
  *
- * Every claim and every ack leaves a dead row version in baton.jobs and a dead entry at the head of
- * the ready index, exactly where the next claim starts reading. Autovacuum removes them, but only
- * when its launcher next looks at this database: `autovacuum_naptime` is server-wide (60 s by
- * default) and Baton cannot change it. On a busy queue a minute of churn is tens of thousands of dead
- * entries, and claims read several times the buffers they read on a vacuumed table (1,146 against 483
- * for a claim of 10 under sustained churn: docs/benchmarks.md, "Results against the targets", the churn
- * row). So the leader checks PostgreSQL's own count of dead rows every tick and runs VACUUM on the live
- * table when it passes a threshold. The live table is small by design (finished jobs live in
- * job_history), so this is cheap; the history table is left to autovacuum, since nothing hot reads past
- * its dead rows.
+ * Every claim and every ack leaves a dead row version in baton.jobs and a dead entry at the head of the
+ * ready index, exactly where the next claim starts reading. Autovacuum removes them, but only when its
+ * launcher next looks at this database: `autovacuum_naptime` is server-wide (60 s by default) and Baton
+ * cannot change it. On a busy queue a minute of churn is tens of thousands of dead entries, and claims
+ * read several times the buffers they read on a vacuumed table (docs/benchmarks.md, "Results against
+ * the targets", the churn row). So the leader checks PostgreSQL's own count of dead rows every tick and
+ * runs VACUUM on the live table when it passes a threshold. The live table is small by design (finished
+ * jobs live in job_history), so this is cheap; the history table is left to autovacuum, since nothing
+ * hot reads past its dead rows.
  *
- * `VACUUM (SKIP_LOCKED)`: if autovacuum (or another leader's vacuum) is already at work on the
- * table, this run skips instead of queueing behind it. A role that does not own the table gets a
- * warning from PostgreSQL instead of a vacuum; that too is reported as `skipped`. VACUUM takes only a SHARE UPDATE EXCLUSIVE
- * lock, which blocks no claim, enqueue or ack.
+ * `VACUUM (SKIP_LOCKED)`: if autovacuum (or another leader's vacuum) is already at work on the table,
+ * this run skips instead of queueing behind it. A role that does not own the table gets a warning from
+ * PostgreSQL instead of a vacuum; that too is reported as `skipped`. VACUUM takes only a SHARE UPDATE
+ * EXCLUSIVE lock, which blocks no claim, enqueue or ack.
  *
  * Vacuum cannot remove a dead row that a still-open transaction might see: one idle session in
- * the database with an open transaction holds back every table in it (docs/architecture.md, "Why the
- * tables look like this").
+ * the database with an open transaction holds back every table in it (docs/adr/0012-maintenance-leader.md).
  * So this duty also reports the oldest open transaction, and says so in the log when dead rows
  * survived a vacuum. The numbers come from pg_stat_user_tables and pg_stat_activity: they lag writes
  * by up to a second, and other roles' sessions are visible only to a role with pg_read_all_stats.

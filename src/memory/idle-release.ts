@@ -6,12 +6,12 @@ import { getHeapStatistics } from 'node:v8';
  *
  * Under load V8 sizes the young generation by the allocation rate (up to two 64 MiB semi-spaces
  * on Node 24) and lets the old generation grow to a multiple of what is live, which is what keeps
- * a busy server fast; but an idle server keeps that heap (330 MiB RSS for 110 MiB after a full GC,
+ * a busy server fast; but an idle server keeps that heap (three times what a full GC leaves:
  * docs/benchmarks.md, "What was tried and what it gave", rows "V8 flags" and "Idle memory release"),
  * because only a memory-reducing GC shrinks the young generation and returns free pages, and Node never
- * asks for one. Smaller young generations (V8 flags) cost CPU on every request; this costs one GC (tens
- * of ms) when there is nothing else to do, and the next burst starts on a small heap: in scenario 1 a
- * full cycle run right after a release spent 6–25% more server CPU per job than on the heap left grown.
+ * asks for one. Smaller young generations (V8 flags) cost CPU on every request; this costs one GC
+ * when there is nothing else to do, and the next burst starts on a small heap, paying the regrowth
+ * (the same row).
  * Hence a default idle time of a minute (BATON_IDLE_MEMORY_RELEASE_MS): bursts closer together than that
  * keep their heap.
  *
@@ -38,8 +38,8 @@ export interface Sample {
 export class IdleTracker {
   private last: Sample | undefined;
   private idleSinceMs: number | undefined;
-  // 0 at first: start-up leaves garbage too (145 MiB RSS idle, 110 after a full GC), so the first
-  // idle period releases it.
+  // 0 at first: start-up leaves garbage too (RSS idle well above what a full GC leaves), so the
+  // first idle period releases it.
   private heapAfterRelease = 0;
 
   constructor(private readonly idleMs: number) {}

@@ -5,9 +5,9 @@ import { Histogram, type LabelValues } from 'prom-client';
  * queue's label, a route and status), for the observations made once per request or per job.
  *
  * prom-client's observe() checks the label names, builds a hash string from the labels and looks the
- * series up on every call: about a microsecond, once per request (request durations) and once or
- * twice per job (queue lag, claim to ack), a few per cent of the server's CPU per job in batched
- * processing (docs/benchmarks.md, "What was tried and what it gave", row "KeyedHistogram"). Here the
+ * series up on every call: once per request (request durations) and once or twice per job (queue
+ * lag, claim to ack), a share of the server's CPU per job in batched processing worth saving
+ * (docs/benchmarks.md, "What was tried and what it gave", row "KeyedHistogram"). Here the
  * first observation of a key goes through observe() as before, which checks the labels and creates the
  * series; later ones add to that series directly, as observe() would. The series is prom-client's own
  * (its `hashMap` entry), so the exposition, reset() and remove() are unchanged;

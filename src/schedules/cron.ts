@@ -126,8 +126,8 @@ export function checkCron(
 const cleanMessage = (err: unknown) => String((err as Error).message ?? err).replace(/^CronPattern: /, '');
 
 /**
- * Parsing costs about 30 µs; with thousands of schedules firing every minute the leader would parse
- * the same few expressions over and over, so plans are kept (a small map, cleared when it fills).
+ * Parsing is not free; with thousands of schedules firing every minute the leader would parse the
+ * same few expressions over and over, so plans are kept (a small map, cleared when it fills).
  */
 const plans = new Map<string, CronPlan>();
 const PLAN_CACHE_MAX = 10_000;

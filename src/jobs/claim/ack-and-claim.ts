@@ -26,9 +26,9 @@ import type { Claimant, ClaimedRow } from './types.js';
  * Ack-and-claim in one statement: a worker that takes one job at a time acks it and asks for the next
  * ones of the same queue (`next` on the ack). Run as an ack and then a claim, that is two statements
  * and two commits per job, and each request waits for its ack's statement group and then for a claim
- * group, one after the other (docs/benchmarks.md, "What was tried and what it gave", row "Ack-and-claim
- * in one statement": 0.60× graphile-worker before, about 1× after). Here the ack's DELETE and history
- * INSERT and the claim's pick and UPDATE are data-modifying CTEs of one statement: one commit for both.
+ * group, one after the other (docs/adr/0007-group-commit.md; docs/benchmarks.md, "What was tried and
+ * what it gave", row "Ack-and-claim in one statement"). Here the ack's DELETE and history INSERT and
+ * the claim's pick and UPDATE are data-modifying CTEs of one statement: one commit for both.
  *
  * The claim part serves only what the plain claim serves: a queue that is not paused and not under
  * flow control (grouped or limited), each acked job's own queue, with the queue's lease and budget.

@@ -16,7 +16,7 @@ import type { Claimant, ClaimOutcome, HeldBack, LimitReason, Route } from './typ
 
 /**
  * The claim of a queue under flow control whose ready jobs have groups: groups served in turn, under
- * concurrency and rate limits per queue and per group (docs/architecture.md, "Flow control"). A limited
+ * concurrency and rate limits per queue and per group (docs/adr/0008-claim-statements.md). A limited
  * queue whose ready jobs have no group is claimed in one statement (limited.ts); this is the
  * transaction that statement diverts to (claim.ts).
  *
@@ -99,8 +99,7 @@ export async function claimWithFlow(
     db.transaction().execute(async (trx) => {
       // The walk runs on generic plans, as every statement of the request pool does (db/database.ts):
       // left to choose, the plan cache planned the walk afresh on every claim at about the cost of
-      // running it (a limited claim of 100: 7.81 against 3.98 ms; docs/benchmarks.md, "What was tried
-      // and what it gave", row "Flow walk on generic plans").
+      // running it (docs/benchmarks.md, "What was tried and what it gave", row "Flow walk on generic plans").
       const flow = (
         await sql<QueueFlow>`SELECT b.* FROM baton.flow_budget(${queue}, ${wanted}::integer) b`.execute(trx)
       ).rows[0]!;

@@ -4,21 +4,21 @@ import { lockReady, type PickPlan, Signal } from './statement.js';
 
 /**
  * The claim of a grouped queue without limits or group overrides: groups served in turn, in the one
- * claim statement (statement.ts wraps this pick in its claim; docs/architecture.md, "Flow control").
+ * claim statement (statement.ts wraps this pick in its claim; docs/adr/0008-claim-statements.md).
  * Queues with limits, weights or paused groups go the locked way instead (limited.ts, flow.ts), which
  * this statement says by answering Signal.divert.
  *
  * The turn. Groups are visited in name order, starting after the group flow_state.last_group names
  * (wrapping round to the first name), and each visited group gives up to QUANTUM(n) = ceil(n / 4) of
- * its first jobs in claim order, until the claim has its n jobs: deficit round robin with that
- * quantum, so a claim of n jobs visits about four groups however many there are. The quantum makes
- * the cost: each visit is one descent of jobs_group_ready_idx in each of the ring's eight partitions
- * (a Merge Append with LIMIT), and visiting one group per job made a claim of 10 over 10,000 groups
- * cost 2.5 times an ungrouped one (docs/benchmarks.md, "What was tried and what it gave", row "Grouped
- * claim in one statement"). The last group visited may give fewer than its quantum because the claim is
- * full: then the turn stays with it (last_group is the group visited before it), so every group gets at
- * least a quantum per turn. When every group has been visited and the claim is still short (few groups),
- * the groups that gave a full quantum give more, one job each per round, so two groups with jobs split a
+ * its first jobs in claim order, until the claim has its n jobs: deficit round robin with that quantum,
+ * so a claim of n jobs visits about four groups however many there are. The quantum makes the cost:
+ * each visit is one descent of jobs_group_ready_idx in each of the ring's eight partitions (a Merge
+ * Append with LIMIT), and visiting one group per job made a claim over many groups cost several times
+ * an ungrouped one (docs/benchmarks.md, "What was tried and what it gave", row "Grouped claim in one
+ * statement"). The last group visited may give fewer than its quantum because the claim is full: then
+ * the turn stays with it (last_group is the group visited before it), so every group gets at least a
+ * quantum per turn. When every group has been visited and the claim is still short (few groups), the
+ * groups that gave a full quantum give more, one job each per round, so two groups with jobs split a
  * claim evenly.
  *
  * The bound: while g groups have ready jobs, a turn serves at most g quanta plus one; a group with k

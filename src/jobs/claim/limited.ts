@@ -4,15 +4,15 @@ import { lockReady, type PickPlan, Signal } from './statement.js';
 /**
  * The claim of a queue with limits (or group overrides) whose ready jobs need no walk of the groups:
  * one statement, like a claim without limits (statement.ts wraps this pick in its claim;
- * docs/architecture.md, "Flow control").
+ * docs/adr/0008-claim-statements.md).
  *
  * Its first CTE, `budget`, calls baton.flow_budget (migrations/0011_flow_budget.ts): the queue's flow
  * lock, then, each read with a snapshot taken after the lock, how many jobs the queue's limits (and,
  * when no ready job has a group, the no-group group's) let this claim take. The pick takes no more than
  * that, and the claim records itself in the rate windows it read (`recorded`), all before the statement
- * commits and the lock goes: exact across replicas, as the locked transaction it replaces
- * (six round trips became one, 2.0× an unlimited claim became 1.1–1.2×: docs/benchmarks.md, "What was
- * tried and what it gave", row "Limited claim in one statement").
+ * commits and the lock goes: exact across replicas, as the locked transaction of six round trips it
+ * replaces, in one (docs/adr/0008-claim-statements.md; docs/benchmarks.md, "What was tried and what it
+ * gave", row "Limited claim in one statement").
  *
  * When some ready job has a group, the groups are served in turn, which this statement does not do: it
  * takes nothing and answers Signal.divert, which sends the claim to flow.ts's walk.

@@ -17,7 +17,8 @@ import { keyGroups, resolveUniqueKeys } from './unique-keys.js';
 /**
  * Enqueue: insert jobs into baton.jobs, `ready` when due now and `scheduled` otherwise.
  *
- * The shape of the insert comes from two production incidents (docs/architecture.md, "Lessons"):
+ * The shape of the insert comes from two production incidents (docs/architecture.md, "Lessons from
+ * production queues"):
  * - It never writes the queue's row. One row per queue rewritten on every enqueue serialises all
  *   producers of that queue on a row lock. Instead the statement reads the queue row with
  *   FOR KEY SHARE, which producers share with each other but which conflicts with a DELETE.
@@ -293,11 +294,11 @@ function insertStatement(variant: 'plain' | 'gated', ...values: InsertValues) {
     ORDER BY 1`
     : sql`SELECT * FROM due UNION ALL SELECT * FROM later ORDER BY id`;
   // The items arrive as one jsonb array, read by jsonb_to_recordset into typed columns: each item's
-  // text is parsed once, payload included, and every field is a plain column from then on. Read as
-  // json with ->> per field (and the payloads as a second array, cast to jsonb row by row), the batch
-  // was parsed about a dozen times per item: the PostgreSQL CPU of a batch enqueue was more than
-  // twice what it is now (75 against 35 ms per 1,000 jobs: docs/benchmarks.md, "Batch enqueue and the
-  // batched full cycle"). A JSON null payload is read as SQL NULL, hence the coalesce.
+  // text is parsed once, payload included, and every field is a plain column from then on. Read as json
+  // with ->> per field (and the payloads as a second array, cast to jsonb row by row), the batch was
+  // parsed about a dozen times per item, and a batch enqueue cost PostgreSQL more than twice as much
+  // (docs/benchmarks.md, "Batch enqueue and the batched full cycle"). A JSON null payload is read as
+  // SQL NULL, hence the coalesce.
   return sql<EnqueuedRow & { how?: 'inserted' | 'queue' }>`
     WITH q AS (
       SELECT name, max_attempts FROM baton.queues WHERE name = ${queue} FOR KEY SHARE
