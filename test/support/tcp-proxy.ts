@@ -30,6 +30,12 @@ export class TcpProxy {
   private listen(port: number): Promise<void> {
     return new Promise((resolve, reject) => {
       const server = net.createServer((client) => {
+        // A connection accepted as the proxy was being cut is emitted after cut() destroyed the others;
+        // kept, it would hold server.close() (and the test) until the client's keep-alive ran out.
+        if (this.server !== server) {
+          client.destroy();
+          return;
+        }
         const upstream = net.connect(this.target.port, this.target.host);
         for (const s of [client, upstream]) {
           this.sockets.add(s);
