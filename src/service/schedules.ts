@@ -1,11 +1,13 @@
+import type { Log } from '../logger.js';
 import type { ScheduleDefinition } from '../schedules/definition.js';
+import { applySchedulesFile, type FileSchedule } from '../schedules/file.js';
 import { pauseSchedule, putSchedule, scheduleNotFound, triggerSchedule } from '../schedules/manage.js';
 import { deleteSchedule, getSchedule, listSchedules, type ScheduleRow } from '../schedules/store.js';
 import type { JobUseCases, ServiceDeps } from './jobs.js';
 
 /**
- * Cron schedules as the API changes and reads them (the leader fires them: maintenance/schedules.ts;
- * BATON_SCHEDULES_FILE writes them at start: plugins/schedules-file.ts). `patterns` is a
+ * Cron schedules as the API and BATON_SCHEDULES_FILE change them, and as the API reads them (the
+ * leader fires them: maintenance/schedules.ts). `patterns` is a
  * queue-limited key's scope, applied in each statement: a schedule of another tenant's queue is not
  * found, and one may not be replaced by its name.
  */
@@ -55,6 +57,14 @@ export class ScheduleUseCases {
   async setPaused(name: string, paused: boolean, patterns?: string[]): Promise<ScheduleRow> {
     await pauseSchedule(this.deps.db, name, paused, patterns);
     return this.get(name, patterns);
+  }
+
+  /**
+   * Make the schedules BATON_SCHEDULES_FILE declares so (at every start, on every replica; the drift
+   * rule is in schedules/file.ts). A file the database refuses stops the start, naming the schedule.
+   */
+  applyFile(schedules: FileSchedule[], log: Log) {
+    return applySchedulesFile(this.deps.db, schedules, log, this.deps.config.scheduleMinIntervalMs);
   }
 
   /** Enqueue one occurrence now; the job counts and wakes claims as any enqueue does. */
