@@ -6,12 +6,15 @@ import { defineConfig } from 'vitest/config';
  *   real PostgreSQL: `npm run test:fast`, the loop to run while changing code;
  * - processes: tests that start processes (the server, workers, the libraries' packages, the AWS
  *   CLI, Chromium for the dashboard, an embedded PostgreSQL);
- * - alone: the long runs that load the whole machine on purpose (chaos, failover, the libraries'
- *   kill tests), one at a time once the others are done, so that nothing else competes with them.
- * `npm test` runs all three, one tier after another. Files run side by side within the first two
+ * - kills: the libraries' kill tests (worker processes SIGKILLed under load), the two side by side:
+ *   they mostly wait for the killed workers' leases to run out;
+ * - alone: the long runs that load the whole machine on purpose (chaos, failover), one at a time once
+ *   the others are done, so that nothing else competes with them.
+ * `npm test` runs all of them, one tier after another. Files run side by side within the first two
  * (each file has a database of its own, copied from a migrated template).
  */
-const ALONE = ['test/chaos/**/*.test.ts', 'test/db/failover.test.ts', 'clients/*/test/kill.test.ts'];
+const KILLS = ['clients/*/test/kill.test.ts'];
+const ALONE = ['test/chaos/**/*.test.ts', 'test/db/failover.test.ts'];
 const PROCESSES = [
   'test/process/**/*.test.ts',
   'test/examples/**/*.test.ts',
@@ -50,7 +53,7 @@ export default defineConfig({
         test: {
           name: 'fast',
           include: ['test/**/*.test.ts'],
-          exclude: [...ALONE, ...PROCESSES],
+          exclude: [...ALONE, ...KILLS, ...PROCESSES],
           // A worker process runs file after file: modules are imported once per worker, not once per
           // file. Nothing these files share lives in a module (each app has its own metrics registry,
           // pool and database).
@@ -64,14 +67,18 @@ export default defineConfig({
         test: {
           name: 'processes',
           include: PROCESSES,
-          exclude: ALONE,
+          exclude: [...ALONE, ...KILLS],
           maxWorkers: PROCESS_FILES,
           sequence: { groupOrder: 1 },
         },
       },
       {
         extends: true,
-        test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } },
+        test: { name: 'kills', include: KILLS, maxWorkers: 2, sequence: { groupOrder: 2 } },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 3 } },
       },
     ],
   },

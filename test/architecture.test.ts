@@ -307,6 +307,18 @@ describe('the docs', () => {
     expect(stale).toEqual([]);
   });
 
+  it('index every decision record in docs/adr/README.md, with its status', () => {
+    const index = fs.readFileSync('docs/adr/README.md', 'utf8');
+    const records = fs.readdirSync('docs/adr').filter((f) => /^\d{4}-.*\.md$/.test(f));
+    expect(records.length).toBeGreaterThan(5);
+    const unindexed = records.filter(
+      (f) =>
+        !new RegExp(`\\]\\(${f.replace('.', '\\.')}\\) \\|.+\\| (accepted|proposed|superseded)`).test(index),
+    );
+    expect(unindexed).toEqual([]);
+    for (const f of records) expect(fs.readFileSync(path.join('docs/adr', f), 'utf8')).toMatch(/^Status: /m);
+  });
+
   it('docs/architecture.md names only source files that exist', () => {
     const text = fs.readFileSync('docs/architecture.md', 'utf8');
     const named = [...text.matchAll(/`([\w./-]+\.(?:ts|sql))`/g)]
