@@ -19,7 +19,10 @@ export function claimOf(request: FastifyRequest, body: ClaimRequest, signal: Abo
 /**
  * Run `work` with a signal that aborts when the client goes away: the response's 'close' fires when
  * it finishes or when the client drops the connection, and only the latter (nothing written yet)
- * aborts.
+ * aborts. A client may also have gone before this runs (while auth, validation or a lookup ran):
+ * then 'close' has fired already and never fires again, so the response's `destroyed` says so, and
+ * the work starts aborted instead of waiting out its wait_ms for nobody (and, for a claim, holding
+ * the jobs it took until their leases run out).
  */
 export async function whileConnected<T>(
   reply: FastifyReply,
@@ -30,6 +33,7 @@ export async function whileConnected<T>(
     if (!reply.raw.writableEnded) abort.abort();
   };
   reply.raw.once('close', onClose);
+  if (reply.raw.destroyed) onClose();
   try {
     return await work(abort.signal);
   } finally {

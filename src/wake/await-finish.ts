@@ -38,6 +38,11 @@ export async function awaitFinished<A>(notifier: Notifier, opts: AwaitOptions<A>
   });
   if (pending.length === 0 || opts.signal?.aborted || deadline <= Date.now()) return opts.readAnswer();
   const handle = notifier.finishWaits.register(pending);
+  // From the moment it is registered: a client that leaves while the notice of the wait is being
+  // sent must end it too (an abort listener added after that await would never hear it, and the
+  // waiter would hold its slot for the whole wait).
+  const onAbort = () => handle.cancel();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     if (!handle.closed) {
       await notifier.awaiting(
@@ -45,14 +50,13 @@ export async function awaitFinished<A>(notifier: Notifier, opts: AwaitOptions<A>
         deadline - Date.now(),
       );
     }
+    handle.check();
+    await handle.wait(deadline - Date.now());
   } catch (err) {
     handle.cancel();
     throw err;
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
   }
-  handle.check();
-  const onAbort = () => handle.cancel();
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
-  await handle.wait(deadline - Date.now());
-  opts.signal?.removeEventListener('abort', onAbort);
   return opts.readAnswer();
 }
