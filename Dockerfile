@@ -5,7 +5,8 @@
 # and append its `@sha256:...` here.
 ARG NODE_IMAGE=node:24.21.0-trixie-slim
 
-# Build stage: compile TypeScript to dist/, and bundle the dashboard into dist/ui/ (npm run build).
+# Build stage: compile TypeScript to dist/, bundle the server into dist/baton.mjs and the dashboard
+# into dist/ui/ (npm run build).
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -15,6 +16,7 @@ COPY src ./src
 COPY migrations ./migrations
 COPY ui ./ui
 COPY openapi ./openapi
+COPY scripts ./scripts
 RUN npm run build
 
 # Runtime stage: production dependencies only (no embedded PostgreSQL: DATABASE_URL is required).
@@ -31,4 +33,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "dist/src/cli/healthcheck.js"]
 # Refuse to start without a database: the image carries no embedded PostgreSQL.
-CMD ["sh", "-c", "if [ -z \"$DATABASE_URL\" ]; then echo 'DATABASE_URL is required in the container' >&2; exit 2; fi; exec node dist/src/server.js"]
+CMD ["sh", "-c", "if [ -z \"$DATABASE_URL\" ]; then echo 'DATABASE_URL is required in the container' >&2; exit 2; fi; exec node dist/baton.mjs"]

@@ -9,7 +9,6 @@ import { processCpuMs, processRssBytes } from './process-usage.js';
  */
 
 export const ROOT = resolve(import.meta.dirname, '..');
-const SERVER_JS = resolve(ROOT, 'dist/src/server.js');
 
 /**
  * The Node flags of the production start command (package.json `start:dist`, the same as the
@@ -55,7 +54,9 @@ export class BatonServer {
 
   async start(): Promise<void> {
     const root = this.opts.root ?? ROOT;
-    const serverJs = this.opts.root ? resolve(root, 'dist/src/server.js') : SERVER_JS;
+    // The production entry point (the bundle); a build from before there was one, its compiled server.
+    const bundle = resolve(root, 'dist/baton.mjs');
+    const serverJs = existsSync(bundle) ? bundle : resolve(root, 'dist/src/server.js');
     if (!existsSync(serverJs)) throw new Error(`${serverJs} is missing: run npm run build first`);
     const args = [
       ...productionNodeFlags(),

@@ -3,6 +3,7 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
 import { migrateToLatest } from './db/migrate.js';
+import { compilePending } from './http/lazy-compile.js';
 import { createLogger } from './logger.js';
 import { databaseProblem, listenProblem } from './startup-errors.js';
 import { loadStartupInputs, type StartupInputs, startupWarnings } from './startup-inputs.js';
@@ -72,6 +73,13 @@ async function main() {
     await app.close().catch(() => {});
     await giveUp(listenProblem(err, config.host, config.port), err);
   }
+  // The routes' schemas are compiled when first used (http/lazy-compile.ts); a second after start,
+  // those no request has used yet are compiled, a few per turn of the event loop, so requests go
+  // between them.
+  const compileRest = () => {
+    if (compilePending(4) > 0) setImmediate(compileRest);
+  };
+  setTimeout(compileRest, 1000).unref();
 
   let stopping = false;
   const shutdown = async (signal: string) => {

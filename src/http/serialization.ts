@@ -1,4 +1,5 @@
 import fastJsonStringify, { type Options } from 'fast-json-stringify';
+import { lazySerializer } from './lazy-compile.js';
 
 type Serialize = (value: unknown) => string;
 
@@ -8,7 +9,8 @@ type Serialize = (value: unknown) => string;
  * schema with the shared schemas (app.addSchema) resolvable by $ref, with each function kept for the
  * whole process per set of shared schemas. Building one checks its schema and generates code; every
  * app built in this process (replicas in one test file, the files of a test worker) declares the
- * same schemas, and building them again cost each app build about half a second of CPU.
+ * same schemas, and building them again cost each app build about half a second of CPU. Each is
+ * built when first used (lazy-compile.ts).
  */
 export function buildSerializer(
   externals: unknown,
@@ -33,10 +35,13 @@ export function buildSerializer(
       // refuses a duplicate $id).
       const id = (schema as { $id?: string }).$id;
       const shared = id && id in externalSchemas ? withoutKey(externalSchemas, id) : externalSchemas;
-      serialize = fastJsonStringify(schema as object, {
-        ...serializerOpts,
-        schema: shared as Options['schema'],
-      }) as Serialize;
+      serialize = lazySerializer(
+        () =>
+          fastJsonStringify(schema as object, {
+            ...serializerOpts,
+            schema: shared as Options['schema'],
+          }) as Serialize,
+      );
       cache.set(text, serialize);
     }
     return serialize;

@@ -9,6 +9,7 @@ import {
   PRINTABLE_PATTERN,
   QUEUE_NAME_PATTERN,
 } from '../jobs/limits.js';
+import { lazyValidator } from './lazy-compile.js';
 import type { FieldError } from './problem.js';
 import { isTimestamp, TIMESTAMP_MESSAGE } from './timestamps.js';
 
@@ -28,6 +29,9 @@ function makeAjv(coerce: boolean) {
     removeAdditional: false,
     allErrors: false,
     strict: false,
+    // Checking each schema against JSON Schema's meta-schema compiled that meta-schema per instance,
+    // 110 ms of every start; test/http/schemas-compile.test.ts checks every route's schema instead.
+    validateSchema: false,
   });
   addFormats(ajv);
   // What the schema calls a date-time is exactly what Baton can store (see timestamps.ts).
@@ -46,7 +50,7 @@ function makeAjv(coerce: boolean) {
  * The compiled validators are kept per set of shared schemas for the whole process: ajv compiles a
  * route's schema once per schema object, and every app built in this process (replicas in one test
  * file, the files of a test worker) declares the same schema objects. Compiling them again cost each
- * app build about a second of CPU.
+ * app build about a second of CPU. Each is compiled when first used (lazy-compile.ts).
  */
 export function buildValidator(
   externalSchemas: Record<string, unknown> = {},
@@ -64,10 +68,10 @@ export function buildValidator(
   }
   const { strict, lenient, checked } = compilers;
   return ({ schema, httpPart }) => {
-    if (httpPart === 'body') return strict.compile(schema as object);
+    if (httpPart === 'body') return lazyValidator(() => strict.compile(schema as object));
     let validate = checked.get(schema as object);
     if (!validate) {
-      validate = plainIntegers(schema, lenient.compile(schema as object));
+      validate = lazyValidator(() => plainIntegers(schema, lenient.compile(schema as object)));
       checked.set(schema as object, validate);
     }
     return validate;

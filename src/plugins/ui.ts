@@ -56,14 +56,19 @@ function buildFromSource(): Promise<Files> {
   return sourceBuild;
 }
 
-/** dist/ui/, as `npm run build` wrote it; undefined when it was not built. */
+/**
+ * dist/ui/, as `npm run build` wrote it; undefined when it was not built. It is beside the bundled
+ * server (dist/baton.mjs) and two folders up from this file compiled alone (dist/src/plugins/ui.js).
+ */
 function filesFromDist(): Files | undefined {
-  const dir = new URL('../../ui/', import.meta.url);
-  try {
-    return Object.fromEntries(Object.keys(TYPES).map((name) => [name, fs.readFileSync(new URL(name, dir))]));
-  } catch {
-    return undefined;
+  for (const dir of [new URL('./ui/', import.meta.url), new URL('../../ui/', import.meta.url)]) {
+    try {
+      return Object.fromEntries(
+        Object.keys(TYPES).map((name) => [name, fs.readFileSync(new URL(name, dir))]),
+      );
+    } catch {}
   }
+  return undefined;
 }
 
 interface Asset {

@@ -18,7 +18,8 @@ const repo = process.cwd();
  * There is no Docker engine here, so this builds the image's runtime layout by hand, from the
  * Dockerfile's own lines: package.json and the lockfile, its `npm ci --omit=dev ...` (from the npm
  * cache that CI's `npm ci` just filled; the registry only for what is missing), and dist/ built
- * as the build stage's `npm run build` does (the compiled server, and the dashboard in dist/ui/). Then it runs the documented migrate command, the image's CMD with its
+ * as the build stage's `npm run build` does (the compiled server, bundled into dist/baton.mjs, and the
+ * dashboard in dist/ui/). Then it runs the documented migrate command, the image's CMD with its
  * ENV, and its HEALTHCHECK, on the project's Node 24 (the image's Node), with nothing of the
  * checkout on PATH.
  */
@@ -42,7 +43,9 @@ beforeAll(async () => {
       'tsconfig.build.json',
       '--outDir',
       path.join(dir, 'dist'),
-    ]),
+    ]).then(() =>
+      run(process.execPath, ['--import', 'tsx', 'scripts/bundle-server.ts', path.join(dir, 'dist')]),
+    ),
     run(process.execPath, ['--import', 'tsx', 'ui/build.ts', path.join(dir, 'dist', 'ui')]),
   ]);
 }, 300_000);
