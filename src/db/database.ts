@@ -4,6 +4,7 @@ import { parseHostList } from '../config/database-url.js';
 import type { Config } from '../config.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { Log } from '../logger.js';
+import { endWhenLost } from './lost-connection.js';
 import { StatementNames, usePreparedStatements } from './prepared-statements.js';
 import { PrimaryLocator } from './primary-locator.js';
 import type { Database } from './schema.js';
@@ -145,6 +146,7 @@ export function createDatabase(
   pool.on('connect', (client) => {
     client.on('error', () => {});
     if (settings.preparedStatements !== false) usePreparedStatements(client, names);
+    endWhenLost(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let closed: Promise<void> | undefined;

@@ -26,7 +26,7 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '25006', // read_only_sql_transaction: a write reached a standby (a failover under way)
 ]);
 
-function sqlState(err: unknown): string | undefined {
+export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }
@@ -45,6 +45,19 @@ export function isUnavailableError(err: unknown): boolean {
     message.includes('Client was closed') ||
     message.includes('Query read timeout')
   );
+}
+
+/** An expected fault (an outage, an overload), as one log line: its code and message, no stack. */
+export function faultFields(err: unknown): { code?: string; error: string } {
+  return { code: sqlState(err), error: (err as Error | null)?.message ?? String(err) };
+}
+
+/**
+ * What a log line says of an error: an expected fault (isUnavailableError) in one line, anything
+ * else, a bug, with its stack (pino's `err`).
+ */
+export function logFieldsOf(err: unknown): { code?: string; error: string } | { err: unknown } {
+  return isUnavailableError(err) ? faultFields(err) : { err };
 }
 
 export const isLockTimeout = (err: unknown) => sqlState(err) === '55P03';

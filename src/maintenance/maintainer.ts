@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { faultFields, isUnavailableError, logFieldsOf } from '../db/errors.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { type Duty, type JobsFinished, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
@@ -142,7 +143,7 @@ export class Maintainer {
     if (this.leading) {
       await this.leadership
         .resign()
-        .catch((err) => this.deps.log.warn({ err }, 'could not resign leadership'));
+        .catch((err) => this.deps.log.warn(logFieldsOf(err), 'could not resign leadership'));
       this.deps.log.info({ holder: this.leadership.holder }, 'resigned maintenance leadership');
     }
     this.leading = false;
@@ -179,7 +180,7 @@ export class Maintainer {
       this.leading = leads;
     } catch (err) {
       this.leadership.demote();
-      if (this.leading) this.deps.log.warn({ err }, 'leader election failed; stepping down');
+      if (this.leading) this.deps.log.warn(logFieldsOf(err), 'leader election failed; stepping down');
       this.leading = false;
     }
     this.deps.metrics.leader.set(this.leading ? 1 : 0);
@@ -211,7 +212,10 @@ export class Maintainer {
       return result;
     } catch (err) {
       metrics.maintenanceRuns.inc({ duty: duty.name, outcome: 'error' });
-      log.error({ err, duty: duty.name }, 'maintenance duty failed');
+      // An outage is expected now and then (the duty runs again at its next tick): one line, no stack.
+      if (isUnavailableError(err))
+        log.warn({ ...faultFields(err), duty: duty.name }, 'maintenance duty failed');
+      else log.error({ err, duty: duty.name }, 'maintenance duty failed');
       return undefined;
     }
   }

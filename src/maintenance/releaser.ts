@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { logFieldsOf } from '../db/errors.js';
 import { type ReleaseStep, releaseStep, releasesPending } from '../jobs/release.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -124,7 +125,7 @@ export class Releaser {
         this.metrics.releaseSteps.inc({ outcome: 'error' });
         // A deadlock with another replica's step: rolled back whole, and nothing to wait for.
         if ((err as { code?: string }).code === '40P01') continue;
-        this.log.warn({ err }, 'a release step failed; it will be tried again');
+        this.log.warn(logFieldsOf(err), 'a release step failed; it will be tried again');
         await new Promise((resolve) => setTimeout(resolve, Math.min(this.pollMs, 1000)));
         return;
       }

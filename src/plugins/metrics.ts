@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
+import { logFieldsOf } from '../db/errors.js';
 import { isProbe } from '../http/probes.js';
 import { problemResponse } from '../http/schemas/responses.js';
 import { Metrics } from '../metrics/metrics.js';
@@ -81,7 +82,7 @@ export default fp(
           );
         } catch (err) {
           // A scrape must still answer during a database outage; queue gauges keep their last values.
-          request.log.warn({ err }, 'could not read queue stats for /metrics');
+          request.log.warn(logFieldsOf(err), 'could not read queue stats for /metrics');
         }
         m.dbPool.set({ state: 'total' }, app.dbPool.totalCount);
         m.dbPool.set({ state: 'idle' }, app.dbPool.idleCount);

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { isDataException, isUnavailableError } from '../db/errors.js';
+import { faultFields, isDataException, isUnavailableError } from '../db/errors.js';
 import { DomainError } from '../errors.js';
 import {
   PROBLEM_CONTENT_TYPE,
@@ -147,7 +147,7 @@ export default fp(
         return send(reply, request, problemBody('validation_failed', detail, { errors }));
       }
       if (isUnavailableError(error)) {
-        request.log.warn({ err: error }, 'database unavailable');
+        request.log.warn(faultFields(error), 'database unavailable');
         return send(
           reply,
           request,

@@ -16,6 +16,7 @@ export default fp(
       'service',
       createService({
         db: app.db,
+        log: app.log,
         config: app.config,
         metrics: app.metrics,
         notifier: app.wake.notifier,

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { logFieldsOf } from '../db/errors.js';
 import { unappliedMigrations } from '../db/readiness.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem.js';
 import { Health, Readiness } from '../http/schemas/health.js';
@@ -65,7 +66,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
         const pending = await withTimeout(unappliedMigrations(app.db), READY_CHECK_TIMEOUT_MS);
         if (pending.length > 0) return unready(`migrations not applied: ${pending.join(', ')}`);
       } catch (err) {
-        request.log.warn({ err }, 'readiness check failed');
+        request.log.warn(logFieldsOf(err), 'readiness check failed');
         return unready(`the database is unreachable: ${(err as Error).message}`);
       }
       return { status: 'ready' as const };

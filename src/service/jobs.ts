@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { retryOnLostConnection } from '../db/lost-connection.js';
 import { tooManyWaiters } from '../errors.js';
 import { FINISHED_STATES, type JobState } from '../job-states.js';
 import { type AwaitAnswer, awaitedStates, readAwaitAnswer } from '../jobs/awaited.js';
@@ -34,6 +35,8 @@ import type { WaitList } from '../wake/wait-list.js';
 /** What the use cases work with: built once per replica (plugins/service.ts). */
 export interface ServiceDeps {
   db: Db;
+  /** The replica's logger, for what happens below a request (a statement run again). */
+  log: Log;
   config: Config;
   metrics: Metrics;
   notifier: Notifier;
@@ -95,6 +98,8 @@ const FINISHED: ReadonlySet<JobState> = new Set(FINISHED_STATES);
 export class JobUseCases {
   private readonly enqueues: Record<EnqueuePolicy, EnqueueGroups>;
   private readonly claims: ClaimGroups;
+  /** The claim groups, each claim run again once if its connection was lost (see again()). */
+  private readonly retriedClaims: Pick<ClaimGroups, 'claim'>;
   /** How the native API enqueues (auto-create, attempts, idempotency retention), from config. */
   readonly enqueueOptions: EnqueueOptions;
 
@@ -115,6 +120,17 @@ export class JobUseCases {
       'sqs-fifo': new EnqueueGroups(db, { ...sqs, idempotencyRetentionMs: SQS_DEDUPLICATION_MS }),
     };
     this.claims = new ClaimGroups(db, config.defaultLeaseMs);
+    this.retriedClaims = { claim: (opts) => this.again('claim', () => this.claims.claim(opts)) };
+  }
+
+  /**
+   * Run again once if the connection was lost (db/lost-connection.ts): for use cases that may run
+   * twice without a second effect. Reads; claims (one that committed unanswered only delays its jobs
+   * until their leases expire); enqueues whose every item has an idempotency key. Not an enqueue
+   * without keys (a first run that committed unanswered would be doubled), nor a nack or a cancel.
+   */
+  again<T>(what: string, run: () => Promise<T>): Promise<T> {
+    return retryOnLostConnection(this.deps.log, what, run);
   }
 
   /**
@@ -130,12 +146,18 @@ export class JobUseCases {
     request: EnqueueRequestContext = {},
   ): Promise<EnqueueResult[]> {
     const field = request.field ?? ((i: number) => (items.length === 1 ? '' : `jobs[${i}].`));
-    await checkEnqueue(this.deps.db, items, field, request.batch ?? items.length > 1);
+    await this.again('check an enqueue', () =>
+      checkEnqueue(this.deps.db, items, field, request.batch ?? items.length > 1),
+    );
     // Jobs with parents take a transaction of their own (jobs/dependencies.ts); the others keep
     // their one grouped statement.
+    const grouped = () => this.enqueues[policy].enqueue(queue, items);
     const results = items.some((item) => item.dependsOn !== undefined)
       ? await enqueueWithParents(this.deps.db, queue, items, this.enqueueOptions, request.parentScope, field)
-      : await this.enqueues[policy].enqueue(queue, items);
+      : items.every((item) => item.idempotencyKey !== undefined)
+        ? // Each item's key answers the job a first run created, if it did: run again, nothing doubles.
+          await this.again('enqueue with idempotency keys', grouped)
+        : await grouped();
     this.enqueued(queue, results);
     return results;
   }
@@ -158,27 +180,27 @@ export class JobUseCases {
 
   /** A job in any state; with `queue` (a queue-limited key's scope), only a job of that queue. */
   read(id: string, queue?: string): Promise<JobRow | undefined> {
-    return getJob(this.deps.db, id, queue);
+    return this.again('read a job', () => getJob(this.deps.db, id, queue));
   }
 
   /** A page of a queue's jobs in one state, by keyset (jobs/list.ts). */
   list(opts: ListOptions) {
-    return listJobs(this.deps.db, opts);
+    return this.again('list jobs', () => listJobs(this.deps.db, opts));
   }
 
   /** The jobs a unique or idempotency key names, in the queues the caller may see. */
   findByKey(key: JobKey, opts: { queue?: string; patterns?: string[] }): Promise<JobRow[]> {
-    return findByKey(this.deps.db, key, opts);
+    return this.again('find jobs by key', () => findByKey(this.deps.db, key, opts));
   }
 
   /** A page of failing or dead jobs across queues, newest failure first (jobs/search.ts). */
   failures(opts: FailureListOptions) {
-    return listFailures(this.deps.db, opts);
+    return this.again('list failures', () => listFailures(this.deps.db, opts));
   }
 
   /** How many jobs a failure list holds, counted up to `max` (a bulk action's cap). */
   countFailures(opts: Omit<FailureListOptions, 'limit' | 'after'>, max: number): Promise<number> {
-    return countFailures(this.deps.db, opts, max);
+    return this.again('count failures', () => countFailures(this.deps.db, opts, max));
   }
 
   /**
@@ -186,7 +208,7 @@ export class JobUseCases {
    * `scope`, only parents of queues the caller may see count.
    */
   dependencies(id: string, scope: ParentScope): Promise<DependencySummary | undefined> {
-    return dependencySummary(this.deps.db, id, scope);
+    return this.again('read dependencies', () => dependencySummary(this.deps.db, id, scope));
   }
 
   /**
@@ -198,7 +220,9 @@ export class JobUseCases {
     direction: 'parents' | 'children',
     opts: { after?: string; limit: number; scope?: ParentScope },
   ): Promise<RelatedPage> {
-    return relatedJobs(this.deps.db, id, direction, { ...opts, scope: opts.scope });
+    return this.again('read related jobs', () =>
+      relatedJobs(this.deps.db, id, direction, { ...opts, scope: opts.scope }),
+    );
   }
 
   /**
@@ -212,7 +236,8 @@ export class JobUseCases {
    */
   async awaitFinished(call: AwaitCall): Promise<AwaitAnswer> {
     const { db, notifier, config, awaitSlots } = this.deps;
-    const readAnswer = () => readAwaitAnswer(db, call.items, config.awaitAnswerMaxBytes);
+    const readAnswer = () =>
+      this.again('read awaited jobs', () => readAwaitAnswer(db, call.items, config.awaitAnswerMaxBytes));
     const waitMs = this.deps.shuttingDown() ? 0 : call.waitMs;
     if (waitMs === 0 || call.items.length === 0) return readAnswer();
     const slot = awaitSlots.take(call.key, call.items.length);
@@ -220,7 +245,7 @@ export class JobUseCases {
     try {
       return await awaitFinished(notifier, {
         items: call.items,
-        readStates: () => awaitedStates(db, call.items),
+        readStates: () => this.again('read awaited states', () => awaitedStates(db, call.items)),
         readAnswer,
         isFinished: (state) => FINISHED.has(state as JobState),
         waitMs,
@@ -239,7 +264,7 @@ export class JobUseCases {
    */
   async claim(call: ClaimCall): Promise<ClaimedRow[]> {
     const { metrics, notifier, waitList, config } = this.deps;
-    const { jobs: rows } = await claimWithWait(this.claims, waitList, {
+    const { jobs: rows } = await claimWithWait(this.retriedClaims, waitList, {
       queue: call.queue,
       maxJobs: call.maxJobs,
       leaseMs: call.leaseMs,

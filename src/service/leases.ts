@@ -1,3 +1,4 @@
+import { faultFields, isUnavailableError, logFieldsOf } from '../db/errors.js';
 import type { AckedJob, AckItem } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
@@ -53,7 +54,7 @@ export class LeaseUseCases {
     const both = next ? await this.ackAndClaimOnce(item, next) : undefined;
     const outcome: LeaseOutcome<JobRow> = both?.job
       ? { outcome: 'done', value: both.job }
-      : await this.acks.ack(item);
+      : await this.jobs.again('ack', () => this.acks.ack(item));
     if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'ack'), next: [] };
     const job = outcome.value;
     this.acked([job]);
@@ -75,14 +76,18 @@ export class LeaseUseCases {
   ): Promise<WithNext<(LeaseOutcome<AckedJob> | Hidden)[]>> {
     const { scope, next } = opts;
     const nextQueue = next
-      ? await queueOfBatch(
-          this.deps.db,
-          opts.field ?? 'acks',
-          items.map((item) => item.id),
-          scope,
+      ? await this.jobs.again('read the queue of a batch', () =>
+          queueOfBatch(
+            this.deps.db,
+            opts.field ?? 'acks',
+            items.map((item) => item.id),
+            scope,
+          ),
         )
       : undefined;
-    const outcomes = await this.visibleOnly(items, scope, 'ack', (visible) => this.acks.ackBatch(visible));
+    const outcomes = await this.visibleOnly(items, scope, 'ack', (visible) =>
+      this.jobs.again('ack a batch', () => this.acks.ackBatch(visible)),
+    );
     const done = outcomes.flatMap((out) => (out.outcome === 'done' ? [out.value] : []));
     this.acked(done);
     const claim =
@@ -112,10 +117,15 @@ export class LeaseUseCases {
     return { outcome, next: next ? await this.claimNext(job.queue, next) : [] };
   }
 
-  /** Renew leases, each on its own (renewed, deadline_exceeded, lease_lost or not_found). */
+  /**
+   * Renew leases, each on its own (renewed, deadline_exceeded, lease_lost or not_found). Acks and
+   * renewals are matched by lease token, so each is run again once if its connection was lost
+   * (JobUseCases.again): a second run finds what a first one that committed unanswered did. Nacks are
+   * not: a nack that committed unanswered would be answered lease_lost the second time.
+   */
   async renew(items: RenewItem[], scope?: ReadonlyMap<string, string>): Promise<(RenewOutcome | Hidden)[]> {
     const outcomes = await this.visibleOnly(items, scope, 'renew', (visible) =>
-      renewLeases(this.deps.db, visible),
+      this.jobs.again('renew', () => renewLeases(this.deps.db, visible)),
     );
     for (const out of outcomes) if (out.outcome === 'done') this.deps.metrics.renewed(out.value.queue);
     return outcomes;
@@ -177,7 +187,8 @@ export class LeaseUseCases {
       const out = await this.acksAndClaims.ackAndClaim({ ...item, next });
       return out.job ? out : undefined;
     } catch (err) {
-      next.log.warn({ err }, 'ack-and-claim in one statement failed; acking, then claiming');
+      // Atomic, so nothing of it happened; the ack path runs it again (and retries a lost connection).
+      next.log.warn(logFieldsOf(err), 'ack-and-claim in one statement failed; acking, then claiming');
       return undefined;
     }
   }
@@ -191,7 +202,13 @@ export class LeaseUseCases {
     try {
       return await this.jobs.claim({ ...next, queue });
     } catch (err) {
-      next.log.error({ err, queue }, 'ack-and-claim: the ack is committed, the claim of next jobs failed');
+      // An outage (the claim was already run again once if its connection was lost) is expected: one
+      // line. Anything else is a bug, with its stack.
+      if (isUnavailableError(err)) {
+        next.log.warn({ ...faultFields(err), queue }, 'the ack is committed; the claim of next jobs failed');
+      } else {
+        next.log.error({ err, queue }, 'the ack is committed; the claim of next jobs failed');
+      }
       return [];
     }
   }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { isDataException, isUnavailableError } from '../db/errors.js';
+import { faultFields, isDataException, isUnavailableError } from '../db/errors.js';
 import { DomainError } from '../errors.js';
 import { NestingError, parseJsonDocument } from '../json/nesting.js';
 import type { Log } from '../logger.js';
@@ -144,7 +144,7 @@ export function toSqsError(err: unknown, log: Log, action: string): SqsError {
     if (err.code === 'queue_limit_reached') return new SqsError('OverLimit', err.message);
   }
   if (isUnavailableError(err)) {
-    log.warn({ err, action }, 'database unavailable');
+    log.warn({ ...faultFields(err), action }, 'database unavailable');
     return new SqsError('ServiceUnavailable', 'The database is unavailable; retry shortly.');
   }
   if (isDataException(err)) {

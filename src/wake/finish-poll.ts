@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { logFieldsOf } from '../db/errors.js';
 import { finishedAmong } from '../jobs/awaited.js';
 import type { Log } from '../logger.js';
 import type { FinishWaitList } from './finish-wait-list.js';
@@ -81,7 +82,7 @@ export class FinishPoll {
       this.list.finished(await finishedAmong(this.db, ids));
     } catch (err) {
       // The next poll tries again; meanwhile notifications still wake waiters.
-      this.log.warn({ err }, 'the check of awaited jobs failed; trying again at the next poll');
+      this.log.warn(logFieldsOf(err), 'the check of awaited jobs failed; trying again at the next poll');
     }
   }
 

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { logFieldsOf } from '../db/errors.js';
 import type { Log } from '../logger.js';
 import { JOBS_CHANNEL, type JobsNotice } from './channel.js';
 import type { FinishWaitList } from './finish-wait-list.js';
@@ -71,7 +72,7 @@ export class Listener {
     client.removeAllListeners('end');
     client.end().catch(() => {});
     if (this.stopped) return;
-    if (wasConnected) this.log.warn({ err }, 'LISTEN connection lost; reconnecting');
+    if (wasConnected) this.log.warn(logFieldsOf(err), 'LISTEN connection lost; reconnecting');
     this.timer = setTimeout(() => void this.connect(), this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, 5000);
   }

@@ -22,7 +22,7 @@ export interface LongPollOptions extends ClaimRequest {
  * window has room again, so it looks again then rather than polling.
  */
 export async function claimWithWait(
-  claims: ClaimGroups,
+  claims: Pick<ClaimGroups, 'claim'>,
   waitList: WaitList,
   opts: LongPollOptions,
 ): Promise<ClaimOutcome> {

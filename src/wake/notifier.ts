@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { logFieldsOf } from '../db/errors.js';
 import type { Log } from '../logger.js';
 import { IDS_PER_NOTICE, JOBS_CHANNEL, type JobsNotice, MAX_PAYLOAD_BYTES } from './channel.js';
 import { FinishWaitList } from './finish-wait-list.js';
@@ -168,7 +169,7 @@ export class Notifier {
         try {
           await sql`SELECT pg_notify(${JOBS_CHANNEL}, ${payload})`.execute(this.db);
         } catch (err) {
-          this.log.warn({ err }, 'NOTIFY failed; other replicas will find the jobs by polling');
+          this.log.warn(logFieldsOf(err), 'NOTIFY failed; other replicas will find the jobs by polling');
         }
       }
       for (const resolve of told) resolve();

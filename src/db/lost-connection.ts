@@ -1,0 +1,75 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type pg from 'pg';
+import type { Log } from '../logger.js';
+import { faultFields, sqlState } from './errors.js';
+
+/**
+ * A statement that failed because its connection went away: the backend was terminated
+ * (pg_terminate_backend, a server restart or crash: 57P01, 57P02, class 08) or the socket closed
+ * under it. The statement did not commit, or its answer was lost on the way; nothing else about the
+ * database is wrong, and another connection from the pool works.
+ *
+ * Not a statement timeout, a lock timeout, a deadlock or too many connections: those say the
+ * database is busy, and running the statement again at once would add to it.
+ */
+export function isLostConnection(err: unknown): boolean {
+  const code = sqlState(err);
+  if (code === '57P01' || code === '57P02' || code === 'ECONNRESET' || code === 'EPIPE') return true;
+  if (code && /^08[0-9A-Z]{3}$/.test(code)) return true;
+  const message = (err as Error | null)?.message ?? '';
+  return (
+    // Not "Connection terminated due to connection timeout": the pool could not connect in time.
+    (message.includes('Connection terminated') && !message.includes('timeout')) ||
+    message.includes('Client has encountered a connection error') ||
+    message.includes('Client was closed')
+  );
+}
+
+/**
+ * Run a use case's statements, and once more if their connection was lost: for what may run twice
+ * without a second effect, which the caller vouches for. A claim that did not commit claimed nothing;
+ * one that committed but whose answer was lost holds jobs under leases nobody has, which expire and
+ * hand the jobs on (a delay, never a loss). An ack or renew is matched by its lease token, so its
+ * second run finds the first one's outcome. A read reads again.
+ *
+ * The second run waits one turn of the event loop, so that the pool has heard of the other
+ * connections the same termination ended and hands out a fresh one. A connection lost again is
+ * answered as any outage is (503 with Retry-After); the line logged says so.
+ */
+export async function retryOnLostConnection<T>(log: Log, what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isLostConnection(err)) throw err;
+    log.warn(faultFields(err), `${what}: database connection lost; running it again on another`);
+    await nextTurn();
+    try {
+      return await run();
+    } catch (again) {
+      if (isLostConnection(again)) log.warn(faultFields(again), `${what}: database connection lost again`);
+      throw again;
+    }
+  }
+}
+
+/**
+ * Ends a pooled connection as soon as one of its statements fails for a lost connection, so the pool
+ * discards it when it is released and never hands it out again. Otherwise a terminated backend's
+ * connection goes back to the pool as idle: its error reaches the statement before the socket's
+ * close reaches node-postgres (the backend sends the error, then cleans up and exits), so the
+ * statement's second run (retryOnLostConnection) was handed the same dead connection
+ * (test/jobs/lost-connections.test.ts failed so before this).
+ */
+export function endWhenLost(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const result = query(...args);
+    // Registered before the caller's own handler, so the client is ending when the caller releases it.
+    if (result instanceof Promise) {
+      result.catch((err: unknown) => {
+        if (isLostConnection(err)) client.end().catch(() => {});
+      });
+    }
+    return result;
+  };
+}
