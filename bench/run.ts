@@ -53,6 +53,7 @@ const SCENARIOS: Record<string, ScenarioRun> = {
       recoverySeconds: minutes(values['recovery-minutes'], 3),
       rate: Number(values.rate ?? 2000),
       intervalSeconds: Number(values['interval-seconds'] ?? 30),
+      hold: values.hold === 'readers' ? 'readers' : 'idle',
     }),
   schedules: schedulesScenario,
   unique: uniqueKeysScenario,
@@ -100,6 +101,8 @@ const { values } = parseArgs({
     // Write bench/results/<out>.json and .md instead of latest.* (kept for the full run).
     out: { type: 'string' },
     'interval-seconds': { type: 'string' },
+    // --only horizon: what holds the horizon (idle: one idle transaction; readers: four RR readers).
+    hold: { type: 'string' },
     // --only flow: some of its parts (cost, batched, enqueue, fairness); all when unset.
     'flow-parts': { type: 'string' },
     // Scenario 1: Baton's HTTP workers (the load generator's concurrency; 8 by default).
@@ -117,7 +120,8 @@ if (values.help) {
   --no-build              use the dist/ already built
   --profile               record and summarise a V8 CPU profile of the Baton server
   --out NAME              write bench/results/NAME.json and .md instead of latest.*
-  --clean-minutes M --hold-minutes M --recovery-minutes M --rate N --interval-seconds S   (horizon)
+  --clean-minutes M --hold-minutes M --recovery-minutes M --rate N --interval-seconds S
+  --hold idle|readers   (horizon: one idle transaction, or four REPEATABLE READ readers of baton.jobs)
   --flow-parts cost,batched,enqueue,fairness   (flow)
   --batched-workers N     Baton's HTTP workers in scenario 1 (default 8)
 Method, machine and results: docs/benchmarks.md.`);

@@ -52,6 +52,47 @@ export interface HorizonOptions {
   /** Offered jobs per second (enqueued in a batch every 100 ms). */
   rate: number;
   intervalSeconds: number;
+  /**
+   * What holds the horizon: `idle`, one transaction idle after SELECT txid_current(); `readers`, four
+   * REPEATABLE READ transactions each counting baton.jobs every 100 ms and never committing (an
+   * analytics reader; it also holds ACCESS SHARE on every partition of the ring).
+   */
+  hold: 'idle' | 'readers';
+}
+
+const READERS = 4;
+const READ_EVERY_MS = 100;
+
+/** Four analytics readers of baton.jobs (HorizonOptions.hold = 'readers'), until stop(). */
+async function startReaders(): Promise<{ stop(): Promise<void> }> {
+  let stopping = false;
+  const clients = await Promise.all(
+    Array.from({ length: READERS }, async () => {
+      const c = new pg.Client({
+        connectionString: databaseUrl(DATABASES.baton),
+        application_name: 'horizon-reader',
+      });
+      await c.connect();
+      await c.query('SET idle_in_transaction_session_timeout = 0');
+      await c.query('SET statement_timeout = 0');
+      await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      return c;
+    }),
+  );
+  const loops = clients.map(async (c) => {
+    while (!stopping) {
+      await c.query('SELECT count(*) FROM baton.jobs');
+      await new Promise((r) => setTimeout(r, READ_EVERY_MS));
+    }
+    await c.query('ROLLBACK');
+    await c.end();
+  });
+  return {
+    stop: async () => {
+      stopping = true;
+      await Promise.all(loops);
+    },
+  };
 }
 
 type Phase = 'clean' | 'hold' | 'recovery';
@@ -220,6 +261,7 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
             current_setting('server_version') AS version`,
   );
   let holder: pg.Client | undefined;
+  let readers: { stop(): Promise<void> } | undefined;
   const errors: unknown[] = [];
   const fail = (err: unknown) => {
     errors.push(err);
@@ -425,20 +467,29 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
         `  horizon: ${opts.rate} jobs/s offered; clean ${opts.cleanSeconds} s, hold ${opts.holdSeconds} s, recovery ${opts.recoverySeconds} s`,
       );
       await runPhase('clean', opts.cleanSeconds);
-      holder = new pg.Client({
-        connectionString: databaseUrl(DATABASES.baton),
-        application_name: 'horizon-hold',
-      });
-      await holder.connect();
-      await holder.query('SET idle_in_transaction_session_timeout = 0');
-      await holder.query('BEGIN');
-      const xid = await holder.query('SELECT txid_current() AS xid');
-      ctx.log(`  horizon: holding transaction ${xid.rows[0].xid} open`);
-      await runPhase('hold', opts.holdSeconds);
-      await holder.query('ROLLBACK');
-      await holder.end();
-      holder = undefined;
-      ctx.log('  horizon: transaction ended');
+      if (opts.hold === 'readers') {
+        readers = await startReaders();
+        ctx.log(`  horizon: ${READERS} REPEATABLE READ readers of baton.jobs running`);
+        await runPhase('hold', opts.holdSeconds);
+        await readers.stop();
+        readers = undefined;
+        ctx.log('  horizon: readers ended');
+      } else {
+        holder = new pg.Client({
+          connectionString: databaseUrl(DATABASES.baton),
+          application_name: 'horizon-hold',
+        });
+        await holder.connect();
+        await holder.query('SET idle_in_transaction_session_timeout = 0');
+        await holder.query('BEGIN');
+        const xid = await holder.query('SELECT txid_current() AS xid');
+        ctx.log(`  horizon: holding transaction ${xid.rows[0].xid} open`);
+        await runPhase('hold', opts.holdSeconds);
+        await holder.query('ROLLBACK');
+        await holder.end();
+        holder = undefined;
+        ctx.log('  horizon: transaction ended');
+      }
       await runPhase('recovery', opts.recoverySeconds);
     } finally {
       clearInterval(fineTimer);
@@ -471,6 +522,7 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
     return report(opts, intervals, fine, integrity, settings.rows[0]);
   } finally {
     if (holder) await holder.end().catch(() => {});
+    await readers?.stop().catch(() => {});
     client.close();
     await admin.end();
     await ctx.stopExtra(server);
@@ -616,7 +668,11 @@ function report(
     title: 'A held transaction (xmin horizon) at a steady offered load',
     setup: [
       `${opts.rate.toLocaleString('en-US')} jobs/s offered over HTTP: a batch of ${Math.round((opts.rate * TICK_MS) / 1000)} every ${TICK_MS} ms (open loop); ${WORKERS} workers claim ${CLAIM} (first without waiting; when that finds nothing, long-poll 1 s) and batch-ack.`,
-      `Phases: clean ${opts.cleanSeconds} s, hold ${opts.holdSeconds} s (another session: BEGIN; SELECT txid_current(); then idle in that transaction), recovery ${opts.recoverySeconds} s after its ROLLBACK; figures per ${opts.intervalSeconds} s interval.`,
+      `Phases: clean ${opts.cleanSeconds} s, hold ${opts.holdSeconds} s (${
+        opts.hold === 'readers'
+          ? `${READERS} sessions: BEGIN ISOLATION LEVEL REPEATABLE READ, then SELECT count(*) FROM baton.jobs every ${READ_EVERY_MS} ms`
+          : 'another session: BEGIN; SELECT txid_current(); then idle in that transaction'
+      }), recovery ${opts.recoverySeconds} s after its ROLLBACK; figures per ${opts.intervalSeconds} s interval.`,
       `Baton server in its own process with the maintenance leader on at its defaults (5 s tick, vacuum duty at 10,000 dead rows). PostgreSQL ${settings.version}, autovacuum ${settings.autovacuum} (naptime ${settings.naptime}).`,
       'Claim latency: HTTP round trip of the claims that do not wait (wait_ms 0), empty ones included. Pickup: enqueue answered → claim answered, per job. Backlog and in-flight: counted by the load generator.',
       'PostgreSQL CPU: whole server from /proc (postmaster utime+stime+cutime+cstime plus live children; bench/postgres-cpu.ts), per 1,000 jobs completed in the interval; other users of the server count too (see the load column).',
