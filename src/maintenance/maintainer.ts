@@ -81,7 +81,7 @@ export class Maintainer {
     this.duties = [
       new RearmDuty(db, metrics, jobsReady, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new PromoteDuty(db, metrics, jobsReady, config.promoteIntervalMs),
-      new RingDuty(db, metrics, config.ringIntervalMs, {
+      new RingDuty(db, metrics, log, config.ringIntervalMs, {
         lockTimeoutMs: config.ringLockTimeoutMs,
         carryAfterMs: CARRY_AFTER_MS,
         carryBatch: MAINTENANCE_BATCH,

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isLockTimeout } from '../db/errors.js';
 import { RING_SLOTS } from '../jobs/ring.js';
+import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Duty } from './duty.js';
 
@@ -117,14 +118,53 @@ async function emptySlot(
   }
 }
 
-/** The ring duty: a pass every `intervalMs`, and again at once while a carry filled its batch. */
+/** A session holding a lock on the ring while its transaction has been open a while. */
+export interface RingLockHolder {
+  pid: number;
+  application_name: string;
+  state: string | null;
+  transaction_seconds: number;
+}
+
+/**
+ * Who keeps the ring from being truncated: sessions other than this one holding a lock on a partition
+ * of baton.jobs in a transaction open for `olderThanMs` or more (a report's REPEATABLE READ
+ * transaction that counted the jobs, say). Claims and acks hold such locks for milliseconds only.
+ */
+export async function ringLockHolders(db: Db, olderThanMs: number): Promise<RingLockHolder[]> {
+  const { rows } = await sql<RingLockHolder>`
+    SELECT a.pid, a.application_name, a.state,
+           round(extract(epoch FROM clock_timestamp() - a.xact_start))::integer AS transaction_seconds
+    FROM pg_stat_activity a
+    WHERE a.pid <> pg_backend_pid()
+      AND a.xact_start < clock_timestamp() - ${olderThanMs}::integer * interval '1 millisecond'
+      AND EXISTS (SELECT 1 FROM pg_locks l
+                  WHERE l.pid = a.pid AND l.locktype = 'relation' AND l.granted
+                    AND l.relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass))
+    ORDER BY a.xact_start
+    LIMIT 5`.execute(db);
+  return rows;
+}
+
+/** How often a blocked ring is reported in the log (the metric counts every blocked truncation). */
+const REPORT_EVERY_MS = 60_000;
+
+/**
+ * The ring duty: a pass every `intervalMs`, and again at once while a carry filled its batch. While
+ * truncations are blocked it names, at most once a minute, the sessions whose open transactions hold
+ * the ring's locks: until they end, every claim and ack leaves dead rows that the claims walk
+ * (docs/adr/0013-claims-under-readers.md).
+ */
 export class RingDuty implements Duty<RingResult> {
   readonly name = 'ring';
+  private reportedAt = 0;
+
   constructor(
     private readonly db: Db,
     private readonly metrics: Metrics,
+    private readonly log: Log,
     private readonly intervalMs: number,
-    private readonly opts: RingOptions,
+    private readonly opts: RingOptions & { holdersOlderThanMs?: number },
   ) {}
 
   async runOnce(): Promise<RingResult> {
@@ -133,6 +173,16 @@ export class RingDuty implements Duty<RingResult> {
     this.metrics.ringTruncations.inc({ outcome: 'blocked' }, result.blocked);
     this.metrics.ringCarried.inc(result.carried);
     this.metrics.ringSlotsInUse.set(result.inUse);
+    if (result.blocked > 0 && Date.now() - this.reportedAt >= REPORT_EVERY_MS) {
+      const holders = await ringLockHolders(this.db, this.opts.holdersOlderThanMs ?? 5_000);
+      if (holders.length > 0) {
+        this.reportedAt = Date.now();
+        this.log.warn(
+          { holders, blocked_slots: result.blocked },
+          'the ring of live jobs cannot be truncated: these open transactions hold locks on baton.jobs, and claims slow down until they end (docs/operating.md, "Reading Baton\'s tables")',
+        );
+      }
+    }
     return result;
   }
 

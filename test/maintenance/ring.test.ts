@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { IDS_PER_SLOT, RING_SLOTS } from '../../src/jobs/ring.js';
-import { maintainRing, type RingOptions } from '../../src/maintenance/ring.js';
+import { maintainRing, RingDuty, type RingOptions } from '../../src/maintenance/ring.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
@@ -153,6 +154,39 @@ describe('the ring of live jobs', () => {
     }
     expect((await api(app).get(enq.body.id)).body.state).toBe('completed');
     expect((await maintainRing(database.db, OPTS)).truncated).toContain(3);
+  });
+
+  it('names the open transactions that keep it from truncating, once a minute', async () => {
+    await drawIdsFrom(1);
+    await api(app).enqueue('ring-report', { payload: 1 });
+    const [claimed] = (await api(app).claim('ring-report')).body.jobs;
+    await api(app).ack(claimed.id, { lease_token: claimed.lease_token });
+    await drawIdsFrom(2);
+    const warnings: { obj: any; msg: string }[] = [];
+    const log = { info() {}, error() {}, warn: (obj: object, msg: string) => warnings.push({ obj, msg }) };
+    const duty = new RingDuty(database.db, new Metrics(), log, 500, { ...OPTS, holdersOlderThanMs: 0 });
+    const reader = new pg.Client({ connectionString: database.url, application_name: 'nightly-report' });
+    await reader.connect();
+    try {
+      // An analytics reader: a REPEATABLE READ transaction that counted the jobs and stays open.
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM baton.jobs');
+      const pid = (await reader.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      expect((await duty.runOnce()).blocked).toBeGreaterThanOrEqual(1);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.msg).toMatch(/cannot be truncated/);
+      expect(warnings[0]!.obj.holders).toContainEqual(
+        expect.objectContaining({ pid, application_name: 'nightly-report' }),
+      );
+      // Blocked again at once: counted, not logged again within the minute.
+      await duty.runOnce();
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await reader.query('ROLLBACK');
+      await reader.end();
+    }
+    // The reader gone, nothing is blocked any more.
+    expect((await duty.runOnce()).blocked).toBe(0);
   });
 
   it('never truncates a job inserted into a sealed slot by a transaction that commits meanwhile', async () => {
