@@ -128,10 +128,16 @@ Method, machine and results: docs/benchmarks.md.`);
   process.exit(0);
 }
 
+/** The server as production runs it: compiled, then bundled into dist/baton.mjs (npm run build). */
 function build(): void {
   const tsc = resolve(ROOT, 'node_modules/typescript/bin/tsc');
   const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) throw new Error('build failed (tsc -p tsconfig.build.json)');
+  const bundle = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bundle-server.ts'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  if (bundle.status !== 0) throw new Error('build failed (scripts/bundle-server.ts)');
 }
 
 async function main() {
@@ -153,7 +159,7 @@ async function main() {
   const log = (m: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${m}`);
 
   if (!values['no-build']) {
-    log('building the server (tsc -p tsconfig.build.json)');
+    log('building the server (tsc -p tsconfig.build.json, then scripts/bundle-server.ts)');
     build();
   }
   const machine = {

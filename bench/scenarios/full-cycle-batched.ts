@@ -10,6 +10,7 @@ import { prefillCeiling, RAW_SQL, runPgbench, writeClaimAckScript } from '../pee
 import { RssSampler } from '../process-usage.js';
 import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
 import { warmUp } from '../sizes.js';
+import { perJob, WriteMeter, type Writes } from '../write-meter.js';
 import { BATON_ACK_CLAIM } from './one-per-request.js';
 
 /**
@@ -36,7 +37,12 @@ interface Run {
   /** Baton server RSS right after the last ack, and after IDLE_WAIT_MS of idleness (when set). */
   endRssMb?: number;
   idleRssMb?: number;
+  /** What PostgreSQL wrote (BENCH_WRITES=1 only: each run then waits 22 s for the statistics). */
+  writes?: Writes;
 }
+
+/** BENCH_WRITES=1: measure WAL bytes and row versions written per job in every run (write-meter.ts). */
+const MEASURE_WRITES = process.env.BENCH_WRITES === '1';
 
 /**
  * BENCH_IDLE_RSS_WAIT_MS: leave the server idle this long after each Baton run and read its RSS
@@ -62,6 +68,8 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
     ]);
     await admin.query('VACUUM ANALYZE');
   }
+  const writeMeter = MEASURE_WRITES ? new WriteMeter(admin) : undefined;
+  await writeMeter?.begin();
   const meter = new CpuMeter(admin, DATABASES.baton, () => server.cpuMs());
   const rss = new RssSampler(() => server.pid);
   await meter.start();
@@ -77,6 +85,7 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
   });
   await producing;
   const cpu = await meter.stop();
+  const writes = await writeMeter?.end();
   const peakRssMb = rss.stop() / 2 ** 20;
   const endRssMb = server.rssBytes() / 2 ** 20;
   let idleRssMb: number | undefined;
@@ -84,7 +93,7 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
     await new Promise((r) => setTimeout(r, IDLE_WAIT_MS));
     idleRssMb = server.rssBytes() / 2 ** 20;
   }
-  return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb, endRssMb, idleRssMb };
+  return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb, endRssMb, idleRssMb, writes };
 }
 
 /** A peer's run, the same for graphile-worker and pg-boss (each with its throughput configuration). */
@@ -102,6 +111,8 @@ async function peerRun<C>(ctx: BenchContext, peer: QueuePeer<C>, config: C, kind
       await peer.waitForCompletion(warm, 300_000);
       await peer.admin.query('VACUUM ANALYZE');
     }
+    const writeMeter = MEASURE_WRITES ? new WriteMeter(peer.admin) : undefined;
+    await writeMeter?.begin();
     const meter = new CpuMeter(peer.admin, peer.database);
     await meter.start();
     const t0 = performance.now();
@@ -110,7 +121,8 @@ async function peerRun<C>(ctx: BenchContext, peer: QueuePeer<C>, config: C, kind
     const end = await peer.waitForCompletion(warm + n, 300_000);
     const cpu = await meter.stop();
     await peer.stopWorkers();
-    return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu };
+    const writes = await writeMeter?.end();
+    return { jobsPerSecond: n / ((end - t0) / 1000), jobs: n, cpu, writes };
   });
 }
 
@@ -188,7 +200,11 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
             run = await ceilingRun(ctx, script);
           } else continue;
           runs[kind][system]!.push(run);
-          ctx.log(`  batched ${kind} round ${round + 1}: ${system} ${Math.round(run.jobsPerSecond)} jobs/s`);
+          ctx.log(
+            `  batched ${kind} round ${round + 1}: ${system} ${Math.round(run.jobsPerSecond)} jobs/s, PostgreSQL ${(
+              (run.cpu.postgres / run.jobs) * 1000
+            ).toFixed(1)} ms per 1,000 jobs${run.writes ? `; ${perJob(run.writes, run.jobs)}` : ''}`,
+          );
         }
       }
     }
