@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { queueVisible } from '../db/queue-patterns.js';
+import { StatementShapes } from '../db/statement-shapes.js';
 import {
   finishedJobColumns,
   inScope,
@@ -9,6 +10,7 @@ import {
   scheduledJobColumns,
   waitingJobColumns,
 } from './job-row.js';
+import { inSlotShape, type SlotShape, slotShapeOf } from './ring.js';
 
 /**
  * Read one job, live or finished; with `queue`, only a job of that queue (a queue-limited key's
@@ -124,10 +126,33 @@ export function scopedJobsQuery(items: readonly { id: string; queue?: string }[]
 
 /**
  * The queue of each of these ids that exists at all (live or finished). Used after a guarded write
- * touched nothing, to tell "not yours any more" (409 lease_lost) from "never existed" (404).
+ * touched nothing, to tell "not yours any more" (409 lease_lost) from "never existed" (404); before a
+ * batch ack with `next` (all of one queue?); and by auth, for a queue-limited key's batch.
+ *
+ * The jobs a lease write names are mostly claimed, so in the ring, in their id's slot: those are
+ * found first by one probe of that slot's primary key (a literal slot, as the ack's: jobs/ring.ts),
+ * and only the ids not found there are looked for in every table. Looking in every table first
+ * probed each history partition's id index for every id of a batch.
  */
 export async function queuesOfJobs(db: Db, ids: string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
+  const { rows: live } = await ringQueues.execute(db, slotShapeOf(ids), [ids]);
+  const found = new Map(live.map((r) => [r.id, r.queue]));
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length === 0) return found;
+  for (const [id, queue] of await queuesAnywhere(db, missing)) found.set(id, queue);
+  return found;
+}
+
+/** The ring's jobs among these ids, looked for in their slots only (SlotShape). */
+const ringQueues = new StatementShapes(
+  (slots: SlotShape, ids: string[]) =>
+    sql<{ id: string; queue: string }>`
+    SELECT j.id, j.queue FROM baton.jobs j WHERE j.id = ANY(${ids}::bigint[]) AND ${inSlotShape('j', slots)}`,
+);
+
+/** These ids' queues wherever the jobs are: the ring's every slot (a carried job), and the other tables. */
+async function queuesAnywhere(db: Db, ids: string[]): Promise<Map<string, string>> {
   const { rows } = await sql<{ id: string; queue: string }>`
     SELECT id, queue FROM baton.jobs WHERE id = ANY(${ids}::bigint[])
     UNION ALL

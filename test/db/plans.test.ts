@@ -8,7 +8,7 @@ import { ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
 import { claimJobs, claimStatement } from '../../src/jobs/claim/claim.js';
 import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { nackJob } from '../../src/jobs/nack.js';
-import { getJobs, getScopedJobs } from '../../src/jobs/read.js';
+import { getJobs, getScopedJobs, queuesOfJobs } from '../../src/jobs/read.js';
 import { renewLeases } from '../../src/jobs/renew.js';
 import { noLog } from '../../src/logger.js';
 import { useTestApp } from '../support/app.js';
@@ -61,6 +61,8 @@ async function hotStatements(): Promise<Record<string, CompiledQuery>> {
     ),
     release: await first((db) => releaseClaims(db, [{ id: '1', lease_token: TOKEN }])),
     'get by id': await first((db) => getJobs(db, ['1', '5000'])),
+    "a batch's queues, in its slot": await first((db) => queuesOfJobs(db, ['4097', '4100'])),
+    "a batch's queues, in every slot": await first((db) => queuesOfJobs(db, ['1', '5000'])),
     'get by id, scoped (an await of a queue-limited key)': await first((db) =>
       getScopedJobs(db, [{ id: '1', queue: 'plans' }, { id: '5000' }]),
     ),

@@ -10,6 +10,7 @@ import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { Signal } from '../../src/jobs/claim/statement.js';
 import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
 import { nackJob } from '../../src/jobs/nack.js';
+import { queuesOfJobs } from '../../src/jobs/read.js';
 import { renewLeases } from '../../src/jobs/renew.js';
 
 /**
@@ -252,6 +253,18 @@ const FILES: Record<string, { about: string; statement: () => Promise<CompiledQu
             next: { maxJobs: 2, leaseMs: 60_000, workerId: 'w' },
           },
         ]),
+      ),
+  },
+  'queues-of-jobs-own-slot.sql': {
+    about:
+      "The queue of each job of a batch (a batch ack with `next`, auth for a queue-limited key), in its ids' " +
+      'one slot; only ids not found there are looked for in every table.',
+    statement: () =>
+      nth(0, (db) =>
+        queuesOfJobs(
+          db,
+          SAME_SLOT.map((item) => item.id),
+        ),
       ),
   },
   'renew-own-slot.sql': {
