@@ -102,7 +102,7 @@ async function measure(start: string, jobs: number, workers: number): Promise<St
     while (acked < jobs) {
       const sent = performance.now();
       const res = await client.post(`/v1/queues/${QUEUE}/claim`, { max_jobs: 10 }).catch(() => undefined);
-      if (!res || res.status !== 200) {
+      if (res?.status !== 200) {
         await new Promise((r) => setTimeout(r, 10));
         continue;
       }

@@ -14,6 +14,7 @@ export interface Writes {
   deleted: number;
 }
 
+/** The WAL position and the database's row counts now (walBytes: 0, a reading has no span). */
 interface Reading extends Writes {
   lsn: string;
 }
@@ -22,21 +23,20 @@ interface Reading extends Writes {
 const STATS_SETTLE_MS = 11_000;
 
 async function read(pool: pg.Pool): Promise<Reading> {
-  const { rows } = await pool.query<Record<keyof Reading, string>>(
-    `SELECT pg_current_wal_lsn()::text AS lsn,
-            coalesce(sum(n_tup_ins), 0)::text AS inserted, coalesce(sum(n_tup_upd), 0)::text AS updated,
-            coalesce(sum(n_tup_hot_upd), 0)::text AS "hotUpdated", coalesce(sum(n_tup_del), 0)::text AS deleted,
-            '0' AS "walBytes"
+  const { rows } = await pool.query<{ lsn: string; ins: string; upd: string; hot: string; del: string }>(
+    `SELECT pg_current_wal_lsn()::text AS lsn, coalesce(sum(n_tup_ins), 0)::text AS ins,
+            coalesce(sum(n_tup_upd), 0)::text AS upd, coalesce(sum(n_tup_hot_upd), 0)::text AS hot,
+            coalesce(sum(n_tup_del), 0)::text AS del
      FROM pg_stat_user_tables`,
   );
   const r = rows[0]!;
   return {
     lsn: r.lsn,
     walBytes: 0,
-    inserted: Number(r.inserted),
-    updated: Number(r.updated),
-    hotUpdated: Number(r.hotUpdated),
-    deleted: Number(r.deleted),
+    inserted: Number(r.ins),
+    updated: Number(r.upd),
+    hotUpdated: Number(r.hot),
+    deleted: Number(r.del),
   };
 }
 

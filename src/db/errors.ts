@@ -36,14 +36,35 @@ export function isUnavailableError(err: unknown): boolean {
   if (code && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code))) return true;
   // Class 08: connection exception; class 53: insufficient resources (too many connections, disk full).
   if (code && /^(08|53)[0-9A-Z]{3}$/.test(code)) return true;
+  if (isLostConnection(err)) return true;
   const message = (err as Error | null)?.message ?? '';
   return (
     message.includes('timeout exceeded when trying to connect') ||
-    message.includes('Connection terminated') ||
-    message.includes('Client has encountered a connection error') ||
+    // "Connection terminated due to connection timeout", among others
     message.includes('connection timeout') ||
-    message.includes('Client was closed') ||
     message.includes('Query read timeout')
+  );
+}
+
+/**
+ * A statement that failed because its connection went away: the backend was terminated
+ * (pg_terminate_backend, a server restart or crash: 57P01, 57P02, class 08) or the socket closed
+ * under it. The statement did not commit, or its answer was lost on the way; nothing else about the
+ * database is wrong, and another connection from the pool works.
+ *
+ * Not a statement timeout, a lock timeout, a deadlock or too many connections: those say the
+ * database is busy, and running the statement again at once would add to it.
+ */
+export function isLostConnection(err: unknown): boolean {
+  const code = sqlState(err);
+  if (code === '57P01' || code === '57P02' || code === 'ECONNRESET' || code === 'EPIPE') return true;
+  if (code && /^08[0-9A-Z]{3}$/.test(code)) return true;
+  const message = (err as Error | null)?.message ?? '';
+  return (
+    // Not "Connection terminated due to connection timeout": the pool could not connect in time.
+    (message.includes('Connection terminated') && !message.includes('timeout')) ||
+    message.includes('Client has encountered a connection error') ||
+    message.includes('Client was closed')
   );
 }
 
