@@ -46,6 +46,8 @@ export declare class Renewals {
     private dueAt;
     /** The renewal request on its way, and the ids it carries. */
     private inFlight;
+    /** Closed when the worker has drained: a renewal still on its way then schedules no other. */
+    private closed;
     constructor(http: Http, leaseMs: number, log: Logger, 
     /** Told when Baton says a lease is gone (lease_lost, not_found, deadline_exceeded). */
     onLost: (lease: Lease, outcome: string) => void);

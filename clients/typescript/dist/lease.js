@@ -57,6 +57,8 @@ export class Renewals {
     dueAt = Number.POSITIVE_INFINITY;
     /** The renewal request on its way, and the ids it carries. */
     inFlight;
+    /** Closed when the worker has drained: a renewal still on its way then schedules no other. */
+    closed = false;
     constructor(http, leaseMs, log, 
     /** Told when Baton says a lease is gone (lease_lost, not_found, deadline_exceeded). */
     onLost) {
@@ -81,11 +83,12 @@ export class Renewals {
             await inFlight.done;
     }
     close() {
+        this.closed = true;
         clearTimeout(this.timer);
         this.timer = undefined;
     }
     schedule(at) {
-        if (this.timer && this.dueAt <= at)
+        if (this.closed || (this.timer && this.dueAt <= at))
             return;
         clearTimeout(this.timer);
         this.dueAt = at;
@@ -146,8 +149,11 @@ export class Renewals {
                         lease.renewedAt = sentAt;
                         lease.sentVersion = Math.max(lease.sentVersion, versions[i]);
                     }
-                    else
+                    else {
+                        // Gone for good: renewing it again would only be told so again, every third of a lease.
+                        this.held.delete(lease.job.id);
                         this.onLost(lease, result.outcome);
+                    }
                 });
             }
             catch (err) {

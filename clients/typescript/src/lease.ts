@@ -68,6 +68,8 @@ export class Renewals {
   private dueAt = Number.POSITIVE_INFINITY;
   /** The renewal request on its way, and the ids it carries. */
   private inFlight: { ids: Set<string>; done: Promise<void> } | undefined;
+  /** Closed when the worker has drained: a renewal still on its way then schedules no other. */
+  private closed = false;
 
   constructor(
     private readonly http: Http,
@@ -97,12 +99,13 @@ export class Renewals {
   }
 
   close(): void {
+    this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   private schedule(at: number): void {
-    if (this.timer && this.dueAt <= at) return;
+    if (this.closed || (this.timer && this.dueAt <= at)) return;
     clearTimeout(this.timer);
     this.dueAt = at;
     this.timer = setTimeout(() => void this.tick(), Math.max(0, at - Date.now()));
@@ -166,7 +169,11 @@ export class Renewals {
           if (result.outcome === 'renewed') {
             lease.renewedAt = sentAt;
             lease.sentVersion = Math.max(lease.sentVersion, versions[i]!);
-          } else this.onLost(lease, result.outcome);
+          } else {
+            // Gone for good: renewing it again would only be told so again, every third of a lease.
+            this.held.delete(lease.job.id);
+            this.onLost(lease, result.outcome);
+          }
         });
       } catch (err) {
         ok = false;

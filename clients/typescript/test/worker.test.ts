@@ -16,6 +16,18 @@ const database = useTestDatabase();
 describe('Worker', () => {
   const server = useListeningApp(database, { BATON_MAINTENANCE: 'true', BATON_TICK_MS: '500' });
   const job = async (id: string) => (await api(server.app).get(id)).body;
+  /** How many renewal requests Baton has answered, from its metrics. */
+  const renewRequests = async () => {
+    const text = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+    return text
+      .split('\n')
+      .filter(
+        (line) =>
+          line.startsWith('baton_http_request_duration_seconds_count{') &&
+          line.includes('route="/v1/jobs/renew"'),
+      )
+      .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+  };
   const finished = (ids: string[]) => async () =>
     (await Promise.all(ids.map(job))).every((j) => ['completed', 'dead', 'scheduled'].includes(j.state));
 
@@ -284,6 +296,11 @@ describe('Worker', () => {
       await until(async () => (await job(doomed.id)).state === 'claimed');
       await api(server.app).cancel(doomed.id);
       await until(() => run.named('dropped').length === 1, 10_000);
+      // Never renewed again: over three more renewal periods (a third of the lease each), Baton
+      // sees no renewal request from this worker, which holds nothing else.
+      const before = await renewRequests();
+      await sleep(1500);
+      expect(await renewRequests()).toBe(before);
     } finally {
       await run.stop();
     }
