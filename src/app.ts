@@ -105,6 +105,10 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   // "Callback-style request hooks").
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    // A request that began before shutdown (a waiting claim, say) ends its keep-alive connection
+    // with its answer: the server's close ends only the connections idle when it starts, and one
+    // that went idle after would hold the process open until the keep-alive timeout.
+    if (app.shuttingDown) reply.header('connection', 'close');
     done(null, payload);
   });
 
