@@ -97,7 +97,8 @@
         claimed_at = a.at,
         worker_id = a.worker_id
       FROM assigned a
-      WHERE j.id = a.id AND j.slot = a.slot AND j.state = 'ready'
+      WHERE j.id = ANY(ARRAY(SELECT id FROM assigned)) AND j.id = a.id AND j.slot = a.slot
+        AND (j.state = 'ready') IS TRUE
       RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
                 j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
                 j.max_attempts AS max_attempts, j.lease_token AS lease_token,
