@@ -1,8 +1,10 @@
 import type { CompiledQuery } from 'kysely';
 import { recorder } from '../src/db/statement-recorder.js';
 import { ackBriefEach } from '../src/jobs/ack.js';
-import { claimStatement } from '../src/jobs/claim/claim.js';
+import { claimStatement, claimStatementFrom } from '../src/jobs/claim/claim.js';
+import type { ClaimFloor } from '../src/jobs/claim/floors.js';
 import type { ClaimOptions } from '../src/jobs/claim/types.js';
+import { claimFloorsQuery } from '../src/maintenance/claim-floors.js';
 
 /**
  * The exact SQL Baton sends, taken from its own query modules at run time (never copied by hand), so
@@ -47,4 +49,16 @@ export function inlineParameters(query: CompiledQuery, variables: Record<number,
     const variable = variables[index];
     return variable !== undefined ? `:${variable}` : literal(query.parameters[index - 1]);
   });
+}
+
+/** The plain claim from a claim floor (src/jobs/claim/plain.ts, plainPickFrom), as the server sends it. */
+export function claimFromFloorSql(opts: ClaimOptions, floor: ClaimFloor): CompiledQuery {
+  const { db } = recorder();
+  return claimStatementFrom(opts, floor).compile(db);
+}
+
+/** The leader's walk that finds each queue's claim floor (src/maintenance/claim-floors.ts). */
+export function claimFloorsSql(): CompiledQuery {
+  const { db } = recorder();
+  return claimFloorsQuery().compile(db);
 }

@@ -2,7 +2,7 @@ import { loadavg } from 'node:os';
 import pg from 'pg';
 import { connectionOptions } from '../../src/db/database.js';
 import type { BatonServer } from '../baton-server.js';
-import { claimSql } from '../compiled-statements.js';
+import { claimFloorsSql, claimFromFloorSql, claimSql } from '../compiled-statements.js';
 import type { BenchContext } from '../context.js';
 import { adminPool, DATABASES, databaseUrl } from '../databases.js';
 import { explainClaim } from '../explain-claim.js';
@@ -64,7 +64,7 @@ const READERS = 4;
 const READ_EVERY_MS = 100;
 
 /** Four analytics readers of baton.jobs (HorizonOptions.hold = 'readers'), until stop(). */
-async function startReaders(): Promise<{ stop(): Promise<void> }> {
+async function startReaders(onRead: (ms: number) => void): Promise<{ stop(): Promise<void> }> {
   let stopping = false;
   const clients = await Promise.all(
     Array.from({ length: READERS }, async () => {
@@ -81,7 +81,9 @@ async function startReaders(): Promise<{ stop(): Promise<void> }> {
   );
   const loops = clients.map(async (c) => {
     while (!stopping) {
+      const t0 = performance.now();
       await c.query('SELECT count(*) FROM baton.jobs');
+      onRead(performance.now() - t0);
       await new Promise((r) => setTimeout(r, READ_EVERY_MS));
     }
     await c.query('ROLLBACK');
@@ -123,6 +125,13 @@ interface Interval {
   deadRows: number;
   explainBuffers: number;
   explainMs: number;
+  /** The same claim from the floor the leader would publish now (claim-floors.ts). */
+  floorBuffers: number;
+  floorMs: number;
+  /** The leader's walk that finds the floors, as EXPLAIN ANALYZE times it. */
+  walkMs: number;
+  /** A reader's SELECT count(*) FROM baton.jobs, median (NaN outside the readers' hold). */
+  readP50: number;
   pgCpuPer1000: number;
   serverCpuPer1000: number;
   benchCpuPer1000: number;
@@ -167,6 +176,8 @@ class Counters {
   claimMs: number[] = [];
   pickupMs: number[] = [];
   ackMs: number[] = [];
+  /** The readers' SELECT count(*) FROM baton.jobs, each. */
+  readMs: number[] = [];
   // Totals over the whole run.
   totalEnqueued = 0;
   totalClaimed = 0;
@@ -179,6 +190,7 @@ class Counters {
       claimMs: this.claimMs,
       pickupMs: this.pickupMs,
       ackMs: this.ackMs,
+      readMs: this.readMs,
     };
     this.offered = 0;
     this.enqueued = 0;
@@ -186,6 +198,7 @@ class Counters {
     this.claimMs = [];
     this.pickupMs = [];
     this.ackMs = [];
+    this.readMs = [];
     return out;
   }
 }
@@ -363,7 +376,21 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
       ),
     );
     await explainClient.connect();
-    const sample = claimSql({ queue: QUEUE, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 });
+    const sampleOpts = { queue: QUEUE, maxJobs: CLAIM, leaseMs: 60_000, defaultLeaseMs: 30_000 };
+    const sample = claimSql(sampleOpts);
+    /** The leader's walk (timed), then the claim from the floor it finds for the queue. */
+    const explainFromFloor = async () => {
+      const walk = claimFloorsSql();
+      const { rows } = await explainClient.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${walk.sql}`, [
+        ...walk.parameters,
+      ]);
+      const walkMs: number = rows[0]['QUERY PLAN'][0]['Execution Time'];
+      const found = await explainClient.query(walk.sql, [...walk.parameters]);
+      const row = found.rows.find((r) => r.queue === QUEUE);
+      const statement = claimFromFloorSql(sampleOpts, { priority: row.priority, runAt: row.run_at });
+      const floor = await explainClaim(explainClient, statement.sql, [...statement.parameters], 'jobs');
+      return { floor, walkMs };
+    };
 
     const t0 = performance.now();
     const elapsed = () => (performance.now() - t0) / 1000;
@@ -388,6 +415,10 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
       const explained = await explainClaim(explainClient, sample.sql, [...sample.parameters], 'jobs').catch(
         () => ({ buffers: Number.NaN, executionMs: Number.NaN }),
       );
+      const fromFloor = await explainFromFloor().catch(() => ({
+        floor: { buffers: Number.NaN, executionMs: Number.NaN },
+        walkMs: Number.NaN,
+      }));
       const seconds = at - last.at;
       const per1000 = (ms: number) => (c.completed > 0 ? (ms / c.completed) * 1000 : Number.NaN);
       intervals.push({
@@ -414,6 +445,10 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
         deadRows: s.deadRows,
         explainBuffers: explained.buffers,
         explainMs: explained.executionMs,
+        floorBuffers: fromFloor.floor.buffers,
+        floorMs: fromFloor.floor.executionMs,
+        walkMs: fromFloor.walkMs,
+        readP50: percentile(c.readMs, 50),
         pgCpuPer1000: per1000(pgNow - last.pg),
         serverCpuPer1000: per1000(serverNow - last.server),
         benchCpuPer1000: per1000(benchNow - last.bench),
@@ -425,7 +460,8 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
         `  horizon ${phase} ${fmt(iv.from)}–${fmt(iv.to)} s: offered ${fmt(iv.offeredPerS)}, completed ${fmt(iv.completedPerS)} jobs/s; ` +
           `claim p50 ${fmt(iv.claimP50)} p99 ${fmt(iv.claimP99)} ms; pickup p99 ${fmt(iv.pickupP99)} ms; backlog ${iv.readyBacklog}; ` +
           `jobs ${fmt(iv.jobsBytes / 2 ** 20)} MiB, ready idx ${fmt(iv.readyIndexBytes / 2 ** 20)} MiB, dead ${iv.deadRows}; ` +
-          `EXPLAIN ${fmt(iv.explainBuffers)} buffers ${fmt(iv.explainMs)} ms; PG ${fmt(iv.pgCpuPer1000)} ms/1k jobs; load ${fmt(iv.load1)}`,
+          `EXPLAIN ${fmt(iv.explainBuffers)} buffers ${fmt(iv.explainMs)} ms, from a floor ${fmt(iv.floorBuffers)} / ${fmt(iv.floorMs)} ms (walk ${fmt(iv.walkMs)} ms); ` +
+          `reader count(*) p50 ${fmt(iv.readP50)} ms; PG ${fmt(iv.pgCpuPer1000)} ms/1k jobs; load ${fmt(iv.load1)}`,
       );
       last = { at, pg: pgNow, server: serverNow, bench: benchNow, vacuums: scraped.vacuums };
     };
@@ -468,7 +504,7 @@ export async function heldHorizon(ctx: BenchContext, opts: HorizonOptions): Prom
       );
       await runPhase('clean', opts.cleanSeconds);
       if (opts.hold === 'readers') {
-        readers = await startReaders();
+        readers = await startReaders((ms) => counters.readMs.push(ms));
         ctx.log(`  horizon: ${READERS} REPEATABLE READ readers of baton.jobs running`);
         await runPhase('hold', opts.holdSeconds);
         await readers.stop();
@@ -649,7 +685,7 @@ function report(
   ];
 
   const head =
-    '| phase | s | offered/s | done/s | claim p50 / p99 ms | pickup p50 / p99 ms | backlog | jobs MiB | ready idx MiB | dead rows | EXPLAIN buffers / ms | PG CPU ms/1k | server ms/1k | vacuums | load |';
+    '| phase | s | offered/s | done/s | claim p50 / p99 ms | pickup p50 / p99 ms | backlog | jobs MiB | ready idx MiB | dead rows | EXPLAIN buffers / ms | from a floor | walk ms | reader ms | PG CPU ms/1k | server ms/1k | vacuums | load |';
   const table = [
     head,
     `|${head
@@ -659,7 +695,7 @@ function report(
       .join('|')}|`,
     ...intervals.map(
       (i) =>
-        `| ${i.phase} | ${fmt(i.from)}–${fmt(i.to)} | ${fmt(i.offeredPerS)} | ${fmt(i.completedPerS)} | ${fmt(i.claimP50)} / ${fmt(i.claimP99)} | ${fmt(i.pickupP50)} / ${fmt(i.pickupP99)} | ${i.readyBacklog} | ${fmt(mib(i.jobsBytes))} | ${fmt(mib(i.readyIndexBytes))} | ${i.deadRows} | ${fmt(i.explainBuffers)} / ${fmt(i.explainMs)} | ${fmt(i.pgCpuPer1000)} | ${fmt(i.serverCpuPer1000)} | ${i.vacuums} | ${fmt(i.load1)} |`,
+        `| ${i.phase} | ${fmt(i.from)}–${fmt(i.to)} | ${fmt(i.offeredPerS)} | ${fmt(i.completedPerS)} | ${fmt(i.claimP50)} / ${fmt(i.claimP99)} | ${fmt(i.pickupP50)} / ${fmt(i.pickupP99)} | ${i.readyBacklog} | ${fmt(mib(i.jobsBytes))} | ${fmt(mib(i.readyIndexBytes))} | ${i.deadRows} | ${fmt(i.explainBuffers)} / ${fmt(i.explainMs)} | ${fmt(i.floorBuffers)} / ${fmt(i.floorMs)} | ${fmt(i.walkMs)} | ${fmt(i.readP50)} | ${fmt(i.pgCpuPer1000)} | ${fmt(i.serverCpuPer1000)} | ${i.vacuums} | ${fmt(i.load1)} |`,
     ),
   ];
 
@@ -676,7 +712,7 @@ function report(
       `Baton server in its own process with the maintenance leader on at its defaults (5 s tick, vacuum duty at 10,000 dead rows). PostgreSQL ${settings.version}, autovacuum ${settings.autovacuum} (naptime ${settings.naptime}).`,
       'Claim latency: HTTP round trip of the claims that do not wait (wait_ms 0), empty ones included. Pickup: enqueue answered → claim answered, per job. Backlog and in-flight: counted by the load generator.',
       'PostgreSQL CPU: whole server from /proc (postmaster utime+stime+cutime+cstime plus live children; bench/postgres-cpu.ts), per 1,000 jobs completed in the interval; other users of the server count too (see the load column).',
-      "EXPLAIN: (ANALYZE, BUFFERS) of the server's claim of 50 at the end of each interval, in a transaction rolled back.",
+      "EXPLAIN: (ANALYZE, BUFFERS) of the server's claim of 50 at the end of each interval, in a transaction rolled back: from the head of the ready index, and from the floor the leader's walk finds now (src/maintenance/claim-floors.ts; the server claims from a floor only while readers keep the ring from being truncated). Walk: that walk's execution time. Reader: the median of the readers' count(*).",
     ],
     metrics,
     notes: ['Per interval:', '', ...table],

@@ -3,6 +3,7 @@ import { isInputError } from '../db/errors.js';
 import { type AckedJob, type AckItem, ackBriefEach, ackEach, alreadyAcked } from './ack.js';
 import { type AckAndClaimItem, type AckAndClaimOutcome, ackAndClaimEach } from './claim/ack-and-claim.js';
 import { claimForGroup } from './claim/claim.js';
+import type { ClaimFloors } from './claim/floors.js';
 import type { Claimant, ClaimOutcome, ClaimRequest } from './claim/types.js';
 import { type EnqueueItem, type EnqueueOptions, type EnqueueResult, enqueueJobs } from './enqueue/enqueue.js';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.js';
@@ -23,11 +24,12 @@ import { MAX_BATCH } from './limits.js';
 export class ClaimGroups {
   private readonly groups: KeyedGroupCommit<Claimant, ClaimOutcome>;
 
-  constructor(db: Db, defaultLeaseMs: number) {
+  /** @param floors where claims start while readers pin the ready index (claim/floors.ts) */
+  constructor(db: Db, defaultLeaseMs: number, floors?: ClaimFloors) {
     this.groups = new KeyedGroupCommit(
       (queue) =>
         new GroupCommit(
-          (claimants) => claimForGroup(db, queue, defaultLeaseMs, claimants),
+          (claimants) => claimForGroup(db, queue, defaultLeaseMs, claimants, floors),
           (claimant) => claimant.maxJobs,
           MAX_BATCH,
           isInputError,

@@ -3,8 +3,10 @@ import { hostname } from 'node:os';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { faultFields, isUnavailableError, logFieldsOf } from '../db/errors.js';
+import type { ClaimFloor } from '../jobs/claim/floors.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { ClaimFloorsDuty } from './claim-floors.js';
 import { type Duty, type JobsFinished, type JobsReady, MAINTENANCE_BATCH } from './duty.js';
 import { ExpireKeysDuty } from './expire-keys.js';
 import { ExpiryDuty } from './expiry.js';
@@ -40,6 +42,8 @@ export interface MaintainerDeps {
   jobsReady: JobsReady;
   /** Told the ids of jobs a duty finished (re-armed to dead, expired): their awaiters wake. */
   jobsFinished?: JobsFinished;
+  /** Puts claim floors in force on every replica (claim-floors.ts; Notifier.publishFloors). */
+  publishFloors?: (floors: Record<string, ClaimFloor>, ttlMs: number) => void;
   config: Pick<
     Config,
     | 'tickMs'
@@ -78,14 +82,22 @@ export class Maintainer {
     const { db, metrics, jobsReady, config, log } = deps;
     const holder = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.leadership = new Leadership(deps.electionDb ?? db, holder, config.tickMs);
+    const ring = new RingDuty(db, metrics, log, config.ringIntervalMs, {
+      lockTimeoutMs: config.ringLockTimeoutMs,
+      carryAfterMs: CARRY_AFTER_MS,
+      carryBatch: MAINTENANCE_BATCH,
+    });
     this.duties = [
       new RearmDuty(db, metrics, jobsReady, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new PromoteDuty(db, metrics, jobsReady, config.promoteIntervalMs),
-      new RingDuty(db, metrics, log, config.ringIntervalMs, {
-        lockTimeoutMs: config.ringLockTimeoutMs,
-        carryAfterMs: CARRY_AFTER_MS,
-        carryBatch: MAINTENANCE_BATCH,
-      }),
+      ring,
+      new ClaimFloorsDuty(
+        db,
+        metrics,
+        () => ring.pinned,
+        deps.publishFloors ?? (() => {}),
+        config.ringIntervalMs,
+      ),
       new PruneDuty(db, metrics, config.tickMs, {
         lockTimeoutMs: config.pruneLockTimeoutMs,
         defaults: config,

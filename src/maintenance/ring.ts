@@ -146,6 +146,9 @@ export async function ringLockHolders(db: Db, olderThanMs: number): Promise<Ring
   return rows;
 }
 
+/** How long the ring counts as pinned after a blocked truncation (RingDuty.pinned). */
+const PINNED_FOR_MS = 5_000;
+
 /** How often a blocked ring is reported in the log (the metric counts every blocked truncation). */
 const REPORT_EVERY_MS = 60_000;
 
@@ -158,6 +161,7 @@ const REPORT_EVERY_MS = 60_000;
 export class RingDuty implements Duty<RingResult> {
   readonly name = 'ring';
   private reportedAt = 0;
+  private blockedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Db,
@@ -173,6 +177,7 @@ export class RingDuty implements Duty<RingResult> {
     this.metrics.ringTruncations.inc({ outcome: 'blocked' }, result.blocked);
     this.metrics.ringCarried.inc(result.carried);
     this.metrics.ringSlotsInUse.set(result.inUse);
+    if (result.blocked > 0) this.blockedAt = Date.now();
     if (result.blocked > 0 && Date.now() - this.reportedAt >= REPORT_EVERY_MS) {
       const holders = await ringLockHolders(this.db, this.opts.holdersOlderThanMs ?? 5_000);
       if (holders.length > 0) {
@@ -184,6 +189,15 @@ export class RingDuty implements Duty<RingResult> {
       }
     }
     return result;
+  }
+
+  /**
+   * Whether a truncation was blocked in the last PINNED_FOR_MS: a pass whose sealed slots all
+   * still held rows tried none, so one such pass does not end it. Claims start from floors meanwhile
+   * (claim-floors.ts).
+   */
+  get pinned(): boolean {
+    return Date.now() - this.blockedAt < PINNED_FOR_MS;
   }
 
   nextRunInMs(last: RingResult | undefined): number {

@@ -22,6 +22,7 @@ export class Metrics {
     this.jobsPromoted.inc(0);
     for (const outcome of ['truncated', 'blocked']) this.ringTruncations.inc({ outcome }, 0);
     this.ringCarried.inc(0);
+    this.claimFloorWalks.inc(0);
     for (const outcome of ['ready', 'cancelled', 'restored']) this.jobsReleased.inc({ outcome }, 0);
   }
 
@@ -200,6 +201,11 @@ export class Metrics {
   readonly ringCarried = new Counter({
     name: 'baton_ring_carried_total',
     help: 'Long-running claimed jobs carried from a sealed slot of the ring to the current one, so the sealed slot can be emptied.',
+    registers: [this.registry],
+  });
+  readonly claimFloorWalks = new Counter({
+    name: 'baton_claim_floor_walks_total',
+    help: "The leader's walks of every queue's ready index to publish claim floors, made only while readers of baton.jobs keep the ring from being truncated (docs/adr/0013-claims-under-readers.md).",
     registers: [this.registry],
   });
   readonly ringSlotsInUse = new Gauge({

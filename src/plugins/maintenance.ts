@@ -20,6 +20,7 @@ export default fp(
           log: app.log,
           jobsReady: (queue, count) => app.wake.notifier.jobsReady(queue, count),
           jobsFinished: (ids) => app.wake.notifier.jobsFinished(ids.map((id) => ({ id }))),
+          publishFloors: (floors, ttlMs) => app.wake.notifier.publishFloors(floors, ttlMs),
           config: app.config,
         })
       : undefined;

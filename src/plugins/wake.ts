@@ -53,6 +53,7 @@ export default fp<{ url: string }>(
       (queue) => notifier.watchSlots(queue, true),
       finishWaits,
       (entries) => notifier.awaitedElsewhereFor(entries),
+      notifier.floors,
     );
     listener.start();
     app.decorate('wake', { waitList, finishWaits, awaitSlots, notifier, listener, replicaId });

@@ -119,7 +119,7 @@ export class JobUseCases {
       sqs: new EnqueueGroups(db, sqs),
       'sqs-fifo': new EnqueueGroups(db, { ...sqs, idempotencyRetentionMs: SQS_DEDUPLICATION_MS }),
     };
-    this.claims = new ClaimGroups(db, config.defaultLeaseMs);
+    this.claims = new ClaimGroups(db, config.defaultLeaseMs, deps.notifier.floors);
     this.retriedClaims = { claim: (opts) => this.again('claim', () => this.claims.claim(opts)) };
   }
 

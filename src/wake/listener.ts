@@ -1,9 +1,13 @@
 import pg from 'pg';
 import { logFieldsOf } from '../db/errors.js';
+import type { ClaimFloor, ClaimFloors } from '../jobs/claim/floors.js';
 import type { Log } from '../logger.js';
 import { JOBS_CHANNEL, type JobsNotice } from './channel.js';
 import type { FinishWaitList } from './finish-wait-list.js';
 import type { WaitList } from './wait-list.js';
+
+/** A floor heard lasts at most this long, whatever its notice says. */
+const MAX_FLOOR_TTL_MS = 60_000;
 
 /**
  * Holds one dedicated connection (outside the pool) that LISTENs for other replicas' notices and
@@ -30,6 +34,8 @@ export class Listener {
     private readonly finishWaits?: FinishWaitList,
     /** A request on another replica awaits these jobs (JobsNotice.a: id → ms). */
     private readonly onAwaited: (entries: Record<string, number>) => void = () => {},
+    /** The leader's claim floors (JobsNotice.fl), in force here for `ft` ms. */
+    private readonly floors?: ClaimFloors,
   ) {}
 
   start(): void {
@@ -92,6 +98,16 @@ export class Listener {
     if (notice.a && typeof notice.a === 'object') this.onAwaited(notice.a);
     if (Array.isArray(notice.f)) this.finishWaits?.wake(notice.f.filter((id) => typeof id === 'string'));
     if (notice.p) this.onParentsFinished();
+    if (notice.fl && typeof notice.fl === 'object') this.floorsHeard(notice.fl, Number(notice.ft) || 0);
+  }
+
+  private floorsHeard(fl: Record<string, [number, string]>, ttlMs: number): void {
+    const floors: Record<string, ClaimFloor> = {};
+    for (const [queue, floor] of Object.entries(fl)) {
+      if (!Array.isArray(floor) || !Number.isInteger(floor[0]) || typeof floor[1] !== 'string') continue;
+      floors[queue] = { priority: floor[0], runAt: floor[1] };
+    }
+    this.floors?.set(floors, Math.min(ttlMs, MAX_FLOOR_TTL_MS));
   }
 
   async stop(): Promise<void> {

@@ -1,8 +1,15 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { logFieldsOf } from '../db/errors.js';
+import { type ClaimFloor, ClaimFloors } from '../jobs/claim/floors.js';
 import type { Log } from '../logger.js';
-import { IDS_PER_NOTICE, JOBS_CHANNEL, type JobsNotice, MAX_PAYLOAD_BYTES } from './channel.js';
+import {
+  FLOORS_PER_NOTICE,
+  IDS_PER_NOTICE,
+  JOBS_CHANNEL,
+  type JobsNotice,
+  MAX_PAYLOAD_BYTES,
+} from './channel.js';
 import { FinishWaitList } from './finish-wait-list.js';
 import type { WaitList } from './wait-list.js';
 
@@ -37,6 +44,13 @@ export class Notifier {
   private pendingAwaited = new Map<string, number>();
   /** Finished jobs another replica awaits, for the next notification. */
   private pendingFinished = new Set<string>();
+  /** Claim floors for the next notification, and how long they last (publishFloors). */
+  private pendingFloors: { floors: Record<string, ClaimFloor>; ttlMs: number } | undefined;
+  /**
+   * The claim floors in force on this replica: published here (this replica leads) or heard from
+   * the leader (Listener). The replica's claims read them (jobs/claim/floors.ts).
+   */
+  readonly floors = new ClaimFloors();
   /** Told when the next notification has been sent. */
   private afterFlush: (() => void)[] = [];
   private lastSweep = Date.now();
@@ -136,6 +150,17 @@ export class Notifier {
     if (!this.finishWaits.empty) this.finishWaits.wake(jobs.map((job) => job.id));
   }
 
+  /**
+   * The leader's claim floors of one walk (maintenance/claim-floors.ts): in force here at once, and
+   * sent to the other replicas with the next notification.
+   */
+  publishFloors(floors: Record<string, ClaimFloor>, ttlMs: number): void {
+    this.floors.set(floors, ttlMs);
+    if (Object.keys(floors).length === 0) return;
+    this.pendingFloors = { floors, ttlMs };
+    this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+  }
+
   /** Forget awaited jobs whose wait is over, at most every AWAIT_SWEEP_MS. */
   private sweep(now: number): void {
     if (now - this.lastSweep < AWAIT_SWEEP_MS) return;
@@ -154,7 +179,8 @@ export class Notifier {
       this.pending.size === 0 &&
       this.pendingWatch.size === 0 &&
       this.pendingAwaited.size === 0 &&
-      this.pendingFinished.size === 0
+      this.pendingFinished.size === 0 &&
+      this.pendingFloors === undefined
     ) {
       for (const resolve of told) resolve();
       return this.inflight;
@@ -164,6 +190,7 @@ export class Notifier {
     this.pendingWatch = new Set();
     this.pendingAwaited = new Map();
     this.pendingFinished = new Set();
+    this.pendingFloors = undefined;
     this.inflight = this.inflight.then(async () => {
       for (const payload of batches) {
         try {
@@ -200,6 +227,18 @@ export class Notifier {
     const finished = [...this.pendingFinished];
     for (let i = 0; i < finished.length; i += IDS_PER_NOTICE)
       out.push(JSON.stringify({ r: this.replicaId, q: {}, f: finished.slice(i, i + IDS_PER_NOTICE) }));
+    if (this.pendingFloors) {
+      const { floors, ttlMs } = this.pendingFloors;
+      const entries = Object.entries(floors);
+      for (let i = 0; i < entries.length; i += FLOORS_PER_NOTICE) {
+        const fl = Object.fromEntries(
+          entries
+            .slice(i, i + FLOORS_PER_NOTICE)
+            .map(([q, f]) => [q, [f.priority, f.runAt] as [number, string]]),
+        );
+        out.push(JSON.stringify({ r: this.replicaId, q: {}, fl, ft: ttlMs } satisfies JobsNotice));
+      }
+    }
     return out;
   }
 }

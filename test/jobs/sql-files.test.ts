@@ -6,6 +6,7 @@ import { type Answer, recordStatements } from '../../src/db/statement-recorder.j
 import { ackBriefEach, ackEach } from '../../src/jobs/ack.js';
 import { ackAndClaimEach } from '../../src/jobs/claim/ack-and-claim.js';
 import { claimForGroup } from '../../src/jobs/claim/claim.js';
+import { ClaimFloors } from '../../src/jobs/claim/floors.js';
 import { releaseClaims } from '../../src/jobs/claim/release.js';
 import { Signal } from '../../src/jobs/claim/statement.js';
 import { enqueueJobs } from '../../src/jobs/enqueue/enqueue.js';
@@ -126,6 +127,12 @@ const claimants = [
 const claim = (queue: string) => (db: Parameters<typeof claimForGroup>[0]) =>
   claimForGroup(db, queue, LEASE_MS, claimants);
 
+const claimFromFloor = (queue: string) => (db: Parameters<typeof claimForGroup>[0]) => {
+  const floors = new ClaimFloors();
+  floors.set({ [queue]: { priority: 0, runAt: '2026-01-02 03:04:05.123456+00' } }, 60_000);
+  return claimForGroup(db, queue, LEASE_MS, claimants, floors);
+};
+
 const enqueueOptions = {
   autoCreate: { enabled: false, maxQueues: 10_000 },
   defaultMaxAttempts: 5,
@@ -167,6 +174,11 @@ const FILES: Record<string, { about: string; statement: () => Promise<CompiledQu
   'claim-plain.sql': {
     about: 'The claim of a queue without flow control (two claimants of 10 and 5 jobs).',
     statement: () => nth(0, claim('q-plain')),
+  },
+  'claim-plain-from-floor.sql': {
+    about:
+      "The claim of a queue without flow control from the leader's floor, while readers pin the ring (src/jobs/claim/floors.ts).",
+    statement: () => nth(0, claimFromFloor('q-floor')),
   },
   'claim-grouped.sql': {
     about: 'The claim of a grouped queue without limits or overrides: the groups in turn.',

@@ -26,6 +26,7 @@ describe('maintainer', () => {
     );
     const results = await maintainer.runOnce();
     expect(Object.keys(results).sort()).toEqual([
+      'claim_floors',
       'expire_keys',
       'expiry',
       'group_stats',

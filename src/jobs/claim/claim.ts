@@ -1,10 +1,12 @@
+import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { StatementShapes } from '../../db/statement-shapes.js';
 import { retryWhenMoved } from '../ring.js';
+import type { ClaimFloor, ClaimFloors } from './floors.js';
 import { claimWithFlow } from './flow.js';
 import { groupedPick } from './grouped.js';
 import { limitedPick } from './limited.js';
-import { plainPick } from './plain.js';
+import { plainPick, plainPickFrom } from './plain.js';
 import {
   type ClaimStatementRow,
   claimantsJsonOf,
@@ -49,20 +51,22 @@ const CLAIMS = {
   { pick: (queue: string, total: number) => PickPlan; else: Route }
 >;
 
-export async function claimJobs(db: Db, opts: ClaimOptions): Promise<ClaimedRow[]> {
-  return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts]))[0]!.jobs;
+export async function claimJobs(db: Db, opts: ClaimOptions, floors?: ClaimFloors): Promise<ClaimedRow[]> {
+  return (await claimForGroup(db, opts.queue, opts.defaultLeaseMs, [opts], floors))[0]!.jobs;
 }
 
 /**
  * One claim for several claimants of the same queue at once (see ClaimGroups): the picked rows are
  * dealt out in the claimants' order, each getting up to its maxJobs, its own lease length and worker
- * id, and a token per job. Answers each claimant's jobs.
+ * id, and a token per job. Answers each claimant's jobs. A plain claim of a queue with a floor
+ * (`floors`, floors.ts: readers of the job table pin its dead entries) starts its walk there.
  */
 export async function claimForGroup(
   db: Db,
   queue: string,
   defaultLeaseMs: number,
   claimants: Claimant[],
+  floors?: ClaimFloors,
 ): Promise<ClaimOutcome[]> {
   const total = totalOf(claimants);
   const values: ClaimValues = [queue, defaultLeaseMs, claimantsJsonOf(claimants)];
@@ -73,8 +77,13 @@ export async function claimForGroup(
       hint(queue, next);
       return outcomes;
     }
+    const floor = current === 'plain' ? floors?.get(queue) : undefined;
     const shape: ClaimShape = `${current}:${total}`;
-    const { rows } = await retryWhenMoved(() => statements.execute(db, shape, values));
+    const { rows } = await retryWhenMoved(() =>
+      floor
+        ? fromFloor.execute(db, `${total}`, [...values, floor.priority, floor.runAt])
+        : statements.execute(db, shape, values),
+    );
     const step = route(current, signalRowOf(rows));
     if (step.outcome === 'diverted') {
       current = step.to;
@@ -147,6 +156,19 @@ const statements = new StatementShapes((shape: ClaimShape, ...[queue, lease, jso
   return claimStatementSql(queue, lease, json, CLAIMS[route].pick(queue, Number(total)));
 });
 
+/** The plain claim from a floor (plainPickFrom), compiled once per total. */
+const fromFloor = new StatementShapes(
+  (total: `${number}`, ...[queue, lease, json, priority, runAt]: FloorClaimValues) =>
+    claimStatementSql(
+      queue,
+      lease,
+      json,
+      plainPickFrom(queue, Number(total), sql`${priority}`, sql`${runAt}`),
+    ),
+);
+
+type FloorClaimValues = [...ClaimValues, priority: number, runAt: string];
+
 /** The statement of `route` for one claim (for tests and benchmarks, which EXPLAIN and run it). */
 export function claimStatement(opts: ClaimOptions, route: StatementRoute = 'plain') {
   return claimStatementSql(
@@ -154,5 +176,15 @@ export function claimStatement(opts: ClaimOptions, route: StatementRoute = 'plai
     opts.defaultLeaseMs,
     claimantsJsonOf([opts]),
     CLAIMS[route].pick(opts.queue, totalOf([opts])),
+  );
+}
+
+/** The plain claim from a floor (for tests and benchmarks, which EXPLAIN and run it). */
+export function claimStatementFrom(opts: ClaimOptions, floor: ClaimFloor) {
+  return claimStatementSql(
+    opts.queue,
+    opts.defaultLeaseMs,
+    claimantsJsonOf([opts]),
+    plainPickFrom(opts.queue, totalOf([opts]), sql`${floor.priority}`, sql`${floor.runAt}`),
   );
 }

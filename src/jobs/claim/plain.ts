@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { lockReady, type PickPlan, Signal } from './statement.js';
 
 /**
@@ -9,11 +9,41 @@ import { lockReady, type PickPlan, Signal } from './statement.js';
  */
 export function plainPick(queue: string, total: number): PickPlan {
   return {
-    pick: lockReady({
-      queue: sql`${queue}`,
-      where: sql`NOT (SELECT paused OR flow FROM settings)`,
-      limit: sql.lit(total),
-    }),
-    signal: sql`CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN ${sql.lit(Signal.divert)} END`,
+    pick: lockReady({ queue: sql`${queue}`, where: notDiverted, limit: sql.lit(total) }),
+    signal: divertSignal,
   };
 }
+
+/**
+ * The same pick from a floor (floors.ts): the queue's jobs of priority `priority` from `runAt` on,
+ * then, only if those are too few, its jobs of lower priorities. Each part is a range of
+ * jobs_ready_idx (queue, priority DESC, run_at, id): `priority = p AND run_at >= r` and
+ * `priority < p` are where its scan starts, not filters on what it reads, so the dead entries before
+ * the floor are never read. The outer LIMIT stops the Append once the first part has enough, so the
+ * second part costs nothing then. FOR UPDATE may not stand in a UNION's branch, hence a subquery
+ * around each. The first part's rows all sort before the second's, so the pick stays in claim order.
+ */
+export function plainPickFrom(
+  queue: string,
+  total: number,
+  priority: RawBuilder<unknown>,
+  runAt: RawBuilder<unknown>,
+): PickPlan {
+  const limit = sql.lit(total);
+  const part = (range: RawBuilder<unknown>) =>
+    lockReady({ queue: sql`${queue}`, where: sql`${notDiverted} AND ${range}`, limit });
+  return {
+    pick: sql`
+    SELECT * FROM (
+      SELECT * FROM (${part(sql`j.priority = ${priority}::integer AND j.run_at >= ${runAt}::timestamptz`)}) at_floor
+      UNION ALL
+      SELECT * FROM (${part(sql`j.priority < ${priority}::integer`)}) below_floor
+    ) from_floor
+    LIMIT ${limit}`,
+    signal: divertSignal,
+  };
+}
+
+const notDiverted = sql`NOT (SELECT paused OR flow FROM settings)`;
+
+const divertSignal = sql`CASE WHEN flow AND NOT EXISTS (SELECT 1 FROM claimed) THEN ${sql.lit(Signal.divert)} END`;
