@@ -23,7 +23,10 @@ import type { Duty } from './duty.js';
  *    partition ACCESS EXCLUSIVE, check again that it is empty (a job inserted into it a moment ago,
  *    by a slow enqueue or a promotion, is seen now and keeps the slot), TRUNCATE. A lock timeout in
  *    any of these statements rolls the attempt back whole and is reported `blocked`, never an error;
- *    claims wait at most that long behind the lock.
+ *    claims wait at most that long behind the lock. A slot on which a transaction open for a second
+ *    or more holds a lock (a reader of baton.jobs) is reported `blocked` without trying: its LOCK
+ *    could only time out, and while it waited, every claim, enqueue and ack of the slot waited behind
+ *    it (docs/adr/0013-claims-under-readers.md).
  *
  * Two leaders at once are harmless: the carry skips locked rows, and the truncation re-checks under
  * its lock. Everything is bounded per pass: a slot's carry moves at most `carryBatch` jobs.
@@ -58,6 +61,7 @@ export async function maintainRing(db: Db, opts: RingOptions): Promise<RingResul
                  FROM generate_series(0, ${RING_SLOTS - 1}) s ORDER BY s) AS sizes
     FROM baton.jobs_id_seq`.execute(db);
   const { current, sizes } = rows[0]!;
+  const held = await slotsHeldOpen(db);
   const result: RingResult = { current, truncated: [], carried: 0, busy: 0, blocked: 0, inUse: 0 };
   for (let slot = 0; slot < RING_SLOTS; slot++) {
     if (Number(sizes[slot]) === 0) continue;
@@ -65,7 +69,7 @@ export async function maintainRing(db: Db, opts: RingOptions): Promise<RingResul
       result.inUse++;
       continue;
     }
-    const outcome = await emptySlot(db, slot, current, opts);
+    const outcome = await emptySlot(db, slot, current, opts, held.has(slot));
     result.carried += outcome.carried;
     if (outcome.state === 'truncated') result.truncated.push(slot);
     else {
@@ -82,6 +86,7 @@ async function emptySlot(
   slot: number,
   current: number,
   opts: RingOptions,
+  heldOpen: boolean,
 ): Promise<{ state: 'truncated' | 'busy' | 'blocked'; carried: number }> {
   const ready = await sql`SELECT 1 FROM ${partition(slot)} WHERE state = 'ready' LIMIT 1`.execute(db);
   if (ready.rows.length > 0) return { state: 'busy', carried: 0 };
@@ -99,6 +104,10 @@ async function emptySlot(
 
   const left = await sql`SELECT 1 FROM ${partition(slot)} LIMIT 1`.execute(db);
   if (left.rows.length > 0) return { state: 'busy', carried: moved };
+  // A transaction open for a while holds a lock on the slot (a reader of baton.jobs): the LOCK below
+  // would wait out its lock_timeout, and every claim, enqueue and ack touching the slot would queue
+  // behind it meanwhile. Blocked, without asking.
+  if (heldOpen) return { state: 'blocked', carried: moved };
 
   try {
     const truncated = await db.transaction().execute(async (trx) => {
@@ -116,6 +125,28 @@ async function emptySlot(
     if (isLockTimeout(err)) return { state: 'blocked', carried: moved };
     throw err;
   }
+}
+
+/**
+ * A transaction is "open a while" after this long: claims, enqueues and acks hold their locks for
+ * milliseconds, a reader of baton.jobs for as long as it stays.
+ */
+const HELD_OPEN_MS = 1_000;
+
+/**
+ * The slots on which another session holds a lock in a transaction open HELD_OPEN_MS or more: their
+ * truncation would only wait (and make the hot statements wait behind it) until its lock_timeout.
+ */
+async function slotsHeldOpen(db: Db): Promise<Set<number>> {
+  const { rows } = await sql<{ slot: number }>`
+    SELECT DISTINCT substring(c.relname FROM 'jobs_([0-9]+)$')::integer AS slot
+    FROM pg_locks l
+    JOIN pg_class c ON c.oid = l.relation
+    JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
+      AND l.relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass)
+      AND a.xact_start < clock_timestamp() - ${HELD_OPEN_MS}::integer * interval '1 millisecond'`.execute(db);
+  return new Set(rows.map((r) => r.slot));
 }
 
 /** A session holding a lock on the ring while its transaction has been open a while. */

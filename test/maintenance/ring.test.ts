@@ -156,6 +156,31 @@ describe('the ring of live jobs', () => {
     expect((await maintainRing(database.db, OPTS)).truncated).toContain(3);
   });
 
+  it('does not queue a truncation behind a transaction open a while: the slot is blocked at once', async () => {
+    await drawIdsFrom(5);
+    const enq = await api(app).enqueue('ring-held', { payload: 1 });
+    const [claimed] = (await api(app).claim('ring-held')).body.jobs;
+    await api(app).ack(claimed.id, { lease_token: claimed.lease_token });
+    await drawIdsFrom(6);
+    const reader = new pg.Client({ connectionString: database.url });
+    await reader.connect();
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM baton.jobs');
+      await new Promise((r) => setTimeout(r, 1_200));
+      // With a lock timeout of a minute, a LOCK TABLE here would wait for the reader (and every claim
+      // of the slot would wait behind it): the pass answers blocked without asking for the lock.
+      const pass = await maintainRing(database.db, { ...OPTS, lockTimeoutMs: 60_000 });
+      expect(pass.blocked).toBeGreaterThanOrEqual(1);
+      expect(pass.truncated).not.toContain(5);
+    } finally {
+      await reader.query('ROLLBACK');
+      await reader.end();
+    }
+    expect((await api(app).get(enq.body.id)).body.state).toBe('completed');
+    expect((await maintainRing(database.db, OPTS)).truncated).toContain(5);
+  }, 20_000);
+
   it('names the open transactions that keep it from truncating, once a minute', async () => {
     await drawIdsFrom(1);
     await api(app).enqueue('ring-report', { payload: 1 });
