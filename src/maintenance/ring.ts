@@ -143,10 +143,18 @@ async function slotsHeldOpen(db: Db): Promise<Set<number>> {
     FROM pg_locks l
     JOIN pg_class c ON c.oid = l.relation
     JOIN pg_stat_activity a ON a.pid = l.pid
-    WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
-      AND l.relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass)
-      AND a.xact_start < clock_timestamp() - ${HELD_OPEN_MS}::integer * interval '1 millisecond'`.execute(db);
+    WHERE ${heldOpen(HELD_OPEN_MS)}`.execute(db);
   return new Set(rows.map((r) => r.slot));
+}
+
+/**
+ * Lock `l` (pg_locks) is on a partition of baton.jobs, held by session `a` (pg_stat_activity), not
+ * this one, in a transaction open `olderThanMs` or more.
+ */
+function heldOpen(olderThanMs: number) {
+  return sql`l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
+      AND l.relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass)
+      AND a.xact_start < clock_timestamp() - ${olderThanMs}::integer * interval '1 millisecond'`;
 }
 
 /** A session holding a lock on the ring while its transaction has been open a while. */
@@ -167,11 +175,7 @@ export async function ringLockHolders(db: Db, olderThanMs: number): Promise<Ring
     SELECT a.pid, a.application_name, a.state,
            round(extract(epoch FROM clock_timestamp() - a.xact_start))::integer AS transaction_seconds
     FROM pg_stat_activity a
-    WHERE a.pid <> pg_backend_pid()
-      AND a.xact_start < clock_timestamp() - ${olderThanMs}::integer * interval '1 millisecond'
-      AND EXISTS (SELECT 1 FROM pg_locks l
-                  WHERE l.pid = a.pid AND l.locktype = 'relation' AND l.granted
-                    AND l.relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'baton.jobs'::regclass))
+    WHERE EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND ${heldOpen(olderThanMs)})
     ORDER BY a.xact_start
     LIMIT 5`.execute(db);
   return rows;

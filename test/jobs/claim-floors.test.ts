@@ -3,13 +3,13 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BatonApp } from '../../src/app.js';
 import { ClaimFloors } from '../../src/jobs/claim/floors.js';
-import { IDS_PER_SLOT, RING_SLOTS } from '../../src/jobs/ring.js';
 import { ClaimFloorsDuty, claimFloorsOf } from '../../src/maintenance/claim-floors.js';
 import { RingDuty } from '../../src/maintenance/ring.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { createTestApp, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { drawIdsFrom as drawIds } from '../support/ring.js';
 
 /**
  * Claim floors (src/jobs/claim/floors.ts, src/maintenance/claim-floors.ts, docs/adr/0013): while a
@@ -22,16 +22,7 @@ const database = useTestDatabase();
 const app = useTestApp(database);
 const silentLog = { warn() {}, info() {}, error() {} } as never;
 
-/** Move the id sequence so that the next ids fall into `slot` (in a later turn of the ring). */
-async function drawIdsFrom(slot: number) {
-  const { rows } = await sql<{
-    last: string;
-  }>`SELECT last_value::text AS last FROM baton.jobs_id_seq`.execute(database.db);
-  const turn = Math.floor(Number(rows[0]!.last) / (IDS_PER_SLOT * RING_SLOTS)) + 1;
-  await sql`SELECT setval('baton.jobs_id_seq', ${turn * IDS_PER_SLOT * RING_SLOTS + slot * IDS_PER_SLOT})`.execute(
-    database.db,
-  );
-}
+const drawIdsFrom = (slot: number) => drawIds(database.db, slot);
 
 type Claimed = { id: string; lease_token: string; priority: number };
 

@@ -7,6 +7,7 @@ import { Metrics } from '../../src/metrics/metrics.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
+import { drawIdsFrom as drawIds } from '../support/ring.js';
 
 /**
  * The ring of live jobs (src/jobs/ring.ts, src/maintenance/ring.ts): sealed slots are emptied with
@@ -18,16 +19,7 @@ const app = useTestApp(database);
 
 const OPTS: RingOptions = { lockTimeoutMs: 50, carryAfterMs: 0, carryBatch: 1000 };
 
-/** Move the id sequence so that the next ids fall into `slot` (in a later turn of the ring). */
-async function drawIdsFrom(slot: number) {
-  const { rows } = await sql<{
-    last: string;
-  }>`SELECT last_value::text AS last FROM baton.jobs_id_seq`.execute(database.db);
-  const turn = Math.floor(Number(rows[0]!.last) / (IDS_PER_SLOT * RING_SLOTS)) + 1;
-  await sql`SELECT setval('baton.jobs_id_seq', ${turn * IDS_PER_SLOT * RING_SLOTS + slot * IDS_PER_SLOT})`.execute(
-    database.db,
-  );
-}
+const drawIdsFrom = (slot: number) => drawIds(database.db, slot);
 
 const slotOf = async (id: string) =>
   (await sql<{ slot: number }>`SELECT slot FROM baton.jobs WHERE id = ${id}`.execute(database.db)).rows[0]

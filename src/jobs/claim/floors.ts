@@ -45,8 +45,4 @@ export class ClaimFloors {
   get size(): number {
     return this.floors.size;
   }
-
-  clear(): void {
-    this.floors.clear();
-  }
 }
