@@ -31,6 +31,34 @@ export async function retryOnLostConnection<T>(log: Log, what: string, run: () =
 }
 
 /**
+ * Run a use case's statements that may not simply run twice, and if their connection was lost, first
+ * read back whether they committed: `readBack` answers what the first run did, or undefined if it did
+ * not happen, and only then is it run again. For a nack (jobs/nack.ts's receipt): a first run that
+ * committed cleared the lease, so a second run alone would answer lease_lost for a nack that
+ * happened. A connection lost again, in the read-back or the second run, is answered as an outage.
+ */
+export async function readBackOnLostConnection<T>(
+  log: Log,
+  what: string,
+  run: () => Promise<T>,
+  readBack: () => Promise<T | undefined>,
+): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isLostConnection(err)) throw err;
+    log.warn(faultFields(err), `${what}: database connection lost; reading back whether it was done`);
+    await nextTurn();
+    try {
+      return (await readBack()) ?? (await run());
+    } catch (again) {
+      if (isLostConnection(again)) log.warn(faultFields(again), `${what}: database connection lost again`);
+      throw again;
+    }
+  }
+}
+
+/**
  * Ends a pooled connection as soon as one of its statements fails for a lost connection, so the pool
  * discards it when it is released and never hands it out again. Otherwise a terminated backend's
  * connection goes back to the pool as idle: its error reaches the statement before the socket's

@@ -87,6 +87,8 @@ export interface JobsTable {
   unique_key: string | null;
   /** What the worker last reported with a renewal (migrations/0017_job_progress.ts), or null. */
   progress: Json | null;
+  /** The lease token of the nack that last moved the job, its receipt (migrations/0020_nack_receipts.ts). */
+  nacked_token: string | null;
   /** The job has children (migrations/0016_job_dependencies.ts): its finish releases them. */
   dependents: Generated<boolean>;
 }
@@ -112,6 +114,7 @@ export interface ScheduledJobsTable {
   expires_at: Timestamp | null;
   unique_key: string | null;
   progress: Json | null;
+  nacked_token: string | null;
   dependents: Generated<boolean>;
 }
 
@@ -160,6 +163,7 @@ export interface JobHistoryTable {
   expires_at: Timestamp | null;
   unique_key: string | null;
   progress: Json | null;
+  nacked_token: string | null;
   dependents: Generated<boolean>;
 }
 

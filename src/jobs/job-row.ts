@@ -115,7 +115,7 @@ export function liveCommonColumns(a: string) {
   const t = sql.ref(a);
   return sql`${t}.id, ${t}.queue, ${t}.group_key, ${t}.priority, ${t}.run_at, ${t}.attempts, ${t}.max_attempts, ${t}.worker_id,
     ${t}.idempotency_key, ${t}.created_at, ${t}.claimed_at, ${t}.last_error, ${t}.errors, ${t}.payload, ${t}.meta,
-    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key, ${t}.progress, ${t}.dependents`;
+    ${t}.timeout_ms, ${t}.expires_at, ${t}.unique_key, ${t}.progress, ${t}.nacked_token, ${t}.dependents`;
 }
 
 /**
@@ -137,6 +137,8 @@ const CARRIED = [
   'expires_at',
   'unique_key',
   'progress',
+  // The receipt of the nack that last moved it (migrations/0020_nack_receipts.ts).
+  'nacked_token',
   // The job has children (jobs/dependencies.ts): its finish must release them, wherever it is then.
   'dependents',
 ] as const;
@@ -162,16 +164,18 @@ export function finishedRow(
     ackToken?: RawBuilder<unknown>;
     /** The worker's last progress (an ack or nack that carries it); without it, the job's own. */
     progress?: RawBuilder<unknown>;
+    /** A nack's lease token (its receipt); without it, the job's own. */
+    nackedToken?: RawBuilder<unknown>;
   } = {},
 ) {
   return {
     columns: sql`id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
-      timeout_ms, expires_at, unique_key, progress, dependents`,
+      timeout_ms, expires_at, unique_key, progress, nacked_token, dependents`,
     values: sql`id, queue, group_key, ${sql.lit(state)}, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       ${values.deadReason ?? sql`NULL`}, created_at, claimed_at, now(), ${values.lastError ?? sql`last_error`},
       ${values.errors ?? sql`errors`}, ${values.result ?? sql`NULL`}, payload, ${values.ackToken ?? sql`NULL`}, meta,
-      timeout_ms, expires_at, unique_key, ${values.progress ?? sql`progress`}, dependents`,
+      timeout_ms, expires_at, unique_key, ${values.progress ?? sql`progress`}, ${values.nackedToken ?? sql`nacked_token`}, dependents`,
   };
 }
 

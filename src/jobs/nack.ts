@@ -114,6 +114,8 @@ async function nackInTransaction(
     (await lock(inSlotOf('j', sql`${input.id}::bigint`))).rows[0] ?? (await lock(anySlot)).rows[0];
   if (!locked) return undefined;
   const thisRow = sql`id = ${input.id} AND slot = ${locked.slot}`;
+  // Left on the job wherever the nack moves it: its receipt (nackReceipt below).
+  const receipt = sql`${input.leaseToken}::uuid`;
 
   const entry: JobErrorEntry = {
     attempt: locked.attempts,
@@ -130,7 +132,7 @@ async function nackInTransaction(
     // Claimable again at once, in place (run_at kept), and uncounted: the claim's increment undone.
     const given = await sql<JobRow>`
       UPDATE baton.jobs j SET state = 'ready', attempts = j.attempts - 1, ${clearedLease}, claimed_at = NULL,
-             worker_id = NULL${progress ? sql`, progress = ${progress}` : sql``}
+             worker_id = NULL, nacked_token = ${receipt}${progress ? sql`, progress = ${progress}` : sql``}
       WHERE ${thisRow}
       RETURNING ${liveJobColumns}`.execute(trx);
     return settled(trx, locked, { job: given.rows[0]!, readyNow: true });
@@ -148,6 +150,7 @@ async function nackInTransaction(
       lastError,
       errors: appendError(sql`errors`, lastError),
       progress,
+      nackedToken: receipt,
     });
     const dead = await sql<JobRow>`
       WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
@@ -163,7 +166,7 @@ async function nackInTransaction(
     // Claimable again at once: it stays in its slot of the ring.
     const retried = await sql<JobRow>`
       UPDATE baton.jobs j SET state = 'ready', run_at = ${input.keepPlace ? sql`j.run_at` : sql`now()`}, ${clearedLease},
-             last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}${
+             last_error = ${lastError}, errors = ${appendError(sql`j.errors`, lastError)}, nacked_token = ${receipt}${
                progress ? sql`, progress = ${progress}` : sql``
              }
       WHERE ${thisRow}
@@ -175,7 +178,7 @@ async function nackInTransaction(
     WITH gone AS (DELETE FROM baton.jobs WHERE ${thisRow} RETURNING *)
     INSERT INTO baton.scheduled_jobs AS s (${carriedColumns}, run_at, attempts, claimed_at, worker_id, last_error,
                                            errors)
-    SELECT ${carriedValues(progress ? { progress } : {})}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
+    SELECT ${carriedValues({ nacked_token: receipt, ...(progress ? { progress } : {}) })}, now() + ${delayMs}::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
            ${lastError}, ${appendError(sql`errors`, lastError)}
     FROM gone
     RETURNING ${scheduledJobColumns}`.execute(trx);
@@ -195,4 +198,27 @@ async function settled(trx: Db, locked: LockedRow, retried: NackResult): Promise
   const ended = await sql<JobRow>`
     SELECT ${finishedJobColumns} FROM baton.job_history h WHERE h.id = ${id}`.execute(trx);
   return { job: ended.rows[0]!, readyNow: false };
+}
+
+/**
+ * The job a nack under this lease token moved, as it is now, if that nack committed; undefined if
+ * not. For a nack whose connection was lost before its answer (service/leases.ts): the token it left
+ * on the job (migrations/0020_nack_receipts.ts) says it happened, wherever the job went since (ready,
+ * scheduled, dead in history, or claimed and finished again). Scoped like the nack itself.
+ */
+export async function nackReceipt(db: Db, input: NackInput): Promise<NackResult | undefined> {
+  const token = sql`${input.leaseToken}::uuid`;
+  const scope = sql`${input.queue ?? null}::text`;
+  const { rows } = await sql<JobRow>`
+    SELECT ${liveJobColumns} FROM baton.jobs j
+    WHERE j.id = ${input.id} AND j.nacked_token = ${token} AND ${inScope('j', scope)}
+    UNION ALL
+    SELECT ${scheduledJobColumns} FROM baton.scheduled_jobs s
+    WHERE s.id = ${input.id} AND s.nacked_token = ${token} AND ${inScope('s', scope)}
+    UNION ALL
+    SELECT ${finishedJobColumns} FROM baton.job_history h
+    WHERE h.id = ${input.id} AND h.nacked_token = ${token} AND ${inScope('h', scope)}
+    LIMIT 1`.execute(db);
+  const job = rows[0];
+  return job && { job, readyNow: job.state === 'ready' };
 }

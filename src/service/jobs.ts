@@ -127,7 +127,8 @@ export class JobUseCases {
    * Run again once if the connection was lost (db/lost-connection.ts): for use cases that may run
    * twice without a second effect. Reads; claims (one that committed unanswered only delays its jobs
    * until their leases expire); enqueues whose every item has an idempotency key. Not an enqueue
-   * without keys (a first run that committed unanswered would be doubled), nor a nack or a cancel.
+   * without keys (a first run that committed unanswered would be doubled). Cancels too (a cancelled job's
+   * cancel answers it again); a nack reads its receipt back first (service/leases.ts).
    */
   again<T>(what: string, run: () => Promise<T>): Promise<T> {
     return retryOnLostConnection(this.deps.log, what, run);

@@ -1,11 +1,12 @@
 import { faultFields, isUnavailableError, logFieldsOf } from '../db/errors.js';
+import { readBackOnLostConnection } from '../db/lost-connection.js';
 import type { AckedJob, AckItem } from '../jobs/ack.js';
 import { cancelJob } from '../jobs/cancel.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { listLeaseHolders } from '../jobs/lease-holders.js';
 import { type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
-import { type NackInput, type NackResult, nackJob } from '../jobs/nack.js';
+import { type NackInput, type NackResult, nackJob, nackReceipt } from '../jobs/nack.js';
 import { type RenewItem, type RenewOutcome, renewLeases } from '../jobs/renew.js';
 import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
 import type { ClaimCall, JobUseCases, ServiceDeps } from './jobs.js';
@@ -104,7 +105,16 @@ export class LeaseUseCases {
    * `next`, then claims its queue's next jobs.
    */
   async nack(input: NackInput, next?: NextClaim): Promise<WithNext<LeaseOutcome<NackResult>>> {
-    const outcome = await nackJob(this.deps.db, input, this.deps.config);
+    // A nack whose connection was lost is run again only once its receipt says it did not commit.
+    const outcome = await readBackOnLostConnection(
+      this.deps.log,
+      'nack',
+      () => nackJob(this.deps.db, input, this.deps.config),
+      async (): Promise<LeaseOutcome<NackResult> | undefined> => {
+        const value = await nackReceipt(this.deps.db, input);
+        return value && { outcome: 'done', value };
+      },
+    );
     if (outcome.outcome !== 'done') return { outcome: this.lost(outcome, 'nack'), next: [] };
     const { job, readyNow } = outcome.value;
     this.deps.metrics.nacked(
@@ -120,8 +130,9 @@ export class LeaseUseCases {
   /**
    * Renew leases, each on its own (renewed, deadline_exceeded, lease_lost or not_found). Acks and
    * renewals are matched by lease token, so each is run again once if its connection was lost
-   * (JobUseCases.again): a second run finds what a first one that committed unanswered did. Nacks are
-   * not: a nack that committed unanswered would be answered lease_lost the second time.
+   * (JobUseCases.again): a second run finds what a first one that committed unanswered did. A nack
+   * reads its receipt back first (nack above): run again alone, one that committed unanswered would be
+   * answered lease_lost.
    */
   async renew(items: RenewItem[], scope?: ReadonlyMap<string, string>): Promise<(RenewOutcome | Hidden)[]> {
     const outcomes = await this.visibleOnly(items, scope, 'renew', (visible) =>
@@ -141,14 +152,21 @@ export class LeaseUseCases {
 
   /** cancel(), telling whether the job was cancelled already (by someone else, or an earlier try). */
   async cancelTelling(id: string, queue?: string): Promise<{ job: JobRow; already: boolean }> {
-    const cancelled = await cancelJob(this.deps.db, id, queue);
-    const { job, already } = cancelled;
+    // Run again if its connection was lost: a cancel of a cancelled job answers it again. A second
+    // run that finds the job cancelled is taken to find the first run's work (the first lost its
+    // connection while it ran), so the cancel is counted and its waiters told, once.
+    let runs = 0;
+    const { job, already: found } = await this.jobs.again('cancel', () => {
+      runs++;
+      return cancelJob(this.deps.db, id, queue);
+    });
+    const already = found && runs === 1;
     if (!already) {
       this.deps.metrics.cancelled(job.queue, 1);
       this.deps.notifier.slotsFreed(job.queue, 1);
       this.deps.notifier.jobsFinished([job]);
     }
-    return cancelled;
+    return { job, already };
   }
 
   /** Acked jobs: counted, each frees its slot of a limited queue, and their awaiters are told. */

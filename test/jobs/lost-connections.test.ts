@@ -119,15 +119,25 @@ describe('a connection terminated under a request', () => {
     expect(body.jobs.map((j: { id: string }) => j.id)).toEqual([keyed.body.id]);
   });
 
-  it('a nack is not run again (a second run could not tell its own first): 503, and the lease still holds', async () => {
+  it('a nack is run again once its receipt says it did not commit: 200, the attempt failed once', async () => {
     const job = await enqueueAndClaim(app, 'lost-nack');
     const res = await terminatedUnder(() =>
-      api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'x' } }),
+      api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'x' }, retry_in_ms: 0 }),
     );
-    expect(res.status).toBe(503);
-    // Nothing was written: the worker's nack, sent again, is the one that counts.
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: job.id, state: 'ready', attempts: 1 });
+    expect(res.body.errors.map((e: { message: string }) => e.message)).toEqual(['x']);
+    // The lease ended with the nack: the same nack again is lease_lost, not a second failure.
     const again = await api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'x' } });
-    expect(again.status).toBe(200);
+    expect(again.status).toBe(409);
+  });
+
+  it('a cancel is run again: the job is cancelled, answered once', async () => {
+    const job = await enqueueAndClaim(app, 'lost-cancel');
+    const res = await terminatedUnder(() => api(app).cancel(job.id));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: job.id, state: 'cancelled' });
+    expect((await api(app).get(job.id)).body.state).toBe('cancelled');
   });
 
   it('a connection lost twice is answered 503 with Retry-After, and the claim can be sent again', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nackJob } from '../../src/jobs/nack.js';
+import { nackJob, nackReceipt } from '../../src/jobs/nack.js';
 import { useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api, enqueueAndClaim } from '../support/http.js';
@@ -105,5 +105,35 @@ describe('nack', () => {
     const nul = await api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'a\u0000b' } });
     expect(nul.status).toBe(400);
     expect(nul.body.detail).toMatch(/^error.message must not contain the NUL/);
+  });
+
+  it('leaves its receipt on the job wherever it went: found by its token, not by another or outside its queue', async () => {
+    // What a nack whose answer was lost reads back before it runs again (service/leases.ts).
+    const cases = [
+      { queue: 'n-rc-now', input: { retryInMs: 0 }, state: 'ready' },
+      { queue: 'n-rc-later', input: { retryInMs: 60_000 }, state: 'scheduled' },
+      { queue: 'n-rc-dead', input: { dead: true }, state: 'dead' },
+      { queue: 'n-rc-back', input: { giveBack: true }, state: 'ready' },
+    ];
+    for (const { queue, input, state } of cases) {
+      const job = await enqueueAndClaim(app, queue);
+      const nack = { id: job.id, leaseToken: job.lease_token, ...input };
+      expect(await nackReceipt(database.db, nack)).toBeUndefined();
+      expect((await nackJob(database.db, nack, app.config)).outcome).toBe('done');
+      const receipt = await nackReceipt(database.db, nack);
+      expect(receipt?.job).toMatchObject({ id: job.id, queue, state });
+      expect(receipt?.readyNow).toBe(state === 'ready');
+      expect(await nackReceipt(database.db, { ...nack, queue })).toBeDefined();
+      expect(await nackReceipt(database.db, { ...nack, queue: 'n-rc-other' })).toBeUndefined();
+      const other = { ...nack, leaseToken: '00000000-0000-4000-8000-000000000000' };
+      expect(await nackReceipt(database.db, other)).toBeUndefined();
+    }
+    // The receipt stays through the next attempt and its ack: the nack still reads as done.
+    const job = await enqueueAndClaim(app, 'n-rc-acked');
+    const nack = { id: job.id, leaseToken: job.lease_token, retryInMs: 0 };
+    await nackJob(database.db, nack, app.config);
+    const [again] = (await api(app).claim('n-rc-acked')).body.jobs;
+    expect((await api(app).ack(again.id, { lease_token: again.lease_token })).status).toBe(200);
+    expect((await nackReceipt(database.db, nack))?.job.state).toBe('completed');
   });
 });

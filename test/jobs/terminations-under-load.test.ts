@@ -156,7 +156,7 @@ describe('backends terminated twice a second under load', () => {
 
     const lostAgain = lines.filter((l) => /database connection lost again/.test(l.msg)).length;
     const unavailable = (op: string) => answers.get(op)?.unavailable ?? 0;
-    const rerunnable = ['claim', 'ack', 'ack (with next)', 'ack (batch)', 'enqueue (keyed batch)'];
+    const rerunnable = ['claim', 'ack', 'ack (with next)', 'ack (batch)', 'nack', 'enqueue (keyed batch)'];
     console.log(
       `terminations: ${terminated.length} rounds, ${terminated.reduce((a, b) => a + b, 0)} backends;`,
       Object.fromEntries(answers),

@@ -17,11 +17,11 @@
     )
     INSERT INTO baton.job_history AS h (id, queue, group_key, state, priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       dead_reason, created_at, claimed_at, finished_at, last_error, errors, result, payload, ack_token, meta,
-      timeout_ms, expires_at, unique_key, progress, dependents)
+      timeout_ms, expires_at, unique_key, progress, nacked_token, dependents)
     SELECT id, queue, group_key, 'completed', priority, run_at, attempts, max_attempts, worker_id, idempotency_key,
       NULL, created_at, claimed_at, now(), last_error,
       errors, result, payload, lease_token, meta,
-      timeout_ms, expires_at, unique_key, progress, dependents FROM done
+      timeout_ms, expires_at, unique_key, progress, nacked_token, dependents FROM done
     RETURNING 
   h.id, h.queue, h.group_key, h.state, h.priority, h.run_at, h.attempts, h.max_attempts, h.idempotency_key,
   h.created_at, h.claimed_at, NULL::timestamptz AS lease_expires_at, h.worker_id, h.finished_at,

@@ -3,16 +3,17 @@
 -- test/jobs/sql-files.test.ts; `npm run sql` rewrites this file (nack-later.sql).
 -- $1 = '4097'
 -- $2 = 1
--- $3 = 5000
--- $4 = '{"attempt":1,"at":"2025-01-01T12:00:00.000Z","message":"failed","worker_id":"worker-1"}'
+-- $3 = '3f0e9a52-6a43-4a0c-9d4e-52d1b6e0c001'
+-- $4 = 5000
 -- $5 = '{"attempt":1,"at":"2025-01-01T12:00:00.000Z","message":"failed","worker_id":"worker-1"}'
+-- $6 = '{"attempt":1,"at":"2025-01-01T12:00:00.000Z","message":"failed","worker_id":"worker-1"}'
 
     WITH gone AS (DELETE FROM baton.jobs WHERE id = $1 AND slot = $2 RETURNING *)
-    INSERT INTO baton.scheduled_jobs AS s ("id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", "progress", "dependents", run_at, attempts, claimed_at, worker_id, last_error,
+    INSERT INTO baton.scheduled_jobs AS s ("id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", "progress", "nacked_token", "dependents", run_at, attempts, claimed_at, worker_id, last_error,
                                            errors)
-    SELECT "id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", "progress", "dependents", now() + $3::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
-           $4::jsonb, (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb)
-    FROM (SELECT e, n FROM jsonb_array_elements(errors || jsonb_build_array($5::jsonb)) WITH ORDINALITY AS a(e, n)
+    SELECT "id", "queue", "group_key", "priority", "max_attempts", "idempotency_key", "created_at", "payload", "meta", "timeout_ms", "expires_at", "unique_key", "progress", $3::uuid, "dependents", now() + $4::bigint * interval '1 millisecond', attempts, claimed_at, worker_id,
+           $5::jsonb, (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]'::jsonb)
+    FROM (SELECT e, n FROM jsonb_array_elements(errors || jsonb_build_array($6::jsonb)) WITH ORDINALITY AS a(e, n)
           ORDER BY n DESC LIMIT 20) kept)
     FROM gone
     RETURNING 
