@@ -22,6 +22,7 @@ const PROCESSES = [
   'test/cli/**/*.test.ts',
   'test/clients/**/*.test.ts',
   'test/sqs/cli.test.ts',
+  'test/sqs/move-task-clients.test.ts',
   'test/sqs/consumer.test.ts',
   'test/readme-walkthrough.test.ts',
   'test/embedded-postgres.test.ts',

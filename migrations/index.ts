@@ -19,6 +19,7 @@ import * as m0017 from './0017_job_progress.js';
 import * as m0018 from './0018_failure_lists.js';
 import * as m0019 from './0019_bounded_release.js';
 import * as m0020 from './0020_nack_receipts.js';
+import * as m0021 from './0021_message_moves.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0018_failure_lists': m0018,
   '0019_bounded_release': m0019,
   '0020_nack_receipts': m0020,
+  '0021_message_moves': m0021,
 };

@@ -564,6 +564,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{queue}/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's moves, the latest first
+         * @description Running and finished moves of the last 14 days, at most 10.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["listMoves"];
+        put?: never;
+        /**
+         * Move a queue's ready jobs: a dead-letter queue's back to where they died
+         * @description Starts a move of the jobs ready in the queue now; the maintenance leader moves them in batches (at most max_per_second a second, if given), each job starting over (attempts 0, error history kept). Without a destination the queue must be a dead-letter queue (an SQS RedrivePolicy names it), and each job goes back to the queue it died in. One move of a queue runs at a time (409 move_running). A key limited to queue patterns moves jobs only into queues it may use.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["startMove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{queue}/moves/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a running move
+         * @description What it moved stays moved; the answer counts it. 409 move_finished for a move that has ended.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["cancelMove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{queue}/groups": {
         parameters: {
             query?: never;
@@ -829,7 +879,7 @@ export interface components {
          * @description Stable machine-readable code; branch on this.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "too_many_waiters" | "internal_error" | "unavailable";
+        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "move_running" | "move_finished" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "too_many_waiters" | "internal_error" | "unavailable";
         /** @description One invalid field, e.g. jobs[3].priority, and what is wrong with it. */
         FieldError: {
             field: string;
@@ -1601,6 +1651,58 @@ export interface components {
         RedriveResponse: {
             /** Format: int64 */
             redriven: number;
+        };
+        /**
+         * @description Which queue the jobs go to, and how fast. The move takes the queue's ready jobs as of its start.
+         * @example {}
+         * @example {
+         *       "destination": "emails",
+         *       "max_per_second": 50
+         *     }
+         */
+        MoveRequest: {
+            /**
+             * @description Send every job to this queue. Left out: each job goes back to the queue it died in (the queue must be a dead-letter queue).
+             * @example emails
+             */
+            destination?: string;
+            /**
+             * Format: int32
+             * @description At most this many jobs a second. Left out: batches of 1,000.
+             */
+            max_per_second?: number;
+        };
+        /** @description A move of a queue's ready jobs to other queues. */
+        Move: {
+            /**
+             * Format: uuid
+             * @description The id of a move, as its start answered it.
+             */
+            id: string;
+            /** @description The queue whose ready jobs move. */
+            queue: string;
+            destination: string | null;
+            max_per_second: number | null;
+            /** @description running until nothing it may move is left, it is cancelled, or it fails (failure_reason). */
+            status: "running" | "completed" | "cancelled" | "failed";
+            /**
+             * Format: int64
+             * @description Jobs moved so far.
+             */
+            moved: number;
+            /**
+             * Format: int64
+             * @description Ready jobs of the queue when the move started.
+             */
+            to_move: number;
+            failure_reason: string | null;
+            /** Format: date-time */
+            started_at: string;
+            finished_at: string | null;
+        };
+        MoveList: {
+            /** @description The latest first, at most 10. */
+            moves: components["schemas"]["Move"][];
         };
         QueueSample: {
             /**
@@ -4516,6 +4618,297 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listMoves: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The moves. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MoveList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    startMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MoveRequest"];
+            };
+        };
+        responses: {
+            /** @description The move, running. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+                /** @description The id of a move, as its start answered it. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The move, cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -34,6 +34,7 @@ import overview from './routes/overview.js';
 import queueGroups from './routes/queue-groups.js';
 import queueHistory from './routes/queue-history.js';
 import queueJobs from './routes/queue-jobs.js';
+import queueMoves from './routes/queue-moves.js';
 import queues from './routes/queues.js';
 import schedules from './routes/schedules.js';
 import whoami from './routes/whoami.js';
@@ -139,6 +140,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(bulk);
   await app.register(queues);
   await app.register(queueHistory);
+  await app.register(queueMoves);
   await app.register(queueGroups);
   await app.register(whoami);
   await app.register(workers);

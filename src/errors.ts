@@ -14,6 +14,8 @@ export type DomainErrorCode =
   | 'deadline_exceeded'
   | 'invalid_state'
   | 'too_many_waiters'
+  | 'move_running'
+  | 'move_finished'
   | 'validation_failed';
 
 export class DomainError extends Error {

@@ -23,6 +23,7 @@ export interface Database {
   'baton.group_stats': GroupStatsTable;
   'baton.server_secrets': ServerSecretsTable;
   'baton.receive_attempts': ReceiveAttemptsTable;
+  'baton.message_moves': MessageMovesTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -292,4 +293,19 @@ export interface ReceiveAttemptsTable {
   lease_tokens: string[];
   leases_until: Date[];
   created_at: Generated<Date>;
+}
+
+export interface MessageMovesTable {
+  id: Generated<string>;
+  source_queue: string;
+  destination_queue: string | null;
+  max_per_second: number | null;
+  patterns: string[] | null;
+  status: Generated<'running' | 'completed' | 'cancelled' | 'failed'>;
+  moved: Generated<string>;
+  to_move: string;
+  failure_reason: string | null;
+  started_at: Generated<Date>;
+  progressed_at: Generated<Date>;
+  finished_at: Date | null;
 }

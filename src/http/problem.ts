@@ -21,6 +21,8 @@ export const PROBLEM_CODES = {
   queue_not_empty: { status: 409, title: 'Queue has live jobs' },
   queue_limit_reached: { status: 409, title: 'Too many queues' },
   schedule_limit_reached: { status: 409, title: 'Too many schedules' },
+  move_running: { status: 409, title: 'A move of this queue is running' },
+  move_finished: { status: 409, title: 'The move has finished' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },

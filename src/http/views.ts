@@ -2,6 +2,7 @@ import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { RelatedJob } from '../jobs/graph.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import type { LeaseHolderRow } from '../jobs/lease-holders.js';
+import type { MessageMove } from '../jobs/message-moves.js';
 import { traceOf } from '../jobs/trace-context.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { GroupRow } from '../queues/group-store.js';
@@ -298,5 +299,21 @@ export function toOverview(rows: OverviewRows) {
       oldest_ready_age_ms:
         a.oldest_ready_age_ms === null ? null : Math.max(0, Math.round(a.oldest_ready_age_ms)),
     })),
+  };
+}
+
+/** The API's view of a message move. */
+export function toMove(row: MessageMove) {
+  return {
+    id: row.id,
+    queue: row.source_queue,
+    destination: row.destination_queue,
+    max_per_second: row.max_per_second,
+    status: row.status,
+    moved: Number(row.moved),
+    to_move: Number(row.to_move),
+    failure_reason: row.failure_reason,
+    started_at: isoTime(row.started_at),
+    finished_at: iso(row.finished_at),
   };
 }

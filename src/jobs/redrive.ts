@@ -27,6 +27,18 @@ export interface RedriveFilter {
 
 const BATCH = 1000;
 
+/**
+ * A job forwarded to a dead-letter queue remembers the queue it died in (`meta.sqs.dead_letter_source`,
+ * SQS's DeadLetterQueueSourceArn), so a message move can send it back there
+ * (jobs/move-ready.ts). Metadata that is not an object, or whose `sqs` is not one, is left as it is.
+ */
+const withDeadLetterSource = sql`CASE
+  WHEN jsonb_typeof(meta->'sqs') = 'object' THEN jsonb_set(meta, '{sqs,dead_letter_source}', to_jsonb(queue))
+  WHEN meta IS NULL THEN jsonb_build_object('sqs', jsonb_build_object('dead_letter_source', queue))
+  WHEN jsonb_typeof(meta) = 'object' AND NOT meta ? 'sqs'
+    THEN meta || jsonb_build_object('sqs', jsonb_build_object('dead_letter_source', queue))
+  ELSE meta END`;
+
 export async function redriveDeadJobs(
   db: Db,
   queue: string,
@@ -68,6 +80,7 @@ export async function redriveDeadJobs(
               ...expiry,
               queue: sql`${target}::text`,
               max_attempts: sql`coalesce(${q.rows[0]!.max_attempts}::integer, max_attempts)`,
+              meta: withDeadLetterSource,
             };
       const { rows } = await sql<ReturnedJob & { dependents: boolean }>`
         WITH picked AS (

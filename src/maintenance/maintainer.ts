@@ -14,6 +14,7 @@ import { GroupStatsDuty } from './group-stats.js';
 import { HistoryPartitionsDuty } from './history-partitions.js';
 import { JobEdgesDuty } from './job-edges.js';
 import { Leadership } from './leadership.js';
+import { MessageMovesDuty } from './message-moves.js';
 import { PromoteDuty } from './promote.js';
 import { PruneDuty } from './prune.js';
 import { QueueGcDuty } from './queue-gc.js';
@@ -108,6 +109,7 @@ export class Maintainer {
       }),
       new ExpireKeysDuty(db, metrics, config.tickMs),
       new JobEdgesDuty(db, config.tickMs),
+      new MessageMovesDuty(db, jobsReady, config.tickMs),
       new ExpiryDuty(db, metrics, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),

@@ -1,6 +1,7 @@
 import { BulkActions } from './bulk.js';
 import { JobUseCases, type ServiceDeps } from './jobs.js';
 import { LeaseUseCases } from './leases.js';
+import { MoveUseCases } from './moves.js';
 import { QueueUseCases } from './queues.js';
 import { ScheduleUseCases } from './schedules.js';
 
@@ -14,6 +15,8 @@ export interface Service {
   leases: LeaseUseCases;
   queues: QueueUseCases;
   schedules: ScheduleUseCases;
+  /** Dead-letter queues' jobs sent back (SQS message move tasks). */
+  moves: MoveUseCases;
   /** One action on many jobs an operator picked, with a result per job. */
   bulk: BulkActions;
 }
@@ -27,6 +30,7 @@ export function createService(deps: ServiceDeps): Service {
     leases,
     queues,
     schedules: new ScheduleUseCases(deps, jobs),
+    moves: new MoveUseCases(deps),
     bulk: new BulkActions(deps, leases, queues),
   };
 }

@@ -29,6 +29,7 @@ export const ACTION_SCOPES: Record<string, Scope[]> = {
   ListQueues: ['producer', 'consumer'],
   ListQueueTags: ['producer', 'consumer'],
   ListDeadLetterSourceQueues: ['producer', 'consumer'],
+  ListMessageMoveTasks: ['producer', 'consumer'],
 };
 
 /** The caller of a request: its API key, or undefined when authentication is off. */

@@ -25,6 +25,7 @@ const ERRORS = {
   InvalidBatchEntryId: { code: 'AWS.SimpleQueueService.InvalidBatchEntryId', status: 400 },
   UnsupportedOperation: { code: 'AWS.SimpleQueueService.UnsupportedOperation', status: 400 },
   OverLimit: { code: 'OverLimit', status: 403 },
+  ResourceNotFoundException: { code: 'ResourceNotFoundException', status: 400 },
   // AWS common errors.
   InvalidParameterValue: { code: 'InvalidParameterValue', status: 400 },
   MissingParameter: { code: 'MissingParameter', status: 400 },

@@ -13,6 +13,7 @@ const LIST_ITEMS: Record<string, string> = {
   queueUrls: 'QueueUrl',
   Messages: 'Message',
   Failed: 'BatchResultErrorEntry',
+  Results: 'ListMessageMoveTasksResultEntry',
 };
 
 /** Map members: the element of one pair, and the names of its key and value elements. */

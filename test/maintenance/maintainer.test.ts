@@ -32,6 +32,7 @@ describe('maintainer', () => {
       'group_stats',
       'history_partitions',
       'job_edges',
+      'message_moves',
       'promote',
       'prune',
       'queue_gc',

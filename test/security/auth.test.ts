@@ -255,6 +255,25 @@ describe('API keys', () => {
       body: () => ({ all: true }),
       allowed: ['admin'],
     },
+    {
+      name: 'start move',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/moves`,
+      body: () => ({ destination: 'never-there' }),
+      allowed: ['admin'],
+    },
+    {
+      name: 'list moves',
+      method: 'GET',
+      url: (q) => `/v1/queues/${q}/moves`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'cancel move',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/moves/00000000-0000-4000-8000-000000000000/cancel`,
+      allowed: ['admin'],
+    },
     { name: 'delete queue', method: 'DELETE', url: () => '/v1/queues/never-there', allowed: ['admin'] },
     {
       name: 'list schedules',

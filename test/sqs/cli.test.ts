@@ -1,15 +1,12 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatonApp, buildApp } from '../../src/app.js';
 import { sha256 } from '../../src/auth/api-keys.js';
 import { md5OfAttributes } from '../../src/sqs/md5.js';
 import { listen, testConfig } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
+import { clientEnvironment, found, run } from './aws-clients.js';
 
 /**
  * The AWS CLI and boto3, which no one here wrote, against a server that requires signed requests.
@@ -18,49 +15,19 @@ import { useTestDatabase } from '../support/database.js';
  * `python3-boto3` in /usr/bin; Debian 12's speak the query protocol), which .ci/run installs when
  * none is on PATH. Finding neither is a failure, never a skip.
  */
-const run = promisify(execFile);
 const database = useTestDatabase();
 
 const ACCESS_KEY = 'AKIABATONCLI';
 const SECRET = 'cli-secret-access-key-0123456789abcdef';
 let app: BatonApp;
 let url: string;
-const home = mkdtempSync(path.join(tmpdir(), 'baton-aws-'));
-
-/** Environment for the clients: our key pair, a region, and no configuration files of the machine. */
-const clientEnv = () => ({
-  ...process.env,
-  HOME: home,
-  AWS_ACCESS_KEY_ID: ACCESS_KEY,
-  AWS_SECRET_ACCESS_KEY: SECRET,
-  AWS_DEFAULT_REGION: 'us-east-1',
-  AWS_DEFAULT_OUTPUT: 'json',
-  AWS_PAGER: '',
-  AWS_CONFIG_FILE: path.join(home, 'config'),
-  AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'credentials'),
-  AWS_EC2_METADATA_DISABLED: 'true',
-  SQS_ENDPOINT: url,
-});
+let env: ReturnType<typeof clientEnvironment>;
+const clientEnv = () => env;
 
 /** Baton's own API, with the bearer key of the same API key, to see what the clients did. */
 async function native(url: string) {
   const res = await app.inject({ method: 'GET', url, headers: { authorization: 'Bearer cli-bearer' } });
   return res.json();
-}
-
-/** The distinct executables among candidates that run `args` successfully, with what they print. */
-async function found(candidates: string[], args: string[]): Promise<{ bin: string; version: string }[]> {
-  const out = new Map<string, { bin: string; version: string }>();
-  for (const candidate of candidates) {
-    try {
-      const { stdout, stderr } = await run(candidate, args, { env: process.env, timeout: 60_000 });
-      const version = `${stdout}${stderr}`.trim();
-      if (!out.has(version)) out.set(version, { bin: candidate, version });
-    } catch {
-      // Not installed here, or without boto3.
-    }
-  }
-  return [...out.values()];
 }
 
 beforeAll(async () => {
@@ -75,6 +42,7 @@ beforeAll(async () => {
   app = await buildApp({ config, databaseUrl: database.url });
   await app.ready();
   url = await listen(app);
+  env = clientEnvironment(url, ACCESS_KEY, SECRET);
 });
 afterAll(async () => {
   await app?.close();

@@ -51,6 +51,7 @@ import {
   RenewResponse,
   WorkerError,
 } from './leases.js';
+import { Move, MoveList, MoveRequest } from './moves.js';
 import { AttentionQueue, Overview, OverviewMinute } from './overview.js';
 import { FieldError, ProblemCode, ProblemSchema } from './problem.js';
 import {
@@ -123,6 +124,9 @@ export const COMPONENTS = [
   PurgeResponse,
   RedriveRequest,
   RedriveResponse,
+  MoveRequest,
+  Move,
+  MoveList,
   QueueSample,
   QueueHistory,
   GroupConfigRequest,

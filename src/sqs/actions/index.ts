@@ -1,6 +1,7 @@
 import type { Action } from '../call.js';
 import { SqsError } from '../errors.js';
 import { deleteMessage, deleteMessageBatch } from './delete.js';
+import { cancelMessageMoveTask, listMessageMoveTasks, startMessageMoveTask } from './moves.js';
 import {
   createQueue,
   deleteQueueAction,
@@ -36,6 +37,9 @@ export const ACTIONS: Record<string, Action> = {
   DeleteMessageBatch: deleteMessageBatch,
   ChangeMessageVisibility: changeMessageVisibility,
   ChangeMessageVisibilityBatch: changeMessageVisibilityBatch,
+  StartMessageMoveTask: startMessageMoveTask,
+  ListMessageMoveTasks: listMessageMoveTasks,
+  CancelMessageMoveTask: cancelMessageMoveTask,
 };
 
 /** SQS actions Baton does not serve, and why, so a client learns more than "unknown action". */
@@ -44,10 +48,6 @@ const UNSUPPORTED: Record<string, string> = {
     'queue access is governed by Baton API keys (scopes and queue patterns), not by queue policies',
   RemovePermission:
     'queue access is governed by Baton API keys (scopes and queue patterns), not by queue policies',
-  StartMessageMoveTask:
-    'dead messages are moved by the leader as soon as they die; use POST /v1/queues/{queue}/redrive to send them back',
-  CancelMessageMoveTask: 'there are no message move tasks (see StartMessageMoveTask)',
-  ListMessageMoveTasks: 'there are no message move tasks (see StartMessageMoveTask)',
 };
 
 export function actionNamed(name: string | undefined): Action {

@@ -7,6 +7,7 @@ import { type Input, optionalInt, optionalString, stringList } from '../input.js
 import { md5Hex, md5OfAttributes } from '../md5.js';
 import { selectAttributes } from '../message.js';
 import { leaseOf } from '../queue-attributes.js';
+import { queueArn, type SqsPlace } from '../queue-url.js';
 import type { ReceiptHandles } from '../receipt-handle.js';
 import type { MessageMeta } from './send.js';
 
@@ -35,6 +36,7 @@ const SYSTEM_ATTRIBUTES = [
   'MessageGroupId',
   'SequenceNumber',
   'MessageDeduplicationId',
+  'DeadLetterQueueSourceArn',
 ];
 
 export const receiveMessage: Action = async (call, input) => {
@@ -83,7 +85,9 @@ export const receiveMessage: Action = async (call, input) => {
   }
   if (rows.length === 0) return {};
   const wanted = systemNames.some((n) => n === 'All') ? SYSTEM_ATTRIBUTES : systemNames;
-  return { Messages: rows.map((row) => toMessage(row, handles, queue.fifo, wanted, attributeNames)) };
+  return {
+    Messages: rows.map((row) => toMessage(row, handles, queue.fifo, wanted, attributeNames, deps.place)),
+  };
 };
 
 /** ReceiveRequestAttemptId: 1-128 letters, digits and punctuation, as SQS allows. */
@@ -112,6 +116,7 @@ function toMessage(
   fifo: boolean,
   systemNames: string[],
   attributeNames: string[],
+  place: SqsPlace,
 ) {
   // A job enqueued through the native API may hold any JSON; its body is then the JSON text.
   const payload = parseDatabaseJson(row.payload_json);
@@ -128,6 +133,9 @@ function toMessage(
     // FIFO: the job id orders the messages of a group, as SQS's sequence numbers do.
     SequenceNumber: fifo ? row.id : undefined,
     MessageDeduplicationId: fifo ? meta.deduplication_id : undefined,
+    // A message the leader forwarded to this dead-letter queue names the queue it died in.
+    DeadLetterQueueSourceArn:
+      meta.dead_letter_source === undefined ? undefined : queueArn(place, meta.dead_letter_source),
   };
   const attributes: Record<string, string> = {};
   for (const name of systemNames) {

@@ -32,6 +32,8 @@ export interface MessageMeta {
   group_id?: string;
   /** FIFO: the deduplication id, given or content-based. */
   deduplication_id?: string;
+  /** Set by the leader on a message it forwarded to a dead-letter queue: the queue it died in (jobs/redrive.ts). */
+  dead_letter_source?: string;
 }
 
 interface Prepared {
