@@ -573,7 +573,7 @@ export interface paths {
         };
         /**
          * A queue's moves, the latest first
-         * @description Running and finished moves of the last 14 days, at most 10.
+         * @description Running and finished moves of the last 14 days, at most 10; and the queues whose dead jobs come to this one (those the key may use), where a move without a destination sends them back.
          *
          *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
          */
@@ -1240,6 +1240,18 @@ export interface components {
         JobList: {
             jobs: components["schemas"]["Job"][];
             next_cursor: string | null;
+            /**
+             * Format: int32
+             * @description With count=true: how many jobs the list holds, counted up to 10,000.
+             */
+            total?: number;
+            /** @description With count=true: more than 10,000 jobs are in it. */
+            total_capped?: boolean;
+            /**
+             * Format: date-time
+             * @description With count=true: the server's time of the count.
+             */
+            counted_at?: string;
         };
         /**
          * @example {
@@ -1703,6 +1715,8 @@ export interface components {
         MoveList: {
             /** @description The latest first, at most 10. */
             moves: components["schemas"]["Move"][];
+            /** @description Queues whose dead jobs come to this one (an SQS RedrivePolicy names it): empty for a queue that is no dead-letter queue. */
+            dead_letter_sources: string[];
         };
         QueueSample: {
             /**
@@ -2309,6 +2323,8 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Payloads (and metadata) are left out unless asked for. */
                 include_payload?: boolean;
+                /** @description Also count the list's jobs (every page), up to 10,000, in `total`. */
+                count?: boolean;
             };
             header?: never;
             path: {

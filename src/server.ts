@@ -5,7 +5,7 @@ import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-post
 import { migrateToLatest } from './db/migrate.js';
 import { compilePending } from './http/lazy-compile.js';
 import { createLogger } from './logger.js';
-import { databaseProblem, listenProblem } from './startup-errors.js';
+import { databaseProblem, listenProblem, redactUrl } from './startup-errors.js';
 import { loadStartupInputs, type StartupInputs, startupWarnings } from './startup-inputs.js';
 
 /**
@@ -48,6 +48,12 @@ async function main() {
     }).catch((err) => giveUp(`could not start the embedded PostgreSQL: ${(err as Error).message}`, err));
     databaseUrl = embedded.url;
   }
+
+  // Which database this is, without its password: the first thing to check when data seems missing.
+  log.info(
+    { database: redactUrl(databaseUrl) },
+    embedded ? 'using the embedded PostgreSQL' : 'using the database DATABASE_URL names',
+  );
 
   if (config.migrateOnStart) {
     const handle = createDatabase(databaseUrl, config, log, 'maintenance');

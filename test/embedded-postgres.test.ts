@@ -1,4 +1,5 @@
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -14,6 +15,22 @@ describe('embedded PostgreSQL', () => {
   afterAll(async () => {
     for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
   });
+
+  it('a port another program holds: start-up says which setting to change', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'baton-embedded-'));
+    await fs.chmod(dir, 0o755);
+    dirs.push(dir);
+    const port = await freePort();
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    try {
+      await expect(startEmbeddedPostgres({ dataDir: path.join(dir, 'pgdata'), port, log })).rejects.toThrow(
+        new RegExp(`port ${port} is taken .*set BATON_EMBEDDED_PG_PORT to a free port, or DATABASE_URL`),
+      );
+    } finally {
+      holder.close();
+    }
+  }, 120_000);
 
   it('keeps data across a stop and a start', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'baton-embedded-'));

@@ -150,7 +150,12 @@ async function isRunning(pidFile: string): Promise<number | undefined> {
   }
 }
 
-async function waitUntilAccepting(url: string, child: ReturnType<typeof spawn> | undefined, logFile: string) {
+async function waitUntilAccepting(
+  url: string,
+  child: ReturnType<typeof spawn> | undefined,
+  logFile: string,
+  port: number,
+) {
   const deadline = Date.now() + 60_000;
   let exited = false;
   child?.once('exit', () => {
@@ -159,6 +164,13 @@ async function waitUntilAccepting(url: string, child: ReturnType<typeof spawn> |
   while (Date.now() < deadline) {
     if (exited) {
       const tail = (await fs.readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n');
+      // The one failure a person meets most (a second Baton, or a PostgreSQL of their own): say what to change.
+      if (/could not bind|address already in use/i.test(tail)) {
+        throw new Error(
+          `port ${port} is taken (by another PostgreSQL?): set BATON_EMBEDDED_PG_PORT to a free port, or ` +
+            `DATABASE_URL to use a database of your own (log: ${logFile})`,
+        );
+      }
       throw new Error(`embedded PostgreSQL exited during start-up. Last log lines (${logFile}):\n${tail}`);
     }
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
@@ -248,7 +260,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     child.unref();
   }
   try {
-    await waitUntilAccepting(adminUrl, child, logFile);
+    await waitUntilAccepting(adminUrl, child, logFile, port);
   } catch (err) {
     child?.kill('SIGINT');
     throw err;

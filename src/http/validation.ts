@@ -134,7 +134,7 @@ function fieldPath(instancePath: string, child?: string): string {
 }
 
 export function fieldErrors(errors: ErrorObject[], part: string | undefined): FieldError[] {
-  return errors.map((e) => {
+  return withAlternativesJoined(errors).map((e) => {
     const params = e.params as Record<string, unknown>;
     if (e.keyword === 'required') {
       return { field: fieldPath(e.instancePath, String(params.missingProperty)), message: 'is required' };
@@ -148,6 +148,36 @@ export function fieldErrors(errors: ErrorObject[], part: string | undefined): Fi
     const field = fieldPath(e.instancePath) || (part === 'body' ? 'body' : (part ?? 'request'));
     return { field, message: messageOf(e) };
   });
+}
+
+/**
+ * A value that matches none of a field's alternatives (anyOf: a job id or {"item": n}, an integer or
+ * null) gets one error, not one per alternative plus "must match a schema in anyOf": a wrong type is
+ * "must be string or object"; a value of a right type keeps that alternative's own errors (an object
+ * missing its field says so).
+ */
+function withAlternativesJoined(errors: ErrorObject[]): ErrorObject[] {
+  const anyOfs = errors.filter((e) => e.keyword === 'anyOf');
+  if (anyOfs.length === 0) return errors;
+  const branchOf = (e: ErrorObject) =>
+    anyOfs.find((a) => a !== e && e.schemaPath.startsWith(`${a.schemaPath}/`));
+  const out: ErrorObject[] = [];
+  for (const e of errors) {
+    if (branchOf(e)) continue;
+    if (e.keyword !== 'anyOf') {
+      out.push(e);
+      continue;
+    }
+    const branches = errors.filter((b) => branchOf(b) === e);
+    const deeper = branches.filter((b) => b.keyword !== 'type' || b.instancePath !== e.instancePath);
+    if (deeper.length > 0) {
+      out.push(...deeper);
+      continue;
+    }
+    const types = [...new Set(branches.map((b) => String((b.params as { type?: unknown }).type)))];
+    out.push({ ...e, keyword: 'type', message: `must be ${types.join(' or ')}` });
+  }
+  return out;
 }
 
 /** Messages that say what to send where ajv's would only say what failed. */

@@ -148,3 +148,24 @@ export async function listJobs(db: Db, opts: ListOptions): Promise<{ rows: JobRo
     next: rows.length === limit ? last?.sort_key : undefined,
   };
 }
+
+/**
+ * How many jobs a queue's list (a state, and a group) holds, counted up to `max + 1` (so a caller
+ * can say "more than max") and no further: one index range scan that stops there, whatever the
+ * queue holds.
+ */
+export async function countJobs(db: Db, opts: Pick<ListOptions, 'queue' | 'state' | 'group'>, max: number) {
+  const { queue, state, group } = opts;
+  const table =
+    state === 'scheduled'
+      ? sql`baton.scheduled_jobs t WHERE t.queue = ${queue}`
+      : state === 'waiting'
+        ? sql`baton.waiting_jobs t WHERE t.queue = ${queue}`
+        : state === 'ready' || state === 'claimed'
+          ? sql`baton.jobs t WHERE t.queue = ${queue} AND t.state = ${state}`
+          : sql`baton.job_history t WHERE t.queue = ${queue} AND t.state = ${state}`;
+  const grouped = group === undefined ? sql`` : sql`AND t.group_key = ${group}`;
+  const { rows } = await sql<{ n: string }>`
+    SELECT count(*) AS n FROM (SELECT 1 FROM ${table} ${grouped} LIMIT ${max + 1}) counted`.execute(db);
+  return Number(rows[0]!.n);
+}

@@ -1,5 +1,6 @@
 import { type Selectable, sql, type Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
+import { queueVisible } from '../db/queue-patterns.js';
 import type { Database, QueueStatsTable, QueuesTable } from '../db/schema.js';
 import { DomainError } from '../errors.js';
 
@@ -239,10 +240,12 @@ export async function removeQueue(db: Db, name: string): Promise<void> {
 export async function deadLetterRoutes(
   db: Db,
   target?: string,
+  patterns?: string[],
 ): Promise<{ queue: string; deadLetterQueue: string }[]> {
   const { rows } = await sql<{ queue: string; dead_letter_queue: string }>`
     SELECT name AS queue, meta->>'dead_letter_queue' AS dead_letter_queue FROM baton.queues
     WHERE meta ? 'dead_letter_queue' AND (${target ?? null}::text IS NULL OR meta->>'dead_letter_queue' = ${target ?? null})
+      AND ${queueVisible('name', patterns)}
     ORDER BY name`.execute(db);
   return rows.map((r) => ({ queue: r.queue, deadLetterQueue: r.dead_letter_queue }));
 }

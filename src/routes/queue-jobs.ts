@@ -26,6 +26,7 @@ import { toUtcTimestamp } from '../http/timestamps.js';
 import { batchEnqueuedIdsJson, dependsOnApplied, toEnqueuedJob, toJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue/enqueue.js';
 import type { ParentRef } from '../jobs/enqueue/item.js';
+import { BULK_MATCH_MAX } from '../jobs/limits.js';
 import { parseListKey } from '../jobs/list.js';
 import { isTraceparent, type TraceContext, traceFromHeaders } from '../jobs/trace-context.js';
 
@@ -242,7 +243,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { queue } = request.params;
-      const { state, group, cursor, order, include_payload } = request.query;
+      const { state, group, cursor, order, include_payload, count } = request.query;
       const limit = request.query.limit ?? 100;
       const page = await jobs.list({
         queue,
@@ -252,12 +253,21 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         desc: order === 'desc',
         after: cursor === undefined ? undefined : parseListKey(state, decodeCursor(cursor)),
       });
-      return {
+      const list = {
         jobs: page.rows.map((row) => {
           const job = toJob(row);
           return include_payload ? job : { ...job, payload: null, meta: null };
         }),
         next_cursor: page.next ? encodeCursor(page.next) : null,
+      };
+      if (!count) return list;
+      const counted_at = new Date().toISOString();
+      const total = await jobs.countList({ queue, state, group }, BULK_MATCH_MAX);
+      return {
+        ...list,
+        total: Math.min(total, BULK_MATCH_MAX),
+        total_capped: total > BULK_MATCH_MAX,
+        counted_at,
       };
     },
   );

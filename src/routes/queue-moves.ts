@@ -62,12 +62,21 @@ const queueMoves: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['queues'],
         operationId: 'listMoves',
         summary: "A queue's moves, the latest first",
-        description: 'Running and finished moves of the last 14 days, at most 10.',
+        description:
+          'Running and finished moves of the last 14 days, at most 10; and the queues whose dead jobs come to this ' +
+          'one (those the key may use), where a move without a destination sends them back.',
         params: QueueParams,
         response: { 200: ok(ref(MoveList), 'The moves.'), ...errorResponses(404) },
       },
     },
-    async (request) => ({ moves: (await moves.list(request.params.queue)).map(toMove) }),
+    async (request) => {
+      const { queue } = request.params;
+      const list = await moves.list(queue);
+      return {
+        moves: list.map(toMove),
+        dead_letter_sources: await moves.sources(queue, queuePatternsOf(request.apiKey)),
+      };
+    },
   );
 
   app.post(

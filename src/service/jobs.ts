@@ -13,7 +13,7 @@ import { enqueueWithParents } from '../jobs/enqueue/with-parents.js';
 import { type DependencySummary, dependencySummary, type RelatedPage, relatedJobs } from '../jobs/graph.js';
 import type { JobRow } from '../jobs/job-row.js';
 import type { ScopedId } from '../jobs/lease-outcome.js';
-import { type ListOptions, listJobs } from '../jobs/list.js';
+import { countJobs, type ListOptions, listJobs } from '../jobs/list.js';
 import { getJob } from '../jobs/read.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
 import {
@@ -187,6 +187,11 @@ export class JobUseCases {
   /** A page of a queue's jobs in one state, by keyset (jobs/list.ts). */
   list(opts: ListOptions) {
     return this.again('list jobs', () => listJobs(this.deps.db, opts));
+  }
+
+  /** How many jobs a queue's list holds, counted up to `max + 1`. */
+  countList(opts: Pick<ListOptions, 'queue' | 'state' | 'group'>, max: number): Promise<number> {
+    return this.again('count jobs', () => countJobs(this.deps.db, opts, max));
   }
 
   /** The jobs a unique or idempotency key names, in the queues the caller may see. */

@@ -55,6 +55,11 @@ export class MoveUseCases {
     return listMessageMoves(this.deps.db, source, Math.min(limit, MOVES_LISTED));
   }
 
+  /** The queues whose dead jobs come to `queue` (and so where a move sends them back), those `patterns` allow. */
+  async sources(queue: string, patterns: string[] | undefined): Promise<string[]> {
+    return (await deadLetterRoutes(this.deps.db, queue, patterns)).map((r) => r.queue);
+  }
+
   cancel(source: string, id: string): Promise<MessageMove> {
     return cancelMessageMove(this.deps.db, source, id);
   }

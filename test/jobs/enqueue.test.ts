@@ -90,6 +90,17 @@ describe('enqueue one job', () => {
     expect(res.body.detail).toContain(detail);
   });
 
+  it('a value that fits none of a field’s forms is one error naming the field, not one per form', async () => {
+    const number = await api(app).enqueue('e-bad', { payload: 1, depends_on: [99] });
+    expect(number.body.errors).toEqual([{ field: 'depends_on[0]', message: 'must be string or object' }]);
+    const object = await api(app).enqueue('e-bad', { payload: 1, depends_on: [{ id: '99' }] });
+    expect(object.body.errors).toEqual([{ field: 'depends_on[0].item', message: 'is required' }]);
+    const nullable = await api(app).call('PUT', '/v1/queues/e-bad', { lease_ms: 'long' });
+    expect(nullable.status).toBe(400);
+    expect(nullable.body.errors).toHaveLength(1);
+    expect(nullable.body.errors[0].message).not.toContain('anyOf');
+  });
+
   it('rejects a bad queue name with a 400 naming it', async () => {
     const res = await api(app).enqueue('bad%20name', { payload: 1 });
     expect(res.status).toBe(400);

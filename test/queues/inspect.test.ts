@@ -93,6 +93,24 @@ describe('GET /v1/queues/{queue}/jobs', () => {
     expect((await list(q, 'state=completed')).body.jobs).toHaveLength(0);
   });
 
+  it('count=true counts the whole list, every state and a group, beside its first page', async () => {
+    const q = 'i-count';
+    await killAll(q, 2);
+    await api(app).enqueueBatch(q, [
+      ...Array.from({ length: 7 }, (_, i) => ({ payload: i, group: i < 3 ? 'g1' : 'g2' })),
+      { payload: 'later', delay_ms: 60_000 },
+    ]);
+    const ready = await list(q, 'state=ready&limit=2&count=true');
+    expect(ready.body).toMatchObject({ total: 7, total_capped: false, counted_at: expect.any(String) });
+    expect(ready.body.jobs).toHaveLength(2);
+    expect((await list(q, 'state=ready&group=g1&count=true')).body.total).toBe(3);
+    expect((await list(q, 'state=scheduled&count=true')).body.total).toBe(1);
+    expect((await list(q, 'state=dead&count=true')).body.total).toBe(2);
+    expect((await list(q, 'state=claimed&count=true')).body.total).toBe(0);
+    // Without it, no count is taken.
+    expect((await list(q, 'state=ready')).body.total).toBeUndefined();
+  });
+
   it('pagination returns each job exactly once while jobs are being added', async () => {
     const q = 'i-pages';
     for (let b = 0; b < 3; b++) {

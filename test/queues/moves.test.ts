@@ -104,6 +104,16 @@ describe('moves on the native API', () => {
     const named = await call('POST', '/v1/queues/a.dlq/moves', 'a-admin', { destination: 'b.src' });
     expect([named.status, named.body.code]).toEqual([403, 'forbidden']);
 
+    // Where a move would send them back: the key sees its own queues only.
+    expect((await call('GET', '/v1/queues/a.dlq/moves', 'a-admin')).body).toEqual({
+      moves: [],
+      dead_letter_sources: ['a.src'],
+    });
+    expect((await call('GET', '/v1/queues/a.dlq/moves', 'root')).body.dead_letter_sources).toEqual([
+      'a.src',
+      'b.src',
+    ]);
+
     const started = await call('POST', '/v1/queues/a.dlq/moves', 'a-admin', {});
     expect(started.status).toBe(201);
     expect(started.body).toMatchObject({

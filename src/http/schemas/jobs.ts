@@ -1,6 +1,7 @@
 import { type Static, Type } from 'typebox';
 import { DEAD_REASONS, JOB_STATES } from '../../job-states.js';
 import {
+  BULK_MATCH_MAX,
   ERRORS_KEPT,
   IDEMPOTENCY_KEY_MAX,
   LEASE_MS_MAX,
@@ -475,12 +476,32 @@ export const JobListQuery = Type.Object(
     include_payload: Type.Optional(
       Type.Boolean({ default: false, description: 'Payloads (and metadata) are left out unless asked for.' }),
     ),
+    count: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: `Also count the list's jobs (every page), up to ${BULK_MATCH_MAX.toLocaleString('en')}, in \`total\`.`,
+      }),
+    ),
   },
   strict,
 );
 
 export const JobList = Type.Object(
-  { jobs: Type.Array(ref(Job)), next_cursor: Nullable(Type.String()) },
+  {
+    jobs: Type.Array(ref(Job)),
+    next_cursor: Nullable(Type.String()),
+    total: Type.Optional(
+      Int32({
+        description: `With count=true: how many jobs the list holds, counted up to ${BULK_MATCH_MAX.toLocaleString('en')}.`,
+      }),
+    ),
+    total_capped: Type.Optional(
+      Type.Boolean({
+        description: `With count=true: more than ${BULK_MATCH_MAX.toLocaleString('en')} jobs are in it.`,
+      }),
+    ),
+    counted_at: Type.Optional(Timestamp("With count=true: the server's time of the count.")),
+  },
   { $id: 'JobList' },
 );
 

@@ -61,6 +61,12 @@ export const Move = Type.Object(
 );
 
 export const MoveList = Type.Object(
-  { moves: Type.Array(ref(Move), { description: 'The latest first, at most 10.' }) },
+  {
+    moves: Type.Array(ref(Move), { description: 'The latest first, at most 10.' }),
+    dead_letter_sources: Type.Array(Type.String(), {
+      description:
+        'Queues whose dead jobs come to this one (an SQS RedrivePolicy names it): empty for a queue that is no dead-letter queue.',
+    }),
+  },
   { $id: 'MoveList' },
 );

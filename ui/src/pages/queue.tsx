@@ -7,6 +7,7 @@ import { JobBrowser, STATES } from '../components/job-browser.js';
 import { queueActions } from '../components/queue-actions.js';
 import { Activity } from '../components/queue-activity.js';
 import { Groups } from '../components/queue-groups.js';
+import { Moves } from '../components/queue-moves.js';
 import { REFRESH_MS } from '../config.js';
 import { atOnce, count, duration, rate, time } from '../format.js';
 import { usePoll } from '../hooks.js';
@@ -56,6 +57,7 @@ export function QueuePage({ params, query }: PageProps) {
       ) : (
         <>
           {canAct && <ActionBar actions={queueActions(api, q.data)} onDone={q.reload} />}
+          <Moves queue={q.data} onMoved={q.reload} />
           {SECTIONS.map(([key, Section]) => (
             <Section key={key} queue={q.data!} />
           ))}
