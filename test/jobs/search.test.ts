@@ -147,6 +147,21 @@ describe('dead and failing jobs across queues (GET /v1/jobs)', () => {
     }
   });
 
+  it('every list takes pages of up to 500 and refuses 501 naming limit', async () => {
+    const lists = [
+      '/v1/jobs?state=dead&',
+      '/v1/queues?',
+      '/v1/queues/s-any/jobs?state=ready&',
+      '/v1/workers?',
+      '/v1/schedules?',
+    ];
+    for (const list of lists) {
+      expect((await app.inject({ method: 'GET', url: `${list}limit=500` })).statusCode, list).toBe(200);
+      const over = await app.inject({ method: 'GET', url: `${list}limit=501` });
+      expect([over.statusCode, over.json().errors?.[0]?.field], list).toEqual([400, 'limit']);
+    }
+  });
+
   it('refuses a bad query with a 400 naming the field', async () => {
     const cases: [string, string][] = [
       ['', 'state'],
@@ -156,7 +171,7 @@ describe('dead and failing jobs across queues (GET /v1/jobs)', () => {
       ['state=dead&cursor=nonsense', 'cursor'],
       ['state=dead&since=yesterday', 'since'],
       [`state=dead&error=${'x'.repeat(201)}`, 'error'],
-      ['state=dead&limit=101', 'limit'],
+      ['state=dead&limit=501', 'limit'],
     ];
     for (const [query, field] of cases) {
       const res = await app.inject({ method: 'GET', url: `/v1/jobs?${query}` });

@@ -1,5 +1,11 @@
 import { Type } from 'typebox';
-import { BULK_MATCH_MAX, IDEMPOTENCY_KEY_MAX, MAX_BATCH, UNIQUE_KEY_MAX } from '../../jobs/limits.js';
+import {
+  BULK_MATCH_MAX,
+  IDEMPOTENCY_KEY_MAX,
+  LIST_LIMIT_MAX,
+  MAX_BATCH,
+  UNIQUE_KEY_MAX,
+} from '../../jobs/limits.js';
 import { BULK_ACTIONS, BULK_OUTCOMES } from '../../service/bulk.js';
 import { GroupName, Int32, JobId, Nullable, PrintableText, QueueName, strict, Timestamp } from './common.js';
 import { Job, JobState } from './jobs.js';
@@ -50,7 +56,7 @@ export const JobSearchQuery = Type.Object(
         'The job this idempotency key created, while the key is kept, whatever its state. Not with state.',
       ),
     ),
-    limit: Type.Optional(Int32({ minimum: 1, maximum: 100, default: 25 })),
+    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 25 })),
     cursor: Type.Optional(Type.String({ maxLength: 400, description: 'next_cursor of the previous page.' })),
     include_payload: Type.Optional(
       Type.Boolean({ default: false, description: 'Payloads (and metadata) are left out unless asked for.' }),

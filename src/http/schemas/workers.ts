@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { LIST_LIMIT_MAX } from '../../jobs/limits.js';
 import { Int32, Nullable, QueueName, strict, Timestamp } from './common.js';
 import { ref } from './ref.js';
 
@@ -27,7 +28,7 @@ export const LeaseHolderList = Type.Object(
 export const LeaseHolderQuery = Type.Object(
   {
     queue: Type.Optional(QueueName),
-    limit: Type.Optional(Int32({ minimum: 1, maximum: 500, default: 100 })),
+    limit: Type.Optional(Int32({ minimum: 1, maximum: LIST_LIMIT_MAX, default: 100 })),
   },
   strict,
 );
