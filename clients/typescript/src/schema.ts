@@ -1599,21 +1599,24 @@ export interface components {
                 claimed: number;
                 /**
                  * Format: int64
-                 * @description Within retention.
+                 * @description Kept in history within retention, as of finished_refreshed_at (counted about once a minute, so it lags completed_last_minute; 0 before the first count).
                  */
                 completed: number;
                 /**
                  * Format: int64
-                 * @description Within retention.
+                 * @description Kept in history within retention, as of finished_refreshed_at.
                  */
                 dead: number;
                 /**
                  * Format: int64
-                 * @description Within retention.
+                 * @description Kept in history within retention, as of finished_refreshed_at.
                  */
                 cancelled: number;
                 oldest_ready_age_ms: number | null;
-                /** Format: int64 */
+                /**
+                 * Format: int64
+                 * @description Completed in the minute before live_refreshed_at (counted every tick).
+                 */
                 completed_last_minute: number;
                 live_refreshed_at: string | null;
                 finished_refreshed_at: string | null;

@@ -130,11 +130,17 @@ export const Queue = Type.Object(
         scheduled: Int64(),
         ready: Int64(),
         claimed: Int64(),
-        completed: Int64({ description: 'Within retention.' }),
-        dead: Int64({ description: 'Within retention.' }),
-        cancelled: Int64({ description: 'Within retention.' }),
+        completed: Int64({
+          description:
+            'Kept in history within retention, as of finished_refreshed_at (counted about once a minute, so it ' +
+            'lags completed_last_minute; 0 before the first count).',
+        }),
+        dead: Int64({ description: 'Kept in history within retention, as of finished_refreshed_at.' }),
+        cancelled: Int64({ description: 'Kept in history within retention, as of finished_refreshed_at.' }),
         oldest_ready_age_ms: Nullable(Int64({ description: 'Age of the oldest ready job when counted.' })),
-        completed_last_minute: Int64(),
+        completed_last_minute: Int64({
+          description: 'Completed in the minute before live_refreshed_at (counted every tick).',
+        }),
         live_refreshed_at: Nullable(Timestamp()),
         finished_refreshed_at: Nullable(Timestamp()),
       },
