@@ -166,6 +166,52 @@ describe('jobs across queues', WALK, () => {
     expect((await asOps('GET', `/v1/jobs/${retry}`)).body.state).toBe('cancelled');
   });
 
+  it('a retrying job: the failing list says when it retries, its page names the next retry and folds each stack to its first line', async () => {
+    const enq = await asOps('POST', '/v1/queues/ui-stacks/jobs', { payload: {}, max_attempts: 5 });
+    const stacks: unknown[] = [
+      { stack: ['Error: disk full', '    at write (store.js:10:3)', '    at flush (store.js:40:9)'] },
+      'TypeError: x is undefined\n    at render (page.js:7:1)',
+      { code: 'E_QUOTA', limit: 10 },
+    ];
+    for (const [i, details] of stacks.entries()) {
+      const [job] = (await asOps('POST', '/v1/queues/ui-stacks/claim', {})).body.jobs;
+      expect(job.id).toBe(enq.body.id);
+      const nack = await asOps('POST', `/v1/jobs/${job.id}/nack`, {
+        lease_token: job.lease_token,
+        error: { message: `attempt ${i + 1} failed`, details },
+        retry_in_ms: i < stacks.length - 1 ? 0 : 3_600_000,
+      });
+      expect(nack.status).toBe(200);
+    }
+    const job = (await asOps('GET', `/v1/jobs/${enq.body.id}`)).body;
+    expect(job.state).toBe('scheduled');
+
+    await go(page, '#/jobs?show=failing&queue=ui-stacks');
+    await eventually(() => rowIds(page)).toEqual([enq.body.id]);
+    const headers = await page.locator('table.across thead th').allTextContents();
+    const cells = await rows(page).first().locator(':scope > *').allTextContents();
+    expect(headers).toContain('Next retry');
+    // An hour away: a time of day, as the Failed column gives its time.
+    expect(cells[headers.indexOf('Next retry')]).toMatch(/\d{1,2}:\d{2}/);
+
+    await go(page, `#/jobs/${enq.body.id}`);
+    await page.getByRole('heading', { name: 'Failed attempts' }).waitFor();
+    await page.getByText('Next retry', { exact: true }).waitFor();
+    expect(await page.getByText('Run at', { exact: true }).count()).toBe(0);
+    const folded = page.locator('table.errors details');
+    expect(await folded.locator('summary').allTextContents()).toEqual([
+      'Error: disk full',
+      'TypeError: x is undefined',
+      '{',
+    ]);
+    // Folded: the rest of a stack shows only once opened.
+    expect(await page.getByText('at flush (store.js:40:9)').isVisible()).toBe(false);
+    await folded.first().locator('summary').click();
+    await page.getByText('at flush (store.js:40:9)').waitFor();
+    expect(await folded.nth(2).locator('pre').textContent()).toContain('"code": "E_QUOTA"');
+    expect(problems).toEqual([]);
+  });
+
   it('selects every job of a list, not only the page, and acts on those counted, not on one that dies after', async () => {
     const quota = await fail(
       'ui-every',

@@ -87,7 +87,7 @@ function JobFacts({ job: j }: { job: Job }) {
     ['Attempts', `${j.attempts} of ${j.max_attempts}`],
     ['Priority', String(j.priority)],
     ['Enqueued', time(j.created_at)],
-    ['Run at', time(j.run_at)],
+    [runAtLabel(j), time(j.run_at)],
   ];
   if (j.claimed_at) rows.push(['Last claimed', time(j.claimed_at)]);
   if (j.state === 'claimed') {
@@ -131,7 +131,7 @@ function Errors({ job: j }: { job: Job }) {
                   <td class="name">{e.worker_id ?? '—'}</td>
                   <td class="message">
                     {e.message}
-                    {e.details !== undefined && <pre class="json">{json(e.details)}</pre>}
+                    {e.details !== undefined && <Details details={e.details} />}
                   </td>
                 </tr>
               ))}
@@ -141,6 +141,45 @@ function Errors({ job: j }: { job: Job }) {
       )}
     </section>
   );
+}
+
+/** What a job's run_at means in its state: a failed attempt's retry is named as one. */
+function runAtLabel(j: Job): string {
+  if (j.state === 'scheduled') return j.last_error ? 'Next retry' : 'Runs at';
+  if (j.state === 'ready') return j.last_error ? 'Retry due since' : 'Ready since';
+  return 'Was due';
+}
+
+/**
+ * A failed attempt's details, folded to their first line (a stack's is its error): a stack sent as a
+ * list of lines, or as one text with line breaks, unfolds as lines; anything else as JSON.
+ */
+function Details({ details }: { details: unknown }) {
+  const lines = linesOf(details);
+  const first = lines[0] ?? '';
+  return (
+    <details class="error-details">
+      <summary>{first.length > 120 ? `${first.slice(0, 117)}…` : first}</summary>
+      <pre class="json">{lines.join('\n')}</pre>
+    </details>
+  );
+}
+
+function linesOf(details: unknown): string[] {
+  const asLines = (v: unknown): string[] | undefined =>
+    typeof v === 'string'
+      ? v.split('\n')
+      : Array.isArray(v) && v.every((l) => typeof l === 'string')
+        ? (v as string[])
+        : undefined;
+  const direct = asLines(details);
+  if (direct) return direct;
+  if (details !== null && typeof details === 'object' && 'stack' in details) {
+    const { stack, ...rest } = details as { stack: unknown };
+    const lines = asLines(stack);
+    if (lines) return Object.keys(rest).length === 0 ? lines : [...lines, '', ...json(rest).split('\n')];
+  }
+  return json(details).split('\n');
 }
 
 /**

@@ -286,6 +286,7 @@ function JobList({ filters }: { filters: Filters }) {
                     Attempts
                   </th>
                   <th scope="col">Failed</th>
+                  {filters.show === 'failing' && <th scope="col">Next retry</th>}
                   <th scope="col">Last error</th>
                 </tr>
               </thead>
@@ -307,6 +308,7 @@ function JobList({ filters }: { filters: Filters }) {
                       {job.attempts} of {job.max_attempts}
                     </td>
                     <td>{clock(when(job))}</td>
+                    {filters.show === 'failing' && <td>{nextRetry(job)}</td>}
                     <td class="message">{job.last_error?.message ?? ''}</td>
                   </tr>
                 ))}
@@ -318,4 +320,11 @@ function JobList({ filters }: { filters: Filters }) {
       <Pager pager={pager} nextCursor={list.data?.next_cursor} what={what} />
     </section>
   );
+}
+
+/** When a failing job runs again: its retry's time while it waits, else what it is doing now. */
+function nextRetry(job: Job): string {
+  if (job.state === 'scheduled') return clock(job.run_at);
+  if (job.state === 'claimed') return 'running now';
+  return job.state === 'ready' ? 'ready now' : '';
 }
