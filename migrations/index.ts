@@ -20,6 +20,7 @@ import * as m0018 from './0018_failure_lists.js';
 import * as m0019 from './0019_bounded_release.js';
 import * as m0020 from './0020_nack_receipts.js';
 import * as m0021 from './0021_message_moves.js';
+import * as m0022 from './0022_failed_attempts.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '0019_bounded_release': m0019,
   '0020_nack_receipts': m0020,
   '0021_message_moves': m0021,
+  '0022_failed_attempts': m0022,
 };

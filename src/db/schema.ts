@@ -205,6 +205,8 @@ export interface QueueStatsTable {
   dead: BigIntString;
   cancelled: BigIntString;
   completed_last_minute: BigIntString;
+  /** Live jobs whose last attempt failed (migrations/0022_failed_attempts.ts). */
+  failing: Generated<BigIntString>;
   finished_refreshed_at: Timestamp | null;
   groups_refreshed_at: Timestamp | null;
 }
@@ -223,6 +225,8 @@ export interface QueueHistoryTable {
   completed: BigIntString;
   dead: BigIntString;
   cancelled: BigIntString;
+  /** Attempts that failed in the window; null in samples from before it was counted (migration 0022). */
+  attempts_failed: BigIntString | null;
 }
 
 /** Cron schedules (src/schedules/). */

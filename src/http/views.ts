@@ -174,6 +174,7 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
         stats?.oldest_ready_at && liveAt
           ? Math.max(0, liveAt.getTime() - stats.oldest_ready_at.getTime())
           : null,
+      failing: Number(stats?.failing ?? 0),
       completed_last_minute: Number(stats?.completed_last_minute ?? 0),
       live_refreshed_at: iso(liveAt),
       finished_refreshed_at: iso(stats?.finished_refreshed_at),
@@ -197,6 +198,7 @@ export function toQueueSample(row: QueueSampleRow) {
     completed: Number(row.completed),
     dead: Number(row.dead),
     cancelled: Number(row.cancelled),
+    attempts_failed: count(row.attempts_failed),
   };
 }
 

@@ -6,8 +6,9 @@ import type { Duty } from './duty.js';
  * Queue statistics: the leader counts each queue's jobs into baton.queue_stats, so that stats
  * reads, queue lists and metric scrapes read one small row per queue and never count rows
  * themselves. These are maintained counts, exact as of their refreshed_at:
- * - live counts (scheduled, ready, claimed), the oldest ready job and the last minute's completions,
- *   each an index range count per queue on the partial indexes;
+ * - live counts (scheduled, ready, claimed), the oldest ready job, the last minute's completions and
+ *   the failing jobs (live, their last attempt failed), each an index range count per queue on the
+ *   partial indexes;
  * - finished counts (completed, dead, cancelled within retention) at most once a minute per queue,
  *   since they scan the history index of each queue and change slowly relative to their size.
  *
@@ -21,34 +22,43 @@ export const STATS_BATCH = 500;
 /** Live counts of the next `limit` queues after `after` (by name); answers the names counted. */
 export async function refreshLiveStats(
   db: Db,
-  opts: { after?: string; limit?: number } = {},
+  opts: { after?: string; limit?: number; only?: string[] } = {},
 ): Promise<string[]> {
   // The ring (ready and claimed jobs) is counted in one pass, grouped by queue: it has no index on
   // claimed rows, and it is small by design. Scheduled and finished jobs are counted per queue on
   // their indexes.
   const { rows } = await sql<{ queue: string }>`
     WITH batch AS (
-      SELECT name FROM baton.queues WHERE name > ${opts.after ?? ''} ORDER BY name LIMIT ${opts.limit ?? STATS_BATCH}
+      SELECT name FROM baton.queues WHERE name > ${opts.after ?? ''}
+        ${opts.only === undefined ? sql`` : sql`AND name = ANY(${opts.only}::text[])`}
+      ORDER BY name LIMIT ${opts.limit ?? STATS_BATCH}
     ), ring AS (
       SELECT j.queue, count(*) FILTER (WHERE j.state = 'ready') AS ready,
              count(*) FILTER (WHERE j.state = 'claimed') AS claimed,
-             min(j.run_at) FILTER (WHERE j.state = 'ready') AS oldest_ready_at
+             min(j.run_at) FILTER (WHERE j.state = 'ready') AS oldest_ready_at,
+             count(*) FILTER (WHERE j.last_error IS NOT NULL) AS failing
       FROM baton.jobs j WHERE j.queue IN (SELECT name FROM batch) GROUP BY j.queue
     )
     INSERT INTO baton.queue_stats AS s (queue, waiting, scheduled, ready, claimed, oldest_ready_at,
-                                        completed_last_minute, live_refreshed_at)
+                                        completed_last_minute, failing, live_refreshed_at)
     SELECT b.name,
       (SELECT count(*) FROM baton.waiting_jobs w WHERE w.queue = b.name),
-      (SELECT count(*) FROM baton.scheduled_jobs sj WHERE sj.queue = b.name),
+      sj.scheduled,
       coalesce(r.ready, 0), coalesce(r.claimed, 0), r.oldest_ready_at,
       (SELECT count(*) FROM baton.job_history h
         WHERE h.queue = b.name AND h.state = 'completed' AND h.finished_at > now() - interval '1 minute'),
+      -- Failing: the live jobs whose last attempt failed, ready or claimed again, or waiting for a retry.
+      coalesce(r.failing, 0) + sj.retrying,
       now()
     FROM batch b LEFT JOIN ring r ON r.queue = b.name
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS scheduled, count(*) FILTER (WHERE last_error IS NOT NULL) AS retrying
+      FROM baton.scheduled_jobs WHERE queue = b.name
+    ) sj
     ON CONFLICT (queue) DO UPDATE SET
       waiting = excluded.waiting, scheduled = excluded.scheduled, ready = excluded.ready, claimed = excluded.claimed,
       oldest_ready_at = excluded.oldest_ready_at, completed_last_minute = excluded.completed_last_minute,
-      live_refreshed_at = excluded.live_refreshed_at
+      failing = excluded.failing, live_refreshed_at = excluded.live_refreshed_at
     RETURNING queue`.execute(db);
   return rows.map((r) => r.queue).sort();
 }

@@ -4,6 +4,7 @@ import { cancelQueueJobs, purgeQueue } from '../jobs/cancel.js';
 import { deleteQueue } from '../jobs/delete-queue.js';
 import { forgetIdempotencyKeys } from '../jobs/enqueue/enqueue.js';
 import { type RedriveFilter, redriveDeadJobs } from '../jobs/redrive.js';
+import { refreshFinishedStats, refreshLiveStats } from '../maintenance/queue-stats.js';
 import {
   deleteGroupOverride,
   type GroupChanges,
@@ -124,6 +125,17 @@ export class QueueUseCases {
       .execute((trx) => createQueueOnce(trx, queue, changes, (existing) => !differs(existing)));
   }
 
+  /**
+   * Count these queues again now, live and finished jobs, instead of waiting for the leader (every
+   * tick, finished ones once a minute): after an operator's action the figures they read next show
+   * what it did (a redrive's dead jobs gone from the Dead count). A count per queue on its indexes.
+   */
+  async recount(queues: string[]): Promise<void> {
+    if (queues.length === 0) return;
+    await refreshLiveStats(this.deps.db, { only: queues });
+    await refreshFinishedStats(this.deps.db, { queues });
+  }
+
   /** Pause or resume a queue (queue_not_found when there is none). */
   async setPaused(queue: string, paused: boolean): Promise<void> {
     if (!(await setPaused(this.deps.db, queue, paused))) throw queueNotFound(queue);
@@ -146,6 +158,7 @@ export class QueueUseCases {
       ? await cancelQueueJobs(this.deps.db, queue, states, this.finished)
       : await purgeQueue(this.deps.db, queue, this.finished);
     this.deps.metrics.cancelled(queue, cancelled);
+    await this.recount([queue]);
     return cancelled;
   }
 
@@ -169,6 +182,7 @@ export class QueueUseCases {
       ...(onMoved ? { onMoved } : {}),
     });
     this.deps.notifier.jobsReady(queue, redriven);
+    await this.recount([queue]);
     return redriven;
   }
 

@@ -35,6 +35,7 @@ describe('GET /v1/queues/{queue}/history', () => {
         completed: 1,
         dead: 0,
         cancelled: 0,
+        attempts_failed: 0,
       },
     ]);
   });

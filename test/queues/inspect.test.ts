@@ -230,6 +230,22 @@ describe('redrive', () => {
     expect(job.errors).toHaveLength(1);
   });
 
+  it('the queue’s figures show a redrive, a bulk action and a purge at once, not at the leader’s next count', async () => {
+    const q = 'i-recount';
+    const ids = await killAll(q, 4);
+    await refreshLiveStats(database.db);
+    await refreshFinishedStats(database.db, { olderThanMs: 0 });
+    const stats = async () => (await api(app).call('GET', `/v1/queues/${q}`)).body.stats;
+    expect(await stats()).toMatchObject({ dead: 4, ready: 0 });
+    await api(app).call('POST', `/v1/queues/${q}/redrive`, { ids: [ids[0]] });
+    expect(await stats()).toMatchObject({ dead: 3, ready: 1 });
+    const bulk = await api(app).call('POST', '/v1/jobs/bulk', { action: 'redrive', ids: [ids[1], ids[2]] });
+    expect(bulk.status).toBe(200);
+    expect(await stats()).toMatchObject({ dead: 1, ready: 3 });
+    await api(app).call('POST', `/v1/queues/${q}/purge`);
+    expect(await stats()).toMatchObject({ dead: 1, ready: 0, cancelled: 3 });
+  });
+
   it('moves only the listed ids, or those dead since a time', async () => {
     const ids = await killAll('i-redrive-some', 4);
     const res = await api(app).call('POST', '/v1/queues/i-redrive-some/redrive', { ids: [ids[0], ids[2]] });

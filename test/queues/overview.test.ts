@@ -1,7 +1,10 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { ExpiryDuty } from '../../src/maintenance/expiry.js';
 import { recordQueueHistory } from '../../src/maintenance/queue-history.js';
 import { refreshFinishedStats, refreshLiveStats } from '../../src/maintenance/queue-stats.js';
+import { RearmDuty } from '../../src/maintenance/rearm.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 import { createTestApp, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api, enqueueAndClaim } from '../support/http.js';
@@ -34,6 +37,7 @@ describe('GET /v1/overview', () => {
       ready: 0,
       claimed: 0,
       dead: 0,
+      failing: 0,
       counted_at: null,
       finished_counted_at: null,
     });
@@ -73,6 +77,41 @@ describe('GET /v1/overview', () => {
     // Failing first, then the paused one; the healthy queue is not listed.
     expect(body.attention.map((a: { queue: string }) => a.queue)).toEqual(['ov-pdf', 'ov-quiet']);
     expect(body.attention[0]).toMatchObject({ failed_last_hour: 2, dead: 2, paused: false });
+  });
+
+  it('counts failed attempts that retried (a retry storm with nothing dead yet), and jobs failing now', async () => {
+    const before = await overview();
+    const storm = await enqueueAndClaim(app, 'ov-storm', { payload: 'flaky', max_attempts: 10 });
+    let lease = storm.lease_token;
+    // Three failed attempts, each retried at once; then a lease that runs out (the leader re-arms it).
+    for (let i = 0; i < 3; i++) {
+      await api(app).nack(storm.id, { lease_token: lease, error: { message: `flaky ${i}` }, retry_in_ms: 0 });
+      lease = (await api(app).claim('ov-storm')).body.jobs[0].lease_token;
+    }
+    await sql`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${storm.id}`.execute(
+      database.db,
+    );
+    await new RearmDuty(database.db, new Metrics(), () => {}, 1000, 1000).runOnce();
+    // A job that expired unclaimed wrote an error entry too, but no attempt of it failed.
+    await api(app).enqueue('ov-storm', {
+      payload: 'stale',
+      expires_at: new Date(Date.now() + 50).toISOString(),
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    await new ExpiryDuty(database.db, new Metrics(), 1000, 1000, () => {}).runOnce();
+    await leaderCounts();
+
+    const body = await overview();
+    expect(body.totals.failing).toBe(before.totals.failing + 1);
+    const attemptsFailed = (o: { minutes: { attempts_failed: number }[] }) =>
+      o.minutes.reduce((n, m) => n + m.attempts_failed, 0);
+    expect(attemptsFailed(body) - attemptsFailed(before)).toBe(4);
+    const row = body.attention.find((a: { queue: string }) => a.queue === 'ov-storm');
+    expect(row).toMatchObject({ attempts_failed_last_hour: 4, failing: 1, failed_last_hour: 1, dead: 1 });
+    const queue = (await api(app).call('GET', '/v1/queues/ov-storm')).body;
+    expect(queue.stats.failing).toBe(1);
+    const [sample] = (await api(app).call('GET', '/v1/queues/ov-storm/history')).body.samples;
+    expect(sample.attempts_failed).toBe(4);
   });
 
   it('dates dead jobs by their own count, and each queue in GET /v1/queues adds up to the total', async () => {

@@ -1,6 +1,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refreshFinishedStats } from '../../src/maintenance/queue-stats.js';
+import { recordQueueHistory } from '../../src/maintenance/queue-history.js';
+import { refreshFinishedStats, refreshLiveStats } from '../../src/maintenance/queue-stats.js';
 import { eventually, SECRETS, useDashboard, WALK } from './walk.js';
 
 /**
@@ -209,6 +210,28 @@ describe('jobs across queues', WALK, () => {
     await folded.first().locator('summary').click();
     await page.getByText('at flush (store.js:40:9)').waitFor();
     expect(await folded.nth(2).locator('pre').textContent()).toContain('"code": "E_QUOTA"');
+    expect(problems).toEqual([]);
+  });
+
+  it('the first page shows those failed attempts before anything died: attention, failing now, a bar in the queue’s row', async () => {
+    // The leader's minute sample, taken now rather than waited for (it counts the queue's error entries).
+    await refreshLiveStats(database.db);
+    await recordQueueHistory(database.db);
+    await go(page, '#/');
+    const item = page
+      .getByRole('list', { name: 'Queues needing attention' })
+      .getByRole('listitem')
+      .filter({
+        has: page.getByRole('link', { name: 'ui-stacks (needs attention)' }),
+      });
+    await eventually(() => item.textContent()).toMatch(/3 attempts failed in the last hour.*1 failing now/);
+    await item.getByRole('link', { name: 'see its failing jobs' }).click();
+    await eventually(() => rowIds(page)).toHaveLength(1);
+    await go(page, '#/');
+    const row = page.getByRole('row', { name: /ui-stacks/ });
+    await eventually(() => row.getByRole('img').last().getAttribute('aria-label')).toBe(
+      '3 attempts failed in the last hour, nothing finished',
+    );
     expect(problems).toEqual([]);
   });
 

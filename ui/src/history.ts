@@ -16,6 +16,8 @@ export interface Minutes {
   enqueued: Series;
   completed: Series;
   dead: Series;
+  /** Attempts that failed (retried or not); a sample from before they were counted reads its dead jobs. */
+  attemptsFailed: Series;
   ready: Series;
   /** Queue lag: age of the oldest ready job, in seconds. */
   lagSeconds: Series;
@@ -49,6 +51,7 @@ export function perMinute(history: QueueHistory, minutes: number): Minutes {
     enqueued: [],
     completed: [],
     dead: [],
+    attemptsFailed: [],
     ready: [],
     lagSeconds: [],
     failureRate: [],
@@ -60,6 +63,7 @@ export function perMinute(history: QueueHistory, minutes: number): Minutes {
         out.enqueued,
         out.completed,
         out.dead,
+        out.attemptsFailed,
         out.ready,
         out.lagSeconds,
         out.failureRate,
@@ -70,6 +74,7 @@ export function perMinute(history: QueueHistory, minutes: number): Minutes {
     out.enqueued.push(s ? s.enqueued : 0);
     out.completed.push(s?.completed ?? 0);
     out.dead.push(s?.dead ?? 0);
+    out.attemptsFailed.push(s ? (s.attempts_failed ?? s.dead) : 0);
     out.ready.push(s?.ready ?? 0);
     out.lagSeconds.push((s?.oldest_ready_age_ms ?? 0) / 1000);
     const finished = (s?.completed ?? 0) + (s?.dead ?? 0);

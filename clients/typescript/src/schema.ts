@@ -1615,6 +1615,11 @@ export interface components {
                 oldest_ready_age_ms: number | null;
                 /**
                  * Format: int64
+                 * @description Live jobs whose last attempt failed: waiting for a retry, or ready or running again (counted every tick).
+                 */
+                failing: number;
+                /**
+                 * Format: int64
                  * @description Completed in the minute before live_refreshed_at (counted every tick).
                  */
                 completed_last_minute: number;
@@ -1769,6 +1774,7 @@ export interface components {
              * @description Jobs cancelled in the window (cancel, purge, forced delete).
              */
             cancelled: number;
+            attempts_failed: number | null;
         };
         QueueHistory: {
             queue: string;
@@ -2088,6 +2094,11 @@ export interface components {
              * @description Jobs that went dead in the minute.
              */
             failed: number;
+            /**
+             * Format: int64
+             * @description Attempts that failed in the minute (a nack, a lease that ran out, a deadline), retried or not.
+             */
+            attempts_failed: number;
         };
         AttentionQueue: {
             queue: string;
@@ -2102,6 +2113,16 @@ export interface components {
              * @description Jobs that went dead in the last hour.
              */
             failed_last_hour: number;
+            /**
+             * Format: int64
+             * @description Attempts that failed in the last hour, retried or not.
+             */
+            attempts_failed_last_hour: number;
+            /**
+             * Format: int64
+             * @description Live jobs whose last attempt failed (retrying), as the leader last counted them.
+             */
+            failing: number;
             oldest_ready_age_ms: number | null;
         };
         Overview: {
@@ -2144,12 +2165,17 @@ export interface components {
                  * @description Dead jobs kept (within retention), as of finished_counted_at.
                  */
                 dead: number;
+                /**
+                 * Format: int64
+                 * @description Live jobs whose last attempt failed: waiting for a retry, or ready or running again.
+                 */
+                failing: number;
                 counted_at: string | null;
                 finished_counted_at: string | null;
             };
             /** @description The last hour, oldest first; a minute no queue sampled (all idle) is left out. */
             minutes: components["schemas"]["OverviewMinute"][];
-            /** @description Up to 10 queues needing attention first: jobs failed in the last hour, dead jobs kept, the oldest ready job waiting over a minute, paused. */
+            /** @description Up to 10 queues needing attention first: jobs failed (dead) in the last hour, attempts failed in the last hour, dead jobs kept, jobs failing now, the oldest ready job waiting over a minute, paused. */
             attention: components["schemas"]["AttentionQueue"][];
         };
         Health: {

@@ -10,6 +10,9 @@ export const OverviewMinute = Type.Object(
     enqueued: Count('Jobs that arrived in the minute, over every queue.'),
     completed: Count('Jobs completed in the minute.'),
     failed: Count('Jobs that went dead in the minute.'),
+    attempts_failed: Count(
+      'Attempts that failed in the minute (a nack, a lease that ran out, a deadline), retried or not.',
+    ),
   },
   { $id: 'OverviewMinute' },
 );
@@ -20,6 +23,8 @@ export const AttentionQueue = Type.Object(
     paused: Type.Boolean(),
     dead: Count('Dead jobs kept, as the leader last counted finished jobs (about once a minute).'),
     failed_last_hour: Count('Jobs that went dead in the last hour.'),
+    attempts_failed_last_hour: Count('Attempts that failed in the last hour, retried or not.'),
+    failing: Count('Live jobs whose last attempt failed (retrying), as the leader last counted them.'),
     oldest_ready_age_ms: Nullable(
       Int64({ minimum: 0, description: 'How long the oldest ready job has waited.' }),
     ),
@@ -39,6 +44,9 @@ export const Overview = Type.Object(
         ready: Count('Jobs claimable now.'),
         claimed: Count('Jobs under a lease.'),
         dead: Count('Dead jobs kept (within retention), as of finished_counted_at.'),
+        failing: Count(
+          'Live jobs whose last attempt failed: waiting for a retry, or ready or running again.',
+        ),
         counted_at: Nullable(
           Timestamp(
             'When the maintenance leader last counted live jobs (the latest of the queues): the time of every ' +
@@ -63,8 +71,8 @@ export const Overview = Type.Object(
     }),
     attention: Type.Array(ref(AttentionQueue), {
       description:
-        'Up to 10 queues needing attention first: jobs failed in the last hour, dead jobs kept, the oldest ready ' +
-        'job waiting over a minute, paused.',
+        'Up to 10 queues needing attention first: jobs failed (dead) in the last hour, attempts failed in the last ' +
+        'hour, dead jobs kept, jobs failing now, the oldest ready job waiting over a minute, paused.',
     }),
   },
   { $id: 'Overview' },

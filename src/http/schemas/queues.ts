@@ -138,6 +138,10 @@ export const Queue = Type.Object(
         dead: Int64({ description: 'Kept in history within retention, as of finished_refreshed_at.' }),
         cancelled: Int64({ description: 'Kept in history within retention, as of finished_refreshed_at.' }),
         oldest_ready_age_ms: Nullable(Int64({ description: 'Age of the oldest ready job when counted.' })),
+        failing: Int64({
+          description:
+            'Live jobs whose last attempt failed: waiting for a retry, or ready or running again (counted every tick).',
+        }),
         completed_last_minute: Int64({
           description: 'Completed in the minute before live_refreshed_at (counted every tick).',
         }),
@@ -240,6 +244,12 @@ export const QueueSample = Type.Object(
     completed: Count('Jobs completed in the window.'),
     dead: Count('Jobs that went dead in the window (attempts used up, or nacked dead).'),
     cancelled: Count('Jobs cancelled in the window (cancel, purge, forced delete).'),
+    attempts_failed: Nullable(
+      Count(
+        'Attempts that failed in the window (a nack, a lease that ran out, a deadline), whether the job then ' +
+          'retried or went dead; null on samples taken before Baton counted them.',
+      ),
+    ),
   },
   { $id: 'QueueSample' },
 );

@@ -23,15 +23,16 @@ function HourCharts({ history }: { history: QueueHistory }) {
       <div>
         <h3>Jobs per minute</h3>
         <Chart
-          data={[m.at, m.enqueued, m.completed, m.dead]}
+          data={[m.at, m.enqueued, m.completed, m.attemptsFailed, m.dead]}
           series={[
             { label: 'enqueued', color: '#1f4e79' },
             { label: 'completed', color: '#2b7a3d' },
-            { label: 'failed (dead)', color: '#b3261e', bars: true },
+            { label: 'attempts failed', color: '#c26a00', bars: true },
+            { label: 'dead', color: '#b3261e', bars: true },
           ]}
           summary={
             `In the last hour: ${count(sum(m.enqueued))} enqueued, ${count(sum(m.completed))} completed, ` +
-            `${count(sum(m.dead))} failed (dead).`
+            `${count(sum(m.attemptsFailed))} attempts failed, ${count(sum(m.dead))} dead.`
           }
         />
       </div>

@@ -1,5 +1,5 @@
 import type { QueueHistory } from '../api.js';
-import { count, percent } from '../format.js';
+import { count, percent, plural } from '../format.js';
 import { perMinute, sum, useQueueHistory } from '../history.js';
 import { Chart } from './chart.js';
 
@@ -19,6 +19,7 @@ function HourCells({ history }: { history: QueueHistory }) {
   const m = perMinute(history, 60);
   const completed = sum(m.completed);
   const dead = sum(m.dead);
+  const attempts = sum(m.attemptsFailed);
   const rate = completed + dead === 0 ? undefined : dead / (completed + dead);
   return (
     <>
@@ -35,17 +36,20 @@ function HourCells({ history }: { history: QueueHistory }) {
       </td>
       <td>
         <div class="spark">
+          {/* Bars, not a line: a failure in one minute of an otherwise quiet hour is one bar, where a
+              line between minutes with no value drew nothing. */}
           <Chart
             small
-            data={[m.at, m.failureRate.map((r) => (r === null ? null : r * 100))]}
-            series={[{ label: 'failure rate', color: '#b3261e' }]}
+            data={[m.at, m.attemptsFailed]}
+            series={[{ label: 'attempts failed', color: '#b3261e', bars: true }]}
             summary={
-              rate === undefined
-                ? 'nothing finished in the last hour'
-                : `${percent(rate)} failed in the last hour`
+              `${plural(attempts, 'attempt')} failed in the last hour` +
+              (rate === undefined
+                ? ', nothing finished'
+                : `; ${percent(rate)} of the jobs that finished died`)
             }
           />
-          <span aria-hidden="true">{rate === undefined ? '—' : percent(rate)}</span>
+          <span aria-hidden="true">{count(attempts)}</span>
         </div>
       </td>
     </>

@@ -1,6 +1,6 @@
 import { must, type Overview } from '../api.js';
 import { REFRESH_MS } from '../config.js';
-import { count, duration } from '../format.js';
+import { count, duration, plural } from '../format.js';
 import { eachMinute, sum } from '../history.js';
 import { usePoll } from '../hooks.js';
 import { href } from '../router.js';
@@ -34,12 +34,14 @@ function Summary({ overview: o }: { overview: Overview }) {
     enqueued: [] as (number | null)[],
     completed: [] as (number | null)[],
     failed: [] as (number | null)[],
+    attemptsFailed: [] as (number | null)[],
   };
   for (const { at: t, sample: m, pending } of eachMinute(o.as_of, 60, o.minutes)) {
     at.push(t);
     series.enqueued.push(pending ? null : (m?.enqueued ?? 0));
     series.completed.push(pending ? null : (m?.completed ?? 0));
     series.failed.push(pending ? null : (m?.failed ?? 0));
+    series.attemptsFailed.push(pending ? null : (m?.attempts_failed ?? 0));
   }
   const t = o.totals;
   const counted = t.counted_at ? now - Date.parse(t.counted_at) : null;
@@ -56,6 +58,10 @@ function Summary({ overview: o }: { overview: Overview }) {
             ['Claimed', count(t.claimed)],
             ['Scheduled', count(t.scheduled)],
             ['Waiting for parents', count(t.waiting)],
+            [
+              'Failing (retrying)',
+              <span class={t.failing > 0 ? 'alert' : undefined}>{count(t.failing)}</span>,
+            ],
             [
               'Queues',
               <>
@@ -87,21 +93,26 @@ function Summary({ overview: o }: { overview: Overview }) {
         </p>
       )}
       <Chart
-        data={[at, series.enqueued, series.completed, series.failed]}
+        data={[at, series.enqueued, series.completed, series.attemptsFailed, series.failed]}
         series={[
           { label: 'enqueued', color: '#1f4e79' },
           { label: 'completed', color: '#2b7a3d' },
-          { label: 'failed (dead)', color: '#b3261e', bars: true },
+          { label: 'attempts failed', color: '#c26a00', bars: true },
+          { label: 'dead', color: '#b3261e', bars: true },
         ]}
         summary={
           `Every queue, the last hour: ${count(sum(series.enqueued))} enqueued, ` +
-          `${count(sum(series.completed))} completed, ${count(sum(series.failed))} failed (dead).`
+          `${count(sum(series.completed))} completed, ${count(sum(series.attemptsFailed))} attempts failed, ` +
+          `${count(sum(series.failed))} failed (dead).`
         }
         height={140}
       />
       <h3>Needs attention</h3>
       {o.attention.length === 0 ? (
-        <p>Nothing: no job failed in the last hour, none is dead, no queue is paused or lagging.</p>
+        <p>
+          Nothing: no attempt failed in the last hour, no job is dead or failing, no queue is paused or
+          lagging.
+        </p>
       ) : (
         <ul class="attention" aria-label="Queues needing attention">
           {o.attention.map((a) => (
@@ -120,6 +131,18 @@ function Summary({ overview: o }: { overview: Overview }) {
                   )
                 </>
               )}
+              {a.failing > 0 && (
+                <>
+                  {' '}
+                  (
+                  <a
+                    href={`${href('/jobs')}?${new URLSearchParams({ show: 'failing', queue: a.queue, within: 'all' })}`}
+                  >
+                    see its failing jobs
+                  </a>
+                  )
+                </>
+              )}
             </li>
           ))}
         </ul>
@@ -130,8 +153,12 @@ function Summary({ overview: o }: { overview: Overview }) {
 
 function reasons(a: Overview['attention'][number]): string[] {
   const out: string[] = [];
-  if (a.failed_last_hour > 0) out.push(`${count(a.failed_last_hour)} failed in the last hour`);
+  if (a.failed_last_hour > 0) out.push(`${count(a.failed_last_hour)} died in the last hour`);
+  if (a.attempts_failed_last_hour > 0) {
+    out.push(`${plural(a.attempts_failed_last_hour, 'attempt')} failed in the last hour`);
+  }
   if (a.dead > 0) out.push(`${count(a.dead)} dead`);
+  if (a.failing > 0) out.push(`${count(a.failing)} failing now`);
   if (a.oldest_ready_age_ms !== null && a.oldest_ready_age_ms > 60_000)
     out.push(`oldest ready job waiting ${duration(a.oldest_ready_age_ms)}`);
   if (a.paused) out.push('paused');

@@ -66,7 +66,7 @@ export function Overview() {
                     Oldest ready
                   </th>
                   <th scope="col">Completed, last hour</th>
-                  <th scope="col">Failed, last hour</th>
+                  <th scope="col">Failures, last hour</th>
                 </tr>
               </thead>
               <tbody>

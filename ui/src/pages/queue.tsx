@@ -87,6 +87,7 @@ function Counts({ queue: q }: SectionProps) {
           ['Scheduled', count(s.scheduled)],
           ['Waiting for parents', count(s.waiting)],
           ['Claimed', count(s.claimed)],
+          ['Failing (retrying)', <span class={s.failing > 0 ? 'alert' : undefined}>{count(s.failing)}</span>],
           ['Oldest ready', s.oldest_ready_age_ms === null ? '—' : duration(s.oldest_ready_age_ms)],
           ['Completed in the last minute', count(s.completed_last_minute)],
         ]}
