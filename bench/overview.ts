@@ -64,6 +64,10 @@ await sql`
            to_char((now() - (g % 3600) * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END,
          '[]'
   FROM generate_series(1, ${FAILING * 2}::integer) g`.execute(db);
+// A failing job's error entries: its last error is its one failed attempt (counted by the leader's samples).
+await sql`UPDATE baton.scheduled_jobs SET errors = jsonb_build_array(last_error) WHERE last_error IS NOT NULL`.execute(
+  db,
+);
 await sql`
   INSERT INTO baton.idempotency_keys (queue, key, job_id, expires_at)
   SELECT 'queue-' || lpad((1 + g % ${QUEUES}::integer)::text, 5, '0'), 'order-' || g, g, now() + interval '1 day'
@@ -73,9 +77,19 @@ await sql`
   INSERT INTO baton.jobs (slot, id, queue, state, priority, run_at, max_attempts, payload)
   SELECT baton.job_slot(i), i, name, 'ready', 0, now() - interval '30 seconds', 5, '{}'
   FROM (SELECT nextval('baton.jobs_id_seq') AS i, name FROM baton.queues) q`.execute(db);
+await sql`ANALYZE`.execute(db);
+// The leader's counts over all of it: live ones every tick (with the failing jobs), the sample once a
+// minute (with the attempts failed in its window, read from those jobs' error entries).
+let started = performance.now();
 await refreshLiveStats(db, { limit: QUEUES + 1 });
+const liveMs = performance.now() - started;
 await refreshFinishedStats(db, { olderThanMs: 0 });
+started = performance.now();
 await recordQueueHistory(db, QUEUES + 1);
+const sampleMs = performance.now() - started;
+console.log(
+  `the leader: live counts of ${QUEUES} queues ${fmt(liveMs)} ms (every tick), their minute samples ${fmt(sampleMs)} ms`,
+);
 // An hour of samples for every queue (the leader writes one a minute), as after an hour's work.
 await sql`
   INSERT INTO baton.queue_history (queue, minute, at, since, scheduled, ready, claimed, oldest_ready_age_ms,
