@@ -714,6 +714,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * A worker announces itself (and again, as a heartbeat)
+         * @description Its host, pid, concurrency, version and queues, listed by GET /v1/workers (and the Workers page) idle or busy while it announces or claims, and no longer after BATON_WORKER_SILENCE_MS without either. A claim with this worker_id on one of its queues counts as a sign of life. The key must be allowed each queue.
+         *
+         *     API key scopes: consumer or admin.
+         */
+        put: operations["announceWorker"];
+        post?: never;
+        /**
+         * A worker that stops says so
+         * @description It is no longer listed (until it announces itself again). 404 if this key never announced it.
+         *
+         *     API key scopes: consumer or admin.
+         */
+        delete: operations["forgetWorker"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/overview": {
         parameters: {
             query?: never;
@@ -1960,9 +1988,85 @@ export interface components {
              */
             next_expiry_at: string;
         };
+        /**
+         * @description What a worker says of itself, sent when it starts and again as a heartbeat (every 15 s or so): it is listed while it announces or claims, idle or busy, and no longer after BATON_WORKER_SILENCE_MS of silence.
+         * @example {
+         *       "queues": [
+         *         "emails"
+         *       ],
+         *       "host": "web-3",
+         *       "pid": 4242,
+         *       "concurrency": 8,
+         *       "version": "mailer 2.1.0"
+         *     }
+         */
+        WorkerAnnouncement: {
+            /** @description The queues it works (the key must be allowed each). */
+            queues: string[];
+            /**
+             * Format: printable
+             * @description The machine or container it runs on.
+             */
+            host?: string;
+            /** Format: int32 */
+            pid?: number;
+            /**
+             * Format: int32
+             * @description Jobs it runs at once, at most.
+             */
+            concurrency?: number;
+            /**
+             * Format: printable
+             * @description Its own version, or its library’s.
+             */
+            version?: string;
+        };
+        WorkerAnnounced: {
+            /** @enum {boolean} */
+            announced: true;
+            /**
+             * Format: int32
+             * @description Announce again well within this (a third of it is a good beat).
+             */
+            silence_ms: number;
+        };
+        WorkerForgotten: {
+            /** @enum {boolean} */
+            forgotten: true;
+        };
+        /** @description A worker that announced itself, seen lately. */
+        AnnouncedWorker: {
+            id: string;
+            host: string | null;
+            pid: number | null;
+            concurrency: number | null;
+            version: string | null;
+            queues: string[];
+            /**
+             * Format: date-time
+             * @description When it first announced itself (again after a restart).
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Its latest announcement or claim.
+             */
+            last_seen_at: string;
+            /** @description It holds leases now. */
+            busy: boolean;
+            /**
+             * Format: int32
+             * @description Jobs it holds under a lease now, in its queues.
+             */
+            jobs: number;
+            /** @description The first 10 of them, oldest claim first. */
+            job_ids: string[];
+        };
         LeaseHolderList: {
             /** @description Most jobs first. */
             workers: components["schemas"]["LeaseHolder"][];
+            /** @description Workers that announced themselves (PUT /v1/workers/{id}) and were seen within BATON_WORKER_SILENCE_MS, idle or busy, busiest first. */
+            announced: components["schemas"]["AnnouncedWorker"][];
             /**
              * Format: date-time
              * @description The database's time of the reading.
@@ -3194,7 +3298,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3401,7 +3505,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3608,7 +3712,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3715,7 +3819,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4227,7 +4331,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4843,7 +4947,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4952,7 +5056,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5469,6 +5573,182 @@ export interface operations {
             };
         };
     };
+    announceWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The worker id it claims with (worker_id), percent-encoded in the path. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkerAnnouncement"];
+            };
+        };
+        responses: {
+            /** @description Announced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerAnnounced"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forgetWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The worker id it claims with (worker_id), percent-encoded in the path. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerForgotten"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getOverview: {
         parameters: {
             query?: never;
@@ -5687,7 +5967,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6102,7 +6382,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;

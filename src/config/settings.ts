@@ -269,6 +269,13 @@ export const settings = {
     doc: 'Auto-created queues idle this long with no live jobs are removed by the leader.',
     parse: integer(SECOND, 10 * YEAR),
   }),
+  workerSilenceMs: setting({
+    env: 'BATON_WORKER_SILENCE_MS',
+    default: MINUTE,
+    unit: 'ms',
+    doc: 'A worker that announced itself (PUT /v1/workers/{id}) and has neither announced again nor claimed for this long is no longer listed (one holding leases still is, as a lease holder).',
+    parse: integer(SECOND, DAY),
+  }),
   vacuumDeadRows: setting({
     env: 'BATON_VACUUM_DEAD_ROWS',
     default: 10_000,

@@ -4,6 +4,7 @@ import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import type { LeaseHolderRow } from '../jobs/lease-holders.js';
 import type { MessageMove } from '../jobs/message-moves.js';
 import { traceOf } from '../jobs/trace-context.js';
+import type { WorkerRow } from '../jobs/workers.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { GroupRow } from '../queues/group-store.js';
 import type { OverviewRows } from '../queues/overview.js';
@@ -301,6 +302,23 @@ export function toOverview(rows: OverviewRows) {
       oldest_ready_age_ms:
         a.oldest_ready_age_ms === null ? null : Math.max(0, Math.round(a.oldest_ready_age_ms)),
     })),
+  };
+}
+
+/** The API's view of a worker that announced itself. */
+export function toAnnouncedWorker(row: WorkerRow) {
+  return {
+    id: row.id,
+    host: row.host,
+    pid: row.pid,
+    concurrency: row.concurrency,
+    version: row.version,
+    queues: row.queues,
+    started_at: isoTime(row.started_at),
+    last_seen_at: isoTime(row.last_seen_at),
+    busy: row.jobs > 0,
+    jobs: row.jobs,
+    job_ids: row.job_ids,
   };
 }
 

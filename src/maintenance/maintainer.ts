@@ -24,6 +24,7 @@ import { RearmDuty } from './rearm.js';
 import { RingDuty } from './ring.js';
 import { SchedulesDuty } from './schedules.js';
 import { VacuumDuty } from './vacuum.js';
+import { WorkersDuty } from './workers.js';
 
 /**
  * A claimed job is carried out of a sealed slot once it has run this long: most jobs are acked
@@ -110,6 +111,7 @@ export class Maintainer {
       new ExpireKeysDuty(db, metrics, config.tickMs),
       new JobEdgesDuty(db, config.tickMs),
       new MessageMovesDuty(db, jobsReady, config.tickMs),
+      new WorkersDuty(db),
       new ExpiryDuty(db, metrics, config.tickMs, MAINTENANCE_BATCH, deps.jobsFinished),
       new QueueGcDuty(db, metrics, config.tickMs, config.queueIdleMs),
       new QueueStatsDuty(db, config.tickMs),

@@ -31,6 +31,7 @@ import type { AwaitSlots } from '../wake/await-slots.js';
 import { claimWithWait } from '../wake/long-poll.js';
 import type { Notifier } from '../wake/notifier.js';
 import type { WaitList } from '../wake/wait-list.js';
+import type { WorkerUseCases } from './workers.js';
 
 /** What the use cases work with: built once per replica (plugins/service.ts). */
 export interface ServiceDeps {
@@ -103,7 +104,10 @@ export class JobUseCases {
   /** How the native API enqueues (auto-create, attempts, idempotency retention), from config. */
   readonly enqueueOptions: EnqueueOptions;
 
-  constructor(private readonly deps: ServiceDeps) {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly workers?: WorkerUseCases,
+  ) {
     const { db, config } = deps;
     const base: EnqueueOptions = {
       autoCreate: { enabled: config.autoCreateQueues, maxQueues: config.maxAutoQueues },
@@ -286,6 +290,7 @@ export class JobUseCases {
     });
     if (call.signal.aborted && rows.length > 0) return this.giveBack(call, rows);
     metrics.claimed(call.queue, rows);
+    if (call.workerId !== undefined) this.workers?.seen(call.workerId, call.queue);
     return rows;
   }
 

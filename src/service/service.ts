@@ -4,6 +4,7 @@ import { LeaseUseCases } from './leases.js';
 import { MoveUseCases } from './moves.js';
 import { QueueUseCases } from './queues.js';
 import { ScheduleUseCases } from './schedules.js';
+import { WorkerUseCases } from './workers.js';
 
 /**
  * The use cases of one replica, below every protocol: routes/ and sqs/ translate a request into
@@ -17,12 +18,15 @@ export interface Service {
   schedules: ScheduleUseCases;
   /** Dead-letter queues' jobs sent back (SQS message move tasks). */
   moves: MoveUseCases;
+  /** Workers that announce themselves. */
+  workers: WorkerUseCases;
   /** One action on many jobs an operator picked, with a result per job. */
   bulk: BulkActions;
 }
 
 export function createService(deps: ServiceDeps): Service {
-  const jobs = new JobUseCases(deps);
+  const workers = new WorkerUseCases(deps);
+  const jobs = new JobUseCases(deps, workers);
   const leases = new LeaseUseCases(deps, jobs);
   const queues = new QueueUseCases(deps);
   return {
@@ -31,6 +35,7 @@ export function createService(deps: ServiceDeps): Service {
     queues,
     schedules: new ScheduleUseCases(deps, jobs),
     moves: new MoveUseCases(deps),
+    workers,
     bulk: new BulkActions(deps, leases, queues),
   };
 }

@@ -42,6 +42,7 @@ describe('maintainer', () => {
       'ring',
       'schedules',
       'vacuum',
+      'workers',
     ]);
     expect((results.rearm as { total: number }).total).toBe(1);
     const text = await metrics.registry.metrics();

@@ -89,3 +89,109 @@ describe('who holds leases now (GET /v1/workers)', () => {
     expect(res.json().errors[0].field).toBe('limit');
   });
 });
+
+describe('workers that announce themselves (PUT /v1/workers/{id})', () => {
+  const KEYS = JSON.stringify([
+    apiKeyEntry('root', ['admin']),
+    apiKeyEntry('a-worker', ['consumer', 'producer'], ['wa.*']),
+    apiKeyEntry('b-worker', ['consumer', 'producer'], ['wb.*']),
+  ]);
+  const as = (who: string, method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, payload?: object) =>
+    keyed.inject({ method, url, headers: bearer(who), ...(payload ? { payload } : {}) });
+  let keyed: Awaited<ReturnType<typeof createTestApp>>;
+
+  it('listed idle, then busy with the jobs it holds; a claim keeps it alive; gone after the silence, or when it says so', async () => {
+    keyed = await createTestApp(database, { BATON_API_KEYS: KEYS, BATON_WORKER_SILENCE_MS: '1500' });
+    try {
+      const announce = {
+        queues: ['wa.mail'],
+        host: 'web-3',
+        pid: 4242,
+        concurrency: 4,
+        version: 'mailer 2.1.0',
+      };
+      const put = await as('a-worker', 'PUT', '/v1/workers/mailer-1', announce);
+      expect([put.statusCode, put.json()]).toEqual([200, { announced: true, silence_ms: 1500 }]);
+      const listed = async (who = 'a-worker') => (await as(who, 'GET', '/v1/workers')).json().announced;
+      expect(await listed()).toEqual([
+        expect.objectContaining({
+          id: 'mailer-1',
+          host: 'web-3',
+          pid: 4242,
+          concurrency: 4,
+          busy: false,
+          jobs: 0,
+        }),
+      ]);
+
+      await as('a-worker', 'POST', '/v1/queues/wa.mail/jobs/batch', {
+        jobs: [{ payload: 1 }, { payload: 2 }],
+      });
+      const claimed = (
+        await as('a-worker', 'POST', '/v1/queues/wa.mail/claim', { max_jobs: 2, worker_id: 'mailer-1' })
+      ).json().jobs;
+      const [busy] = await listed();
+      expect(busy).toMatchObject({ busy: true, jobs: 2 });
+      expect([...busy.job_ids].sort()).toEqual(claimed.map((j: { id: string }) => j.id).sort());
+
+      // Past the silence with no announcement: still listed, since its claim a moment ago was a sign of life.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await listed()).map((w: { id: string }) => w.id)).toEqual(['mailer-1']);
+      await new Promise((r) => setTimeout(r, 1600));
+      expect(await listed()).toEqual([]);
+      // Announced again: back; said goodbye: gone, and a second goodbye is a 404.
+      await as('a-worker', 'PUT', '/v1/workers/mailer-1', announce);
+      expect(await listed()).toHaveLength(1);
+      expect((await as('a-worker', 'DELETE', '/v1/workers/mailer-1')).statusCode).toBe(200);
+      expect(await listed()).toEqual([]);
+      expect((await as('a-worker', 'DELETE', '/v1/workers/mailer-1')).statusCode).toBe(404);
+    } finally {
+      await keyed.close();
+    }
+  });
+
+  it('a tenant’s workers are its own: another key cannot name its queues, overwrite or refresh its worker, or see it', async () => {
+    keyed = await createTestApp(database, { BATON_API_KEYS: KEYS });
+    try {
+      expect(
+        (await as('a-worker', 'PUT', '/v1/workers/shared-name', { queues: ['wa.pdf'], host: 'a-host' }))
+          .statusCode,
+      ).toBe(200);
+      const theirs = await as('b-worker', 'PUT', '/v1/workers/shared-name', {
+        queues: ['wa.pdf'],
+        host: 'b-host',
+      });
+      expect([theirs.statusCode, theirs.json().code]).toEqual([403, 'forbidden']);
+      expect(
+        (await as('b-worker', 'PUT', '/v1/workers/shared-name', { queues: ['wb.pdf'], host: 'b-host' }))
+          .statusCode,
+      ).toBe(200);
+      const hostsSeenBy = async (who: string) =>
+        (await as(who, 'GET', '/v1/workers'))
+          .json()
+          .announced.map((w: { host: string }) => w.host)
+          .sort();
+      expect(await hostsSeenBy('a-worker')).toEqual(['a-host']);
+      expect(await hostsSeenBy('b-worker')).toEqual(['b-host']);
+      expect(await hostsSeenBy('root')).toEqual(['a-host', 'b-host']);
+      // B's goodbye under the shared name forgets only B's worker.
+      expect((await as('b-worker', 'DELETE', '/v1/workers/shared-name')).statusCode).toBe(200);
+      expect(await hostsSeenBy('root')).toEqual(['a-host']);
+    } finally {
+      await keyed.close();
+    }
+  });
+
+  it('refuses a bad announcement naming the field', async () => {
+    for (const [body, field] of [
+      [{}, 'queues'],
+      [{ queues: [] }, 'queues'],
+      [{ queues: ['ok'], concurrency: 0 }, 'concurrency'],
+      [{ queues: ['ok'], pid: 'x' }, 'pid'],
+      [{ queues: ['ok'], colour: 'red' }, 'colour'],
+    ] as const) {
+      const res = await app.inject({ method: 'PUT', url: '/v1/workers/w1', payload: body });
+      expect([res.statusCode, res.json().errors?.[0]?.field], JSON.stringify(body)).toEqual([400, field]);
+    }
+  });
+});

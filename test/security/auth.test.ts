@@ -256,6 +256,19 @@ describe('API keys', () => {
       allowed: ['admin'],
     },
     {
+      name: 'announce a worker',
+      method: 'PUT',
+      url: (q) => `/v1/workers/w-${q}`,
+      body: (q) => ({ queues: [q] }),
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
+      name: 'forget a worker',
+      method: 'DELETE',
+      url: (q) => `/v1/workers/w-${q}`,
+      allowed: ['consumer', 'admin', 'limited'],
+    },
+    {
       name: 'start move',
       method: 'POST',
       url: (q) => `/v1/queues/${q}/moves`,
@@ -345,6 +358,7 @@ describe('API keys', () => {
                       ![
                         'list queues',
                         'list workers',
+                        'forget a worker',
                         'search jobs',
                         'overview',
                         'delete queue',

@@ -251,6 +251,31 @@ describe('the dashboard, with an admin key', WALK, () => {
     await row.waitFor({ state: 'detached', timeout: 10_000 });
   });
 
+  it('lists workers that announced themselves, idle or busy, with host, pid, concurrency and the jobs they hold', async () => {
+    const hello = { queues: ['renders'], host: 'gpu-7', pid: 311, concurrency: 4, version: 'renderer 3.2' };
+    expect((await asOps('PUT', '/v1/workers/renderer-a', hello)).status).toBe(200);
+    expect((await asOps('PUT', '/v1/workers/renderer-b', { ...hello, pid: 312 })).status).toBe(200);
+    await page.getByRole('link', { name: 'Workers' }).click();
+    const table = page.getByRole('table', { name: 'Workers that announced themselves, busiest first' });
+    const rowOf = (id: string) => table.getByRole('row', { name: new RegExp(`^${id}`) });
+    await eventually(() => rowOf('renderer-a').textContent()).toMatch(
+      /idle.*gpu-7, 311.*0 of 4.*renders.*renderer 3\.2/,
+    );
+    expect(await rowOf('renderer-a').textContent()).not.toMatch(/\bin \d/);
+
+    await asOps('POST', '/v1/queues/renders/jobs', { payload: 'frame' });
+    const [job] = (await asOps('POST', '/v1/queues/renders/claim', { worker_id: 'renderer-b' })).body.jobs;
+    await eventually(() => rowOf('renderer-b').textContent()).toMatch(/busy.*1 of 4/);
+    await rowOf('renderer-b').getByRole('link', { name: job.id, exact: true }).waitFor();
+    // Busiest first.
+    expect((await table.locator('tbody th').allTextContents())[0]).toBe('renderer-b');
+    await asOps('POST', `/v1/jobs/${job.id}/ack`, { lease_token: job.lease_token });
+    expect((await asOps('DELETE', '/v1/workers/renderer-a')).status).toBe(200);
+    await rowOf('renderer-a').waitFor({ state: 'detached', timeout: 10_000 });
+    await eventually(() => rowOf('renderer-b').textContent()).toMatch(/idle/);
+    expect(problems).toEqual([]);
+  });
+
   it('answers "is the system healthy" on the first page: totals, the last hour, the queues needing attention', async () => {
     await asOps('POST', '/v1/queues/broken/jobs', { payload: 'bad' });
     const [job] = (await asOps('POST', '/v1/queues/broken/claim', { max_jobs: 1 })).body.jobs;

@@ -14,6 +14,7 @@ export type Group = components['schemas']['Group'];
 export type RateLimit = components['schemas']['RateLimit'];
 export type Schedule = components['schemas']['Schedule'];
 export type LeaseHolder = components['schemas']['LeaseHolder'];
+export type AnnouncedWorker = components['schemas']['AnnouncedWorker'];
 export type BulkMatch = components['schemas']['BulkMatch'];
 export type Overview = components['schemas']['Overview'];
 export type QueueHistory =

@@ -37,6 +37,8 @@ export const atOnce = (n: number | null): string => (n === null ? 'none' : `${co
 export function relative(iso: string | null | undefined, now: number): string {
   if (!iso) return '';
   const ms = Date.parse(iso) - now;
+  // Within a second either way is now: clocks and readings are not finer than that.
+  if (Math.abs(ms) < 1000) return 'just now';
   return ms >= 0 ? `in ${duration(ms)}` : `${duration(-ms)} ago`;
 }
 

@@ -67,7 +67,14 @@ import {
   RedriveResponse,
 } from './queues.js';
 import { DeletedSchedule, Schedule, ScheduleList, ScheduleRequest } from './schedules.js';
-import { LeaseHolder, LeaseHolderList } from './workers.js';
+import {
+  AnnouncedWorker,
+  LeaseHolder,
+  LeaseHolderList,
+  WorkerAnnounced,
+  WorkerAnnouncement,
+  WorkerForgotten,
+} from './workers.js';
 
 /**
  * Every schema with an $id, registered with app.addSchema (so routes refer to them with ref()) and
@@ -139,6 +146,10 @@ export const COMPONENTS = [
   DeletedSchedule,
   Whoami,
   LeaseHolder,
+  WorkerAnnouncement,
+  WorkerAnnounced,
+  WorkerForgotten,
+  AnnouncedWorker,
   LeaseHolderList,
   FailureList,
   JobSearchPage,

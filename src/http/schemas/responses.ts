@@ -7,7 +7,7 @@ const DESCRIPTIONS: Record<number, string> = {
   403: 'The key lacks the scope or the queue (forbidden).',
   404: 'No such job or queue (not_found, queue_not_found).',
   408: 'The request was not received within the request timeout (request_timeout).',
-  409: 'Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached).',
+  409: 'Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished).',
   413: 'A payload or the body is over its size limit (payload_too_large).',
   414: 'A path segment is longer than any queue name or job id can be (uri_too_long).',
   415: 'The body is not application/json (unsupported_media_type).',
