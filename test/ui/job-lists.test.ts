@@ -235,6 +235,25 @@ describe('jobs across queues', WALK, () => {
     expect(problems).toEqual([]);
   });
 
+  it('a queue’s page: its jobs right after its counts, failing jobs among the states, dead ones newest first', async () => {
+    await go(page, '#/queues/ui-stacks?state=failing');
+    const browser = page.getByRole('region', { name: 'Jobs', exact: true });
+    await eventually(() => browser.locator('tbody th').allTextContents()).toHaveLength(1);
+    expect(await browser.locator('thead th').allTextContents()).toContain('Next retry');
+    // The page reads counts, then jobs, then the charts and settings.
+    const headings = await page.locator('main h2').allTextContents();
+    expect(headings.indexOf('Jobs')).toBeLessThan(headings.indexOf('The last hour'));
+    expect(headings.indexOf('Jobs')).toBeLessThan(headings.indexOf('Settings'));
+
+    const died = await fail('ui-newest', ['first to die', 'second', 'third']);
+    await go(page, '#/queues/ui-newest?state=dead');
+    await eventually(() => page.locator('table.jobs tbody th').allTextContents()).toEqual(
+      [...died].reverse(),
+    );
+    expect(await page.getByLabel('Order').inputValue()).toBe('desc');
+    expect(problems).toEqual([]);
+  });
+
   it('selects every job of a list, not only the page, and acts on those counted, not on one that dies after', async () => {
     const quota = await fail(
       'ui-every',

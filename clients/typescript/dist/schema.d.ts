@@ -563,6 +563,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{queue}/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's moves, the latest first
+         * @description Running and finished moves of the last 14 days, at most 10; and the queues whose dead jobs come to this one (those the key may use), where a move without a destination sends them back.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["listMoves"];
+        put?: never;
+        /**
+         * Move a queue's ready jobs: a dead-letter queue's back to where they died
+         * @description Starts a move of the jobs ready in the queue now; the maintenance leader moves them in batches (at most max_per_second a second, if given), each job starting over (attempts 0, error history kept). Without a destination the queue must be a dead-letter queue (an SQS RedrivePolicy names it), and each job goes back to the queue it died in. One move of a queue runs at a time (409 move_running). A key limited to queue patterns moves jobs only into queues it may use.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["startMove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{queue}/moves/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a running move
+         * @description What it moved stays moved; the answer counts it. 409 move_finished for a move that has ended.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["cancelMove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{queue}/groups": {
         parameters: {
             query?: never;
@@ -658,6 +708,34 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * A worker announces itself (and again, as a heartbeat)
+         * @description Its host, pid, concurrency, version and queues, listed by GET /v1/workers (and the Workers page) idle or busy while it announces or claims, and no longer after BATON_WORKER_SILENCE_MS without either. A claim with this worker_id on one of its queues counts as a sign of life. The key must be allowed each queue.
+         *
+         *     API key scopes: consumer or admin.
+         */
+        put: operations["announceWorker"];
+        post?: never;
+        /**
+         * A worker that stops says so
+         * @description It is no longer listed (until it announces itself again). 404 if this key never announced it.
+         *
+         *     API key scopes: consumer or admin.
+         */
+        delete: operations["forgetWorker"];
         options?: never;
         head?: never;
         patch?: never;
@@ -828,7 +906,7 @@ export interface components {
          * @description Stable machine-readable code; branch on this.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "too_many_waiters" | "internal_error" | "unavailable";
+        ProblemCode: "validation_failed" | "malformed_json" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "queue_not_found" | "method_not_allowed" | "request_timeout" | "lease_lost" | "deadline_exceeded" | "invalid_state" | "queue_not_empty" | "queue_limit_reached" | "schedule_limit_reached" | "move_running" | "move_finished" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "too_many_waiters" | "internal_error" | "unavailable";
         /** @description One invalid field, e.g. jobs[3].priority, and what is wrong with it. */
         FieldError: {
             field: string;
@@ -1189,6 +1267,18 @@ export interface components {
         JobList: {
             jobs: components["schemas"]["Job"][];
             next_cursor: string | null;
+            /**
+             * Format: int32
+             * @description With count=true: how many jobs the list holds, counted up to 10,000.
+             */
+            total?: number;
+            /** @description With count=true: more than 10,000 jobs are in it. */
+            total_capped?: boolean;
+            /**
+             * Format: date-time
+             * @description With count=true: the server's time of the count.
+             */
+            counted_at?: string;
         };
         /**
          * @example {
@@ -1536,21 +1626,29 @@ export interface components {
                 claimed: number;
                 /**
                  * Format: int64
-                 * @description Within retention.
+                 * @description Kept in history within retention, as of finished_refreshed_at (counted about once a minute, so it lags completed_last_minute; 0 before the first count).
                  */
                 completed: number;
                 /**
                  * Format: int64
-                 * @description Within retention.
+                 * @description Kept in history within retention, as of finished_refreshed_at.
                  */
                 dead: number;
                 /**
                  * Format: int64
-                 * @description Within retention.
+                 * @description Kept in history within retention, as of finished_refreshed_at.
                  */
                 cancelled: number;
                 oldest_ready_age_ms: number | null;
-                /** Format: int64 */
+                /**
+                 * Format: int64
+                 * @description Live jobs whose last attempt failed: waiting for a retry, or ready or running again (counted every tick).
+                 */
+                failing: number;
+                /**
+                 * Format: int64
+                 * @description Completed in the minute before live_refreshed_at (counted every tick).
+                 */
                 completed_last_minute: number;
                 live_refreshed_at: string | null;
                 finished_refreshed_at: string | null;
@@ -1601,6 +1699,60 @@ export interface components {
             /** Format: int64 */
             redriven: number;
         };
+        /**
+         * @description Which queue the jobs go to, and how fast. The move takes the queue's ready jobs as of its start.
+         * @example {}
+         * @example {
+         *       "destination": "emails",
+         *       "max_per_second": 50
+         *     }
+         */
+        MoveRequest: {
+            /**
+             * @description Send every job to this queue. Left out: each job goes back to the queue it died in (the queue must be a dead-letter queue).
+             * @example emails
+             */
+            destination?: string;
+            /**
+             * Format: int32
+             * @description At most this many jobs a second. Left out: batches of 1,000.
+             */
+            max_per_second?: number;
+        };
+        /** @description A move of a queue's ready jobs to other queues. */
+        Move: {
+            /**
+             * Format: uuid
+             * @description The id of a move, as its start answered it.
+             */
+            id: string;
+            /** @description The queue whose ready jobs move. */
+            queue: string;
+            destination: string | null;
+            max_per_second: number | null;
+            /** @description running until nothing it may move is left, it is cancelled, or it fails (failure_reason). */
+            status: "running" | "completed" | "cancelled" | "failed";
+            /**
+             * Format: int64
+             * @description Jobs moved so far.
+             */
+            moved: number;
+            /**
+             * Format: int64
+             * @description Ready jobs of the queue when the move started.
+             */
+            to_move: number;
+            failure_reason: string | null;
+            /** Format: date-time */
+            started_at: string;
+            finished_at: string | null;
+        };
+        MoveList: {
+            /** @description The latest first, at most 10. */
+            moves: components["schemas"]["Move"][];
+            /** @description Queues whose dead jobs come to this one (an SQS RedrivePolicy names it): empty for a queue that is no dead-letter queue. */
+            dead_letter_sources: string[];
+        };
         QueueSample: {
             /**
              * Format: date-time
@@ -1649,6 +1801,7 @@ export interface components {
              * @description Jobs cancelled in the window (cancel, purge, forced delete).
              */
             cancelled: number;
+            attempts_failed: number | null;
         };
         QueueHistory: {
             queue: string;
@@ -1834,9 +1987,85 @@ export interface components {
              */
             next_expiry_at: string;
         };
+        /**
+         * @description What a worker says of itself, sent when it starts and again as a heartbeat (every 15 s or so): it is listed while it announces or claims, idle or busy, and no longer after BATON_WORKER_SILENCE_MS of silence.
+         * @example {
+         *       "queues": [
+         *         "emails"
+         *       ],
+         *       "host": "web-3",
+         *       "pid": 4242,
+         *       "concurrency": 8,
+         *       "version": "mailer 2.1.0"
+         *     }
+         */
+        WorkerAnnouncement: {
+            /** @description The queues it works (the key must be allowed each). */
+            queues: string[];
+            /**
+             * Format: printable
+             * @description The machine or container it runs on.
+             */
+            host?: string;
+            /** Format: int32 */
+            pid?: number;
+            /**
+             * Format: int32
+             * @description Jobs it runs at once, at most.
+             */
+            concurrency?: number;
+            /**
+             * Format: printable
+             * @description Its own version, or its library’s.
+             */
+            version?: string;
+        };
+        WorkerAnnounced: {
+            /** @enum {boolean} */
+            announced: true;
+            /**
+             * Format: int32
+             * @description Announce again well within this (a third of it is a good beat).
+             */
+            silence_ms: number;
+        };
+        WorkerForgotten: {
+            /** @enum {boolean} */
+            forgotten: true;
+        };
+        /** @description A worker that announced itself, seen lately. */
+        AnnouncedWorker: {
+            id: string;
+            host: string | null;
+            pid: number | null;
+            concurrency: number | null;
+            version: string | null;
+            queues: string[];
+            /**
+             * Format: date-time
+             * @description When it first announced itself (again after a restart).
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Its latest announcement or claim.
+             */
+            last_seen_at: string;
+            /** @description It holds leases now. */
+            busy: boolean;
+            /**
+             * Format: int32
+             * @description Jobs it holds under a lease now, in its queues.
+             */
+            jobs: number;
+            /** @description The first 10 of them, oldest claim first. */
+            job_ids: string[];
+        };
         LeaseHolderList: {
             /** @description Most jobs first. */
             workers: components["schemas"]["LeaseHolder"][];
+            /** @description Workers that announced themselves (PUT /v1/workers/{id}) and were seen within BATON_WORKER_SILENCE_MS, idle or busy, busiest first. */
+            announced: components["schemas"]["AnnouncedWorker"][];
             /**
              * Format: date-time
              * @description The database's time of the reading.
@@ -1968,6 +2197,11 @@ export interface components {
              * @description Jobs that went dead in the minute.
              */
             failed: number;
+            /**
+             * Format: int64
+             * @description Attempts that failed in the minute (a nack, a lease that ran out, a deadline), retried or not.
+             */
+            attempts_failed: number;
         };
         AttentionQueue: {
             queue: string;
@@ -1982,6 +2216,16 @@ export interface components {
              * @description Jobs that went dead in the last hour.
              */
             failed_last_hour: number;
+            /**
+             * Format: int64
+             * @description Attempts that failed in the last hour, retried or not.
+             */
+            attempts_failed_last_hour: number;
+            /**
+             * Format: int64
+             * @description Live jobs whose last attempt failed (retrying), as the leader last counted them.
+             */
+            failing: number;
             oldest_ready_age_ms: number | null;
         };
         Overview: {
@@ -2024,12 +2268,17 @@ export interface components {
                  * @description Dead jobs kept (within retention), as of finished_counted_at.
                  */
                 dead: number;
+                /**
+                 * Format: int64
+                 * @description Live jobs whose last attempt failed: waiting for a retry, or ready or running again.
+                 */
+                failing: number;
                 counted_at: string | null;
                 finished_counted_at: string | null;
             };
             /** @description The last hour, oldest first; a minute no queue sampled (all idle) is left out. */
             minutes: components["schemas"]["OverviewMinute"][];
-            /** @description Up to 10 queues needing attention first: jobs failed in the last hour, dead jobs kept, the oldest ready job waiting over a minute, paused. */
+            /** @description Up to 10 queues needing attention first: jobs failed (dead) in the last hour, attempts failed in the last hour, dead jobs kept, jobs failing now, the oldest ready job waiting over a minute, paused. */
             attention: components["schemas"]["AttentionQueue"][];
         };
         Health: {
@@ -2206,6 +2455,8 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Payloads (and metadata) are left out unless asked for. */
                 include_payload?: boolean;
+                /** @description Also count the list's jobs (every page), up to 10,000, in `total`. */
+                count?: boolean;
             };
             header?: never;
             path: {
@@ -3046,7 +3297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3253,7 +3504,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3460,7 +3711,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3567,7 +3818,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4079,7 +4330,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4515,6 +4766,297 @@ export interface operations {
             };
             /** @description No such job or queue (not_found, queue_not_found). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listMoves: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The moves. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MoveList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    startMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MoveRequest"];
+            };
+        };
+        responses: {
+            /** @description The move, running. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+                /** @description The id of a move, as its start answered it. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The move, cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5030,6 +5572,182 @@ export interface operations {
             };
         };
     };
+    announceWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The worker id it claims with (worker_id), percent-encoded in the path. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkerAnnouncement"];
+            };
+        };
+        responses: {
+            /** @description Announced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerAnnounced"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forgetWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The worker id it claims with (worker_id), percent-encoded in the path. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerForgotten"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getOverview: {
         parameters: {
             query?: never;
@@ -5248,7 +5966,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5663,7 +6381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached). */
+            /** @description Conflict: the lease is not yours any more (lease_lost), the job is finished (invalid_state), the queue has live jobs (queue_not_empty), or there are too many queues or schedules (queue_limit_reached, schedule_limit_reached), or a move of the queue is running or has ended (move_running, move_finished). */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -7,20 +7,31 @@ import { ErrorLine, Loading, Pager, Scroll, StateBadge, usePager } from './bits.
 import { BulkBar, SelectAllCell, SelectCell, type Selection } from './bulk-actions.js';
 import { RefreshState, useHeldList } from './held-list.js';
 
-export const STATES: JobState[] = [
+/**
+ * What the browser lists: a state, or `failing` (live jobs whose last attempt failed, waiting for a
+ * retry or running it: the Jobs page's failing list, for this queue).
+ */
+export type BrowserState = JobState | 'failing';
+
+export const STATES: BrowserState[] = [
   'ready',
   'scheduled',
   'waiting',
   'claimed',
+  'failing',
   'dead',
   'completed',
   'cancelled',
 ];
+
+/** Finished jobs are looked at newest first; live ones in the order they run. */
+export const defaultOrder = (state: BrowserState): 'asc' | 'desc' =>
+  state === 'dead' || state === 'completed' || state === 'cancelled' ? 'desc' : 'asc';
 const PAGE = 25;
 
 interface Props {
   queue: string;
-  state: JobState;
+  state: BrowserState;
   order: 'asc' | 'desc';
   /** Only this group's jobs (the URL's ?group=); undefined: every job. */
   group?: string;
@@ -53,13 +64,17 @@ export function JobBrowser(props: Props) {
             ))}
           </select>
         </label>
-        <label>
-          Order{' '}
-          <select value={props.order} onChange={(e) => setQuery({ order: e.currentTarget.value })}>
-            <option value="asc">{props.state === 'ready' ? 'next to run first' : 'oldest first'}</option>
-            <option value="desc">{props.state === 'ready' ? 'last to run first' : 'newest first'}</option>
-          </select>
-        </label>
+        {props.state === 'failing' ? (
+          <span class="muted">Latest failure first.</span>
+        ) : (
+          <label>
+            Order{' '}
+            <select value={props.order} onChange={(e) => setQuery({ order: e.currentTarget.value })}>
+              <option value="asc">{props.state === 'ready' ? 'next to run first' : 'oldest first'}</option>
+              <option value="desc">{props.state === 'ready' ? 'last to run first' : 'newest first'}</option>
+            </select>
+          </label>
+        )}
       </form>
       {props.groupFilter && <GroupFilter group={props.group} />}
       {/* A new filter starts again at the first page. */}
@@ -125,12 +140,19 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
     held,
   } = useHeldList(
     (signal) =>
-      must(
-        api.GET('/v1/queues/{queue}/jobs', {
-          params: { path: { queue }, query: { state, order, group, limit: PAGE, cursor: pager.cursor } },
-          signal,
-        }),
-      ),
+      state === 'failing'
+        ? must(
+            api.GET('/v1/jobs', {
+              params: { query: { state, queue, group, limit: PAGE, cursor: pager.cursor } },
+              signal,
+            }),
+          )
+        : must(
+            api.GET('/v1/queues/{queue}/jobs', {
+              params: { path: { queue }, query: { state, order, group, limit: PAGE, cursor: pager.cursor } },
+              signal,
+            }),
+          ),
     [api, queue, state, order, group, pager.cursor],
   );
   const jobs = page.data?.jobs;
@@ -170,7 +192,13 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
                     Attempts
                   </th>
                   <th scope="col">
-                    {finished ? 'Finished' : state === 'claimed' ? 'Lease expires' : 'Run at'}
+                    {finished
+                      ? 'Finished'
+                      : state === 'claimed'
+                        ? 'Lease expires'
+                        : state === 'failing'
+                          ? 'Next retry'
+                          : 'Run at'}
                   </th>
                   <th scope="col">Last error</th>
                 </tr>

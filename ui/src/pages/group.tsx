@@ -1,9 +1,9 @@
-import { ApiError, type Group, type JobState, must, type Queue } from '../api.js';
+import { ApiError, type Group, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading } from '../components/bits.js';
 import { CountGroup } from '../components/count-group.js';
 import { groupActions, ownSettings } from '../components/group-actions.js';
-import { JobBrowser, STATES } from '../components/job-browser.js';
+import { type BrowserState, defaultOrder, JobBrowser, STATES } from '../components/job-browser.js';
 import { own } from '../components/queue-groups.js';
 import { REFRESH_MS } from '../config.js';
 import { atOnce, count, rate } from '../format.js';
@@ -35,9 +35,10 @@ export function GroupPage({ params, query }: PageProps) {
     [api, queue],
   );
   const state = (STATES as string[]).includes(query.get('state') ?? '')
-    ? (query.get('state') as JobState)
+    ? (query.get('state') as BrowserState)
     : 'ready';
-  const order = query.get('order') === 'desc' ? 'desc' : 'asc';
+  const asked = query.get('order');
+  const order = asked === 'desc' || asked === 'asc' ? asked : defaultOrder(state);
   const g = group.data;
   const missing = group.error instanceof ApiError && group.error.status === 404;
   const reload = () => {

@@ -1,9 +1,9 @@
 import type { FunctionComponent } from 'preact';
-import { ApiError, type JobState, must, type Queue } from '../api.js';
+import { ApiError, must, type Queue } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading } from '../components/bits.js';
 import { CountGroup } from '../components/count-group.js';
-import { JobBrowser, STATES } from '../components/job-browser.js';
+import { type BrowserState, defaultOrder, JobBrowser, STATES } from '../components/job-browser.js';
 import { queueActions } from '../components/queue-actions.js';
 import { Activity } from '../components/queue-activity.js';
 import { Groups } from '../components/queue-groups.js';
@@ -19,11 +19,10 @@ interface SectionProps {
 }
 
 /**
- * The parts of a queue's page, in order (the job browser follows them). A new part is one entry
- * here: see docs/dashboard.md.
+ * The parts of a queue's page below its job browser, in order (its counts come first, then its
+ * jobs: what an operator opens the page for). A new part is one entry here: see docs/dashboard.md.
  */
 const SECTIONS: [string, FunctionComponent<SectionProps>][] = [
-  ['counts', Counts],
   ['activity', ({ queue }) => <Activity queue={queue.name} />],
   ['groups', Groups],
   ['settings', Settings],
@@ -38,9 +37,10 @@ export function QueuePage({ params, query }: PageProps) {
     [api, name],
   );
   const state = (STATES as string[]).includes(query.get('state') ?? '')
-    ? (query.get('state') as JobState)
+    ? (query.get('state') as BrowserState)
     : 'ready';
-  const order = query.get('order') === 'desc' ? 'desc' : 'asc';
+  const asked = query.get('order');
+  const order = asked === 'desc' || asked === 'asc' ? asked : defaultOrder(state);
   const group = query.get('group') || undefined;
   const missing = q.error instanceof ApiError && q.error.status === 404;
   return (
@@ -58,9 +58,7 @@ export function QueuePage({ params, query }: PageProps) {
         <>
           {canAct && <ActionBar actions={queueActions(api, q.data)} onDone={q.reload} />}
           <Moves queue={q.data} onMoved={q.reload} />
-          {SECTIONS.map(([key, Section]) => (
-            <Section key={key} queue={q.data!} />
-          ))}
+          <Counts queue={q.data} />
           <JobBrowser
             queue={name}
             state={state}
@@ -68,6 +66,9 @@ export function QueuePage({ params, query }: PageProps) {
             group={group}
             groupFilter={q.data.grouped || group !== undefined}
           />
+          {SECTIONS.map(([key, Section]) => (
+            <Section key={key} queue={q.data!} />
+          ))}
         </>
       )}
     </>

@@ -29,7 +29,7 @@ AckOutcome = Literal["acked", "lease_lost", "not_found"]
 
 
 #: Stable machine-readable code; branch on this.
-ProblemCode = Literal["validation_failed", "malformed_json", "bad_request", "unauthorized", "forbidden", "not_found", "queue_not_found", "method_not_allowed", "request_timeout", "lease_lost", "deadline_exceeded", "invalid_state", "queue_not_empty", "queue_limit_reached", "schedule_limit_reached", "payload_too_large", "uri_too_long", "unsupported_media_type", "too_many_waiters", "internal_error", "unavailable"]
+ProblemCode = Literal["validation_failed", "malformed_json", "bad_request", "unauthorized", "forbidden", "not_found", "queue_not_found", "method_not_allowed", "request_timeout", "lease_lost", "deadline_exceeded", "invalid_state", "queue_not_empty", "queue_limit_reached", "schedule_limit_reached", "move_running", "move_finished", "payload_too_large", "uri_too_long", "unsupported_media_type", "too_many_waiters", "internal_error", "unavailable"]
 
 
 class FieldError(TypedDict):
