@@ -400,7 +400,10 @@ describe('the dashboard, with a key that may not act', WALK, () => {
       await page.getByRole('heading', { name: 'Queue emails' }).waitFor();
       await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
       expect(await page.getByRole('button', { name: /pause|resume|redrive|purge|cancel/i }).count()).toBe(0);
-      const jobs = page.getByRole('table').last().getByRole('link');
+      const jobs = page
+        .getByRole('region', { name: 'Jobs', exact: true })
+        .getByRole('table')
+        .getByRole('link');
       await jobs.first().click();
       await page.getByRole('heading', { name: /^Job \d+/ }).waitFor();
       await page.getByRole('heading', { name: 'Payload' }).waitFor();
