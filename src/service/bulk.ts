@@ -90,10 +90,11 @@ export class BulkActions {
             ? await this.cancel(picked, refused)
             : (await deleteFinishedJobs(db, idsOf(picked), patterns)).map((job) => job.id),
     );
+    // Each job as it is now: the state it was left in, or why the action did not apply (read first,
+    // right after the action: a claim waiting for these jobs takes them a moment later).
+    const after = await getVisibleJobs(db, ids, patterns);
     // The figures an operator reads next show what was done (service/queues.ts, recount).
     await this.queues.recount([...new Set(picked.filter((j) => done.has(j.id)).map((j) => j.queue))]);
-    // Each job as it is now: the state it was left in, or why the action did not apply.
-    const after = await getVisibleJobs(db, ids, patterns);
     return ids.map((id): BulkResult => {
       const state = after.get(id)?.state ?? null;
       if (done.has(id)) return { id, outcome: DONE[action], state };

@@ -34,6 +34,7 @@ export interface Call {
         value: boolean;
     };
 }
+export declare const VERSION = "0.1.0";
 /**
  * Sends requests to Baton: JSON in and out, problem+json errors as BatonError, retries with backoff.
  *

@@ -4,7 +4,7 @@ import { BatonError } from './errors.js';
 import { jsonLinesToStderr } from './logging.js';
 const BASE_DELAY_MS = 100;
 const MAX_DELAY_MS = 5_000;
-const VERSION = '0.1.0';
+export const VERSION = '0.1.0';
 /**
  * Sends requests to Baton: JSON in and out, problem+json errors as BatonError, retries with backoff.
  *

@@ -65,6 +65,7 @@ export declare class Worker<P = unknown> {
     private wake;
     private endDrain;
     private running;
+    private heartbeat;
     private readonly counts;
     constructor(options: WorkerOptions<P>);
     /**
@@ -78,6 +79,15 @@ export declare class Worker<P = unknown> {
      */
     stop(): Promise<void>;
     private work;
+    /**
+     * Tell Baton who this worker is (PUT /v1/workers/{id}: the dashboard's Workers page lists it idle or
+     * busy), and again every third of the silence Baton allows. Best effort: a failure, or a Baton
+     * without the route, changes nothing of the work.
+     */
+    private announce;
+    private beatIn;
+    /** The worker is stopping: it is no longer listed. Best effort, and brief. */
+    private sayGoodbye;
     private claimLoop;
     /** Take a job in hand: run it in a slot of its own, or give it back when stopping. */
     private start;

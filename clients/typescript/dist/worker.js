@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { BatonError, PermanentFailure, RetryLater } from './errors.js';
-import { Http } from './http.js';
+import { Http, VERSION } from './http.js';
 import { Lease, PROGRESS_MAX_BYTES, Renewals } from './lease.js';
 import { describeError } from './logging.js';
 /**
@@ -31,6 +31,7 @@ export class Worker {
     wake = () => { };
     endDrain = () => { };
     running;
+    heartbeat;
     counts = { acked: 0, nacked: 0, gave_back: 0, lost: 0 };
     constructor(options) {
         this.http = new Http(options);
@@ -86,6 +87,7 @@ export class Worker {
             concurrency: this.concurrency,
             lease_ms: this.leaseMs,
         });
+        this.announce();
         let failure;
         try {
             await this.claimLoop();
@@ -99,6 +101,7 @@ export class Worker {
             await this.drain();
         }
         finally {
+            await this.sayGoodbye();
             this.renewals.close();
             this.http.close();
             if (this.handleSignals) {
@@ -109,6 +112,55 @@ export class Worker {
         this.log('info', 'drained', { worker_id: this.workerId, ...this.counts });
         if (failure)
             throw failure;
+    }
+    /**
+     * Tell Baton who this worker is (PUT /v1/workers/{id}: the dashboard's Workers page lists it idle or
+     * busy), and again every third of the silence Baton allows. Best effort: a failure, or a Baton
+     * without the route, changes nothing of the work.
+     */
+    announce() {
+        if (this.stopping)
+            return;
+        const body = {
+            queues: [this.queue],
+            host: os.hostname().slice(0, 255),
+            pid: process.pid,
+            concurrency: this.concurrency,
+            version: `baton-client-ts/${VERSION}`,
+        };
+        this.http
+            .request({
+            method: 'PUT',
+            path: `/v1/workers/${encodeURIComponent(this.workerId)}`,
+            body,
+            signal: this.claiming.signal,
+        })
+            .then((answer) => this.beatIn(Math.max(1_000, Math.floor((answer.silence_ms ?? 60_000) / 3))), (err) => {
+            if (this.stopping)
+                return;
+            if (!(err instanceof BatonError && err.status === 404)) {
+                this.log('warn', 'announce_failed', { error: describeError(err) });
+            }
+            this.beatIn(20_000);
+        });
+    }
+    beatIn(ms) {
+        if (this.stopping)
+            return;
+        this.heartbeat = setTimeout(() => this.announce(), ms);
+        this.heartbeat.unref();
+    }
+    /** The worker is stopping: it is no longer listed. Best effort, and brief. */
+    async sayGoodbye() {
+        clearTimeout(this.heartbeat);
+        await this.http
+            .request({
+            method: 'DELETE',
+            path: `/v1/workers/${encodeURIComponent(this.workerId)}`,
+            retry: 'unsent',
+            retryUntil: Date.now() + 2_000,
+        })
+            .catch(() => { });
     }
     async claimLoop() {
         while (!this.stopping) {

@@ -40,7 +40,7 @@ export interface Call {
 
 const BASE_DELAY_MS = 100;
 const MAX_DELAY_MS = 5_000;
-const VERSION = '0.1.0';
+export const VERSION = '0.1.0';
 
 interface Failure {
   error: BatonError;

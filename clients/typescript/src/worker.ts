@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { BatonError, PermanentFailure, RetryLater } from './errors.js';
-import { type ConnectionOptions, Http } from './http.js';
+import { type ConnectionOptions, Http, VERSION } from './http.js';
 import { Lease, PROGRESS_MAX_BYTES, Renewals } from './lease.js';
 import { describeError, type Logger } from './logging.js';
 import type { ClaimedJob, Job } from './types.js';
@@ -72,6 +72,7 @@ export class Worker<P = unknown> {
   private wake: () => void = () => {};
   private endDrain: () => void = () => {};
   private running: Promise<void> | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   private readonly counts = { acked: 0, nacked: 0, gave_back: 0, lost: 0 };
 
   constructor(options: WorkerOptions<P>) {
@@ -132,6 +133,7 @@ export class Worker<P = unknown> {
       concurrency: this.concurrency,
       lease_ms: this.leaseMs,
     });
+    this.announce();
     let failure: unknown;
     try {
       await this.claimLoop();
@@ -143,6 +145,7 @@ export class Worker<P = unknown> {
     try {
       await this.drain();
     } finally {
+      await this.sayGoodbye();
       this.renewals.close();
       this.http.close();
       if (this.handleSignals) {
@@ -152,6 +155,58 @@ export class Worker<P = unknown> {
     }
     this.log('info', 'drained', { worker_id: this.workerId, ...this.counts });
     if (failure) throw failure;
+  }
+
+  /**
+   * Tell Baton who this worker is (PUT /v1/workers/{id}: the dashboard's Workers page lists it idle or
+   * busy), and again every third of the silence Baton allows. Best effort: a failure, or a Baton
+   * without the route, changes nothing of the work.
+   */
+  private announce(): void {
+    if (this.stopping) return;
+    const body = {
+      queues: [this.queue],
+      host: os.hostname().slice(0, 255),
+      pid: process.pid,
+      concurrency: this.concurrency,
+      version: `baton-client-ts/${VERSION}`,
+    };
+    this.http
+      .request<{ silence_ms?: number }>({
+        method: 'PUT',
+        path: `/v1/workers/${encodeURIComponent(this.workerId)}`,
+        body,
+        signal: this.claiming.signal,
+      })
+      .then(
+        (answer) => this.beatIn(Math.max(1_000, Math.floor((answer.silence_ms ?? 60_000) / 3))),
+        (err) => {
+          if (this.stopping) return;
+          if (!(err instanceof BatonError && err.status === 404)) {
+            this.log('warn', 'announce_failed', { error: describeError(err) });
+          }
+          this.beatIn(20_000);
+        },
+      );
+  }
+
+  private beatIn(ms: number): void {
+    if (this.stopping) return;
+    this.heartbeat = setTimeout(() => this.announce(), ms);
+    this.heartbeat.unref();
+  }
+
+  /** The worker is stopping: it is no longer listed. Best effort, and brief. */
+  private async sayGoodbye(): Promise<void> {
+    clearTimeout(this.heartbeat);
+    await this.http
+      .request({
+        method: 'DELETE',
+        path: `/v1/workers/${encodeURIComponent(this.workerId)}`,
+        retry: 'unsent',
+        retryUntil: Date.now() + 2_000,
+      })
+      .catch(() => {});
   }
 
   private async claimLoop(): Promise<void> {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createTestApp, listen, useListeningApp } from '../../../test/support/app.js';
@@ -30,6 +31,35 @@ describe('Worker', () => {
   };
   const finished = (ids: string[]) => async () =>
     (await Promise.all(ids.map(job))).every((j) => ['completed', 'dead', 'scheduled'].includes(j.state));
+
+  it('announces itself while it runs (the Workers page lists it with host, pid and concurrency) and says goodbye when it stops', async () => {
+    const announced = async () =>
+      (await server.app.inject({ method: 'GET', url: '/v1/workers' })).json().announced as {
+        id: string;
+        host: string;
+        pid: number;
+        concurrency: number;
+        queues: string[];
+        version: string;
+      }[];
+    const run = runWorker({ url: server.url, queue: 'announced', concurrency: 3, handler: () => null });
+    try {
+      await until(async () => (await announced()).some((w) => w.queues.includes('announced')));
+      const [me] = (await announced()).filter((w) => w.queues.includes('announced'));
+      expect(me).toMatchObject({
+        host: os.hostname(),
+        pid: process.pid,
+        concurrency: 3,
+        queues: ['announced'],
+        version: expect.stringMatching(/^baton-client-ts\//),
+      });
+    } finally {
+      await run.stop();
+    }
+    await run.done;
+    expect((await announced()).filter((w) => w.queues.includes('announced'))).toEqual([]);
+    expect(run.named('announce_failed')).toEqual([]);
+  });
 
   it('runs the handler on each job and acks with its return value as the result', async () => {
     const baton = new Client({ url: server.url });
