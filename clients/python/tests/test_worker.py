@@ -5,6 +5,7 @@ shows (the job read back) and what the handler saw."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import unittest
@@ -18,6 +19,28 @@ from .support import ADMIN, PRODUCER, Events, Running, queue_name, until, worker
 
 def server_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class AnnounceTest(unittest.TestCase):
+    def test_a_running_worker_is_listed_with_host_pid_and_concurrency_and_not_once_it_stops(self) -> None:
+        q = queue_name("announced")
+        w = worker(q, Events(), concurrency=3)
+
+        @w.handler
+        def handle(job: Job) -> None:
+            return None
+
+        def mine() -> List[Dict[str, Any]]:
+            answer = ADMIN.transport.request("GET", "/v1/workers")
+            return [a for a in answer["announced"] if q in a["queues"]]
+
+        with Running(w):
+            listed = until(mine, what="the worker announced")
+            self.assertEqual(listed[0]["id"], w.worker_id)
+            self.assertEqual(listed[0]["concurrency"], 3)
+            self.assertEqual(listed[0]["pid"], os.getpid())
+            self.assertTrue(listed[0]["version"].startswith("baton-client-py/"))
+        self.assertEqual(mine(), [])
 
 
 class ResultsTest(unittest.TestCase):

@@ -27,6 +27,7 @@ from .events import Log
 from .job import Job
 from .leases import Leases
 from .transport import Aborted, Retry, encode, path_part
+from .version import __version__
 
 Handler = Callable[[Job], Union[Any, Awaitable[Any]]]
 ERROR_MESSAGE_MAX = 4096  # WorkerError.message
@@ -97,6 +98,7 @@ class Worker:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
         self._running = False
+        self._announcing = threading.Event()  # set: stop announcing
 
     def handler(self, fn: Handler) -> Handler:
         """Decorator: @worker.handler def handle(job): ..."""
@@ -133,6 +135,7 @@ class Worker:
         for thread in slots:
             thread.start()
         self._leases.start()
+        threading.Thread(target=self._announce_loop, name="baton-announce", daemon=True).start()
         self.log(
             "info",
             "started",
@@ -148,6 +151,7 @@ class Worker:
             self._claim_loop()
             self._drain()
         finally:
+            self._say_goodbye()
             for _ in slots:
                 self._inbox.put(None)
             self._leases.close()
@@ -156,6 +160,35 @@ class Worker:
                 self._loop = None
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+    def _announce_loop(self) -> None:
+        """Tell Baton who this worker is (PUT /v1/workers/{id}: the dashboard's Workers page lists it
+        idle or busy), and again every third of the silence Baton allows. Best effort: a failure, or a
+        Baton without the route, changes nothing of the work."""
+        body = {
+            "queues": [self.queue],
+            "host": socket.gethostname()[:255],
+            "pid": os.getpid(),
+            "concurrency": self.concurrency,
+            "version": f"baton-client-py/{__version__}",
+        }
+        while not self._announcing.is_set() and not self._stop_requested:
+            wait = 20.0
+            try:
+                answer = self._transport.request("PUT", f"/v1/workers/{path_part(self.worker_id)}", body, timeout=10)
+                wait = max(1.0, (answer or {}).get("silence_ms", 60_000) / 3000)
+            except BatonError as error:
+                if error.status != 404 and not self._stop_requested:
+                    self.log("warning", "announce_failed", {"error": str(error)})
+            self._announcing.wait(wait)
+
+    def _say_goodbye(self) -> None:
+        """The worker is stopping: it is no longer listed. Best effort, and brief."""
+        self._announcing.set()
+        try:
+            self._transport.request("DELETE", f"/v1/workers/{path_part(self.worker_id)}", timeout=2)
+        except BatonError:
+            pass
 
     def _install_signals(self) -> Dict[int, Any]:
         if not self.handle_signals or threading.current_thread() is not threading.main_thread():
