@@ -2,6 +2,7 @@ import type { ClaimedRow } from '../jobs/claim/types.js';
 import type { RelatedJob } from '../jobs/graph.js';
 import type { EnqueuedRow, JobErrorEntry, JobRow } from '../jobs/job-row.js';
 import type { LeaseHolderRow } from '../jobs/lease-holders.js';
+import { PAYLOAD_PREVIEW_CHARS } from '../jobs/limits.js';
 import type { MessageMove } from '../jobs/message-moves.js';
 import { traceOf } from '../jobs/trace-context.js';
 import type { WorkerRow } from '../jobs/workers.js';
@@ -67,6 +68,28 @@ export function batchEnqueuedIdsJson(
     json += `${i === 0 ? '' : ','}{"id":"${job.id}","created":${created}${deps}}`;
   }
   return `${json}]}`;
+}
+
+/**
+ * The start of a payload's JSON text, for a list that leaves payloads out: enough to tell jobs apart
+ * at a glance (the dashboard's job browser) without sending a page of whole payloads. A cut one ends
+ * in "…", never inside a surrogate pair.
+ */
+export function payloadPreview(payload: unknown): string {
+  const text = JSON.stringify(payload) ?? 'null';
+  if (text.length <= PAYLOAD_PREVIEW_CHARS) return text;
+  let end = PAYLOAD_PREVIEW_CHARS - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}
+
+/** A job as a list shows it: whole with `includePayload`, else without payload and meta but with a preview. */
+export function toListedJob(row: JobRow, includePayload: boolean | undefined) {
+  const job = toJob(row);
+  return includePayload
+    ? job
+    : { ...job, payload: null, meta: null, payload_preview: payloadPreview(row.payload) };
 }
 
 /** The API's view of a job. The lease token never appears here. */

@@ -96,3 +96,74 @@ export async function relatedJobs(
   const page = more ? rows.slice(0, opts.limit) : rows;
   return { jobs: page, next: more ? page[page.length - 1]!.id : undefined };
 }
+
+/** A job of a workflow graph, in its state now (null: pruned past its retention). */
+export interface GraphJob {
+  id: string;
+  queue: string;
+  state: JobState | null;
+}
+
+export interface JobGraph {
+  jobs: GraphJob[];
+  /** Dependencies between the jobs returned (parent must finish before child runs). */
+  edges: { parent: string; child: string }[];
+  /** The graph reaches further than the jobs returned. */
+  truncated: boolean;
+}
+
+/**
+ * The workflow graph a job belongs to: the jobs reached from it along dependencies in either
+ * direction, nearest first, up to `limit`, with the edges among them. With `scope`, the walk goes
+ * only through jobs of queues the caller may see.
+ *
+ * Why one bounded walk: a graph may be a fan-out of a million children (jobs/enqueue/graph-plan.ts
+ * allows it), so the read must cost what it returns, not what the graph holds. A recursive UNION
+ * is evaluated only as far as the outer LIMIT pulls it, and each step reads the edges of one job in
+ * index order with a LIMIT (job_edges_parent_idx for children, the primary key (child, parent) for
+ * parents). Without the ORDER BY and LIMIT, statistics skewed by one huge fan-out led the planner to
+ * a sequential scan for each job reached (edges all one parent's 1,000,000 children: 15 ms a step);
+ * with them, a walk of 101 jobs from a 1,000,000-child hub among 200,000 other edges took 0.5 ms.
+ * UNION (not UNION ALL) stops the walk on
+ * jobs already reached: walked both ways, a diamond is a cycle. Each job's parents among those
+ * returned are read on the primary key: at most MAX_PARENTS per job.
+ */
+export async function jobGraph(
+  db: Db,
+  start: { id: string; queue: string },
+  opts: { limit: number; scope: ParentScope },
+): Promise<JobGraph> {
+  const { rows } = await sql<GraphJob & { parents: string[] }>`
+    WITH RECURSIVE reach(id, queue) AS (
+      SELECT ${start.id}::bigint, ${start.queue}::text
+      UNION
+      SELECT n.id, n.queue FROM reach r
+      CROSS JOIN LATERAL (
+        (SELECT e.child AS id, e.child_queue AS queue FROM baton.job_edges e
+         WHERE e.parent = r.id AND ${queueVisible('e.child_queue', opts.scope)}
+         ORDER BY e.parent, e.child LIMIT ${opts.limit + 1})
+        UNION ALL
+        (SELECT e.parent, e.parent_queue FROM baton.job_edges e
+         WHERE e.child = r.id AND ${queueVisible('e.parent_queue', opts.scope)}
+         ORDER BY e.child, e.parent LIMIT ${opts.limit + 1})
+      ) n
+    ), nodes AS MATERIALIZED (
+      SELECT id, queue FROM reach LIMIT ${opts.limit + 1}
+    )
+    SELECT n.id::text AS id, n.queue,
+           coalesce(
+             (SELECT j.state FROM baton.jobs j WHERE j.id = n.id),
+             (SELECT 'scheduled' FROM baton.scheduled_jobs s WHERE s.id = n.id),
+             (SELECT 'waiting' FROM baton.waiting_jobs w WHERE w.id = n.id),
+             (SELECT h.state FROM baton.job_history h WHERE h.id = n.id LIMIT 1)) AS state,
+           ARRAY(SELECT e.parent::text FROM baton.job_edges e
+                 WHERE e.child = n.id AND e.parent = ANY(ARRAY(SELECT id FROM nodes))) AS parents
+    FROM nodes n`.execute(db);
+  const truncated = rows.length > opts.limit;
+  const kept = truncated ? rows.slice(0, opts.limit) : rows;
+  const ids = new Set(kept.map((r) => r.id));
+  const edges = kept.flatMap((r) =>
+    r.parents.filter((p) => ids.has(p)).map((parent) => ({ parent, child: r.id })),
+  );
+  return { jobs: kept.map(({ id, queue, state }) => ({ id, queue, state })), edges, truncated };
+}

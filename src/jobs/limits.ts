@@ -128,6 +128,10 @@ export const MAX_PARENTS = 1000;
 export const MAX_EDGES_PER_REQUEST = 10_000;
 /** Parents per page of GET /v1/jobs/{id}/parents (each with its result) and of a job's children. */
 export const PARENTS_PAGE_MAX = 100;
+/** Jobs in one read of a workflow graph (GET /v1/jobs/{id}/graph; the dashboard draws them all). */
+export const GRAPH_MAX_JOBS = 100;
+/** How much of a payload's JSON a list shows when it leaves payloads out (`payload_preview`). */
+export const PAYLOAD_PREVIEW_CHARS = 120;
 export const IDEMPOTENCY_KEY_MAX = 255;
 export const UNIQUE_KEY_MAX = 255;
 export const WORKER_ID_MAX = 128;

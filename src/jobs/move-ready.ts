@@ -39,6 +39,13 @@ export interface MovedJobs {
 const targetOf = (batch: MoveBatch) =>
   sql`coalesce(${batch.destination}::text, j.meta->'sqs'->>'dead_letter_source', ${batch.fallback}::text)`;
 
+/**
+ * The jobs `j` a move has to move: those of its source ready by its start. Moving, counting at the
+ * start and counting what is left all read this one definition.
+ */
+const toMove = (source: string, readyBy: Date) =>
+  sql`j.queue = ${source} AND j.state = 'ready' AND j.run_at <= ${readyBy}`;
+
 /** A queue `q` the batch may move a job into. */
 const mayReceive = (batch: MoveBatch) =>
   sql`q.name <> ${batch.source} AND ${queueVisible('q.name', batch.patterns ?? undefined)}`;
@@ -50,8 +57,7 @@ export async function moveReadyJobs(trx: Db, batch: MoveBatch): Promise<MovedJob
       SELECT j.id, j.slot, q.name AS target, q.max_attempts
       FROM baton.jobs j
       JOIN baton.queues q ON q.name = ${targetOf(batch)}
-      WHERE j.queue = ${batch.source} AND j.state = 'ready' AND j.run_at <= ${batch.readyBy}
-        AND ${mayReceive(batch)}
+      WHERE ${toMove(batch.source, batch.readyBy)} AND ${mayReceive(batch)}
       ORDER BY j.priority DESC, j.run_at, j.id
       LIMIT ${batch.limit}
       FOR UPDATE OF j SKIP LOCKED
@@ -85,8 +91,7 @@ export async function moveReadyJobs(trx: Db, batch: MoveBatch): Promise<MovedJob
 /** Ready jobs of `queue` that were ready by `readyBy`: what a move starting then has to move. */
 export async function readyJobsBy(db: Db, queue: string, readyBy: Date): Promise<number> {
   const { rows } = await sql<{ n: string }>`
-    SELECT count(*) AS n FROM baton.jobs
-    WHERE queue = ${queue} AND state = 'ready' AND run_at <= ${readyBy}`.execute(db);
+    SELECT count(*) AS n FROM baton.jobs j WHERE ${toMove(queue, readyBy)}`.execute(db);
   return Number(rows[0]!.n);
 }
 
@@ -101,6 +106,6 @@ export async function readyJobsLeft(trx: Db, batch: MoveBatch): Promise<{ left: 
            count(*) FILTER (WHERE NOT EXISTS (
              SELECT 1 FROM baton.queues q WHERE q.name = ${targetOf(batch)} AND ${mayReceive(batch)})) AS unmovable
     FROM baton.jobs j
-    WHERE j.queue = ${batch.source} AND j.state = 'ready' AND j.run_at <= ${batch.readyBy}`.execute(trx);
+    WHERE ${toMove(batch.source, batch.readyBy)}`.execute(trx);
   return { left: Number(rows[0]!.left), unmovable: Number(rows[0]!.unmovable) };
 }

@@ -68,11 +68,12 @@ export async function workerSeen(db: Db, id: string, queue: string): Promise<voi
 /**
  * The workers seen within `silenceMs`, each with the jobs it holds in its queues (the claimed-jobs
  * index, by queue), busiest first. With `patterns` (a queue-limited key), only workers all of whose
- * queues the key may use: another tenant's hosts and pids stay hidden.
+ * queues the key may use: another tenant's hosts and pids stay hidden. With `queue`, only workers
+ * that announced it among their queues.
  */
 export async function listWorkers(
   db: Db,
-  opts: { silenceMs: number; patterns?: string[]; limit: number },
+  opts: { silenceMs: number; patterns?: string[]; queue?: string; limit: number },
 ): Promise<WorkerRow[]> {
   const scope =
     opts.patterns === undefined
@@ -89,6 +90,7 @@ export async function listWorkers(
       WHERE j.state = 'claimed' AND j.queue = ANY(w.queues) AND j.worker_id = w.id
     ) held
     WHERE w.last_seen_at > now() - ${opts.silenceMs}::bigint * interval '1 millisecond' AND ${scope}
+      ${opts.queue === undefined ? sql`` : sql`AND ${opts.queue}::text = ANY(w.queues)`}
     ORDER BY held.jobs DESC, w.id, w.owner
     LIMIT ${opts.limit}`.execute(db);
   return rows;

@@ -6,7 +6,7 @@ import { failureListOf } from '../http/failure-list.js';
 import { JobSearchPage, JobSearchQuery } from '../http/schemas/job-search.js';
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
-import { toJob } from '../http/views.js';
+import { toListedJob } from '../http/views.js';
 import type { JobRow } from '../jobs/job-row.js';
 import { BULK_MATCH_MAX } from '../jobs/limits.js';
 import { parseFailureKey } from '../jobs/search.js';
@@ -39,10 +39,7 @@ const jobSearch: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const q = request.query;
       const patterns = queuePatternsOf(request.apiKey);
-      const view = (row: JobRow) => {
-        const job = toJob(row);
-        return q.include_payload ? job : { ...job, payload: null, meta: null };
-      };
+      const view = (row: JobRow) => toListedJob(row, q.include_payload);
       const key =
         q.unique_key !== undefined
           ? { unique_key: q.unique_key }

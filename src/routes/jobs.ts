@@ -10,6 +10,7 @@ import {
   AwaitRequest,
   AwaitResponse,
   Job,
+  JobGraph,
   JobParams,
   JobReadQuery,
   RelatedJobList,
@@ -31,7 +32,7 @@ import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toJob, toRelatedJob } from '../http/views.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
-import { MAX_AWAIT_IDS, PROGRESS_MAX_BYTES } from '../jobs/limits.js';
+import { GRAPH_MAX_JOBS, MAX_AWAIT_IDS, PROGRESS_MAX_BYTES } from '../jobs/limits.js';
 
 /**
  * Routes under /v1/jobs: read a job (and await its end), await many; the lease holder's renew, ack
@@ -158,6 +159,31 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       },
     );
   }
+
+  app.get(
+    '/v1/jobs/:id/graph',
+    {
+      config: { access: { scopes: ['producer', 'consumer'], queue: 'job' } },
+      schema: {
+        tags: ['jobs'],
+        operationId: 'getJobGraph',
+        summary: "A job's workflow graph",
+        description:
+          'The jobs this one is linked to by dependencies, either way and at any distance (its parents, their ' +
+          `parents, its children, their other parents…), nearest first, at most ${GRAPH_MAX_JOBS}, each in its ` +
+          'state now, with the dependencies among them; `truncated` says the graph holds more. A queue-limited ' +
+          "key's graph goes only through jobs of its queues. The dashboard draws it on a job's page.",
+        params: JobParams,
+        response: { 200: ok(ref(JobGraph), 'The graph, or the job alone.'), ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const row = await app.service.jobs.read(id, request.jobQueues?.get(id));
+      if (!row) throw jobNotFound(id);
+      return app.service.jobs.graph({ id, queue: row.queue }, queuePatternsOf(request.apiKey));
+    },
+  );
 
   app.post(
     '/v1/jobs/await',

@@ -23,7 +23,7 @@ import {
 import { ref } from '../http/schemas/ref.js';
 import { errorResponses, ok } from '../http/schemas/responses.js';
 import { toUtcTimestamp } from '../http/timestamps.js';
-import { batchEnqueuedIdsJson, dependsOnApplied, toEnqueuedJob, toJob } from '../http/views.js';
+import { batchEnqueuedIdsJson, dependsOnApplied, toEnqueuedJob, toListedJob } from '../http/views.js';
 import type { EnqueueItem } from '../jobs/enqueue/enqueue.js';
 import type { ParentRef } from '../jobs/enqueue/item.js';
 import { BULK_MATCH_MAX } from '../jobs/limits.js';
@@ -254,10 +254,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         after: cursor === undefined ? undefined : parseListKey(state, decodeCursor(cursor)),
       });
       const list = {
-        jobs: page.rows.map((row) => {
-          const job = toJob(row);
-          return include_payload ? job : { ...job, payload: null, meta: null };
-        }),
+        jobs: page.rows.map((row) => toListedJob(row, include_payload)),
         next_cursor: page.next ? encodeCursor(page.next) : null,
       };
       if (!count) return list;

@@ -25,12 +25,13 @@ const workers: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['operations'],
         operationId: 'listWorkers',
-        summary: 'Who holds leases now',
+        summary: 'The workers: who holds leases now, and who announced itself',
         description:
-          "One row per worker (its claims' `worker_id`) and queue: the jobs it holds under a lease, when the " +
-          'oldest was claimed, when one of its leases was last renewed, and when the first runs out. Read ' +
-          'from the jobs in flight, nothing recorded per worker: a worker that holds nothing is not listed. ' +
-          'A key limited to some queues sees only those.',
+          "`workers`: one row per worker (its claims' `worker_id`) and queue: the jobs it holds under a lease, " +
+          'when the oldest was claimed, when one of its leases was last renewed, and when the first runs out, ' +
+          'read from the jobs in flight. `announced`: the workers that announced themselves (PUT ' +
+          '/v1/workers/{id}), idle or busy, with host, pid, concurrency and the jobs they hold. With `queue`, ' +
+          'both only for that queue. A key limited to some queues sees only those.',
         querystring: LeaseHolderQuery,
         response: { 200: ok(ref(LeaseHolderList), 'The workers holding leases.'), ...errorResponses(400) },
       },
@@ -42,15 +43,13 @@ const workers: FastifyPluginAsyncTypebox = async (app) => {
         patterns: queuePatternsOf(request.apiKey),
       });
       const announced = await app.service.workers.list({
+        ...(request.query.queue === undefined ? {} : { queue: request.query.queue }),
         patterns: queuePatternsOf(request.apiKey),
         limit: 500,
       });
-      const inQueue = request.query.queue;
       return {
         workers: holders.map(toLeaseHolder),
-        announced: announced
-          .filter((w) => inQueue === undefined || w.queues.includes(inQueue))
-          .map(toAnnouncedWorker),
+        announced: announced.map(toAnnouncedWorker),
         as_of: asOf.toISOString(),
       };
     },

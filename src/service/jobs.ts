@@ -10,9 +10,17 @@ import type { EnqueueItem, EnqueueOptions, EnqueueResult } from '../jobs/enqueue
 import type { ParentScope } from '../jobs/enqueue/parents.js';
 import { checkEnqueue } from '../jobs/enqueue/rules.js';
 import { enqueueWithParents } from '../jobs/enqueue/with-parents.js';
-import { type DependencySummary, dependencySummary, type RelatedPage, relatedJobs } from '../jobs/graph.js';
+import {
+  type DependencySummary,
+  dependencySummary,
+  type JobGraph,
+  jobGraph,
+  type RelatedPage,
+  relatedJobs,
+} from '../jobs/graph.js';
 import type { JobRow } from '../jobs/job-row.js';
 import type { ScopedId } from '../jobs/lease-outcome.js';
+import { GRAPH_MAX_JOBS } from '../jobs/limits.js';
 import { countJobs, type ListOptions, listJobs } from '../jobs/list.js';
 import { getJob } from '../jobs/read.js';
 import { type ReceiveAttempt, recordReceive, replayReceive } from '../jobs/receive-attempts.js';
@@ -232,6 +240,16 @@ export class JobUseCases {
   ): Promise<RelatedPage> {
     return this.again('read related jobs', () =>
       relatedJobs(this.deps.db, id, direction, { ...opts, scope: opts.scope }),
+    );
+  }
+
+  /**
+   * The workflow graph `start` belongs to, nearest jobs first, up to GRAPH_MAX_JOBS (the dashboard
+   * draws it); with `scope`, only through jobs of queues the caller may see.
+   */
+  graph(start: { id: string; queue: string }, scope: ParentScope): Promise<JobGraph> {
+    return this.again('read job graph', () =>
+      jobGraph(this.deps.db, start, { limit: GRAPH_MAX_JOBS, scope }),
     );
   }
 

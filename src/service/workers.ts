@@ -26,7 +26,7 @@ export class WorkerUseCases {
     return forgetWorker(this.deps.db, owner, id);
   }
 
-  list(opts: { patterns?: string[]; limit: number }) {
+  list(opts: { patterns?: string[]; queue?: string; limit: number }) {
     return listWorkers(this.deps.db, { ...opts, silenceMs: this.deps.config.workerSilenceMs });
   }
 

@@ -93,6 +93,36 @@ describe('GET /v1/queues/{queue}/jobs', () => {
     expect((await list(q, 'state=completed')).body.jobs).toHaveLength(0);
   });
 
+  it('shows the start of each payload when payloads are left out: cut at 120 characters, on every list', async () => {
+    const q = 'i-preview';
+    const long = { text: 'é'.repeat(200), emoji: '😀'.repeat(10) };
+    const cut = `${'x'.repeat(117)}😀😀😀`;
+    await api(app).enqueueBatch(q, [
+      { payload: { n: 1 } },
+      { payload: long },
+      { payload: cut },
+      { payload: null },
+    ]);
+    const previews = (await list(q, 'state=ready')).body.jobs.map(
+      (j: { payload_preview: string }) => j.payload_preview,
+    );
+    expect(previews[0]).toBe('{"n":1}');
+    expect(previews[1]).toHaveLength(120);
+    expect(previews[1]).toBe(`${JSON.stringify(long).slice(0, 119)}…`);
+    // 119 characters would end inside an emoji (a surrogate pair): the cut comes before it.
+    expect(JSON.stringify(cut).slice(0, 119)).toMatch(/[\uD800-\uDBFF]$/);
+    expect(previews[2]).toBe(`${JSON.stringify(cut).slice(0, 118)}…`);
+    expect(previews[3]).toBe('null');
+    // The failure lists across queues show it too; with include_payload the whole payload comes instead.
+    const [job] = (await api(app).claim(q)).body.jobs;
+    await api(app).nack(job.id, { lease_token: job.lease_token, error: { message: 'no' }, dead: true });
+    const across = await api(app).call('GET', `/v1/jobs?state=dead&queue=${q}`);
+    expect(across.body.jobs.map((j: { payload_preview: string }) => j.payload_preview)).toEqual(['{"n":1}']);
+    const whole = (await list(q, 'state=ready&include_payload=true')).body.jobs;
+    expect(whole[0].payload).toEqual(long);
+    expect(whole[0].payload_preview).toBeUndefined();
+  });
+
   it('count=true counts the whole list, every state and a group, beside its first page', async () => {
     const q = 'i-count';
     await killAll(q, 2);

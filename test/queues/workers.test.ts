@@ -132,6 +132,13 @@ describe('workers that announce themselves (PUT /v1/workers/{id})', () => {
       ).json().jobs;
       const [busy] = await listed();
       expect(busy).toMatchObject({ busy: true, jobs: 2 });
+      // Filtered by queue: listed under its own queue, not under another.
+      const inQueue = async (queue: string) =>
+        (await as('a-worker', 'GET', `/v1/workers?queue=${queue}`))
+          .json()
+          .announced.map((w: { id: string }) => w.id);
+      expect(await inQueue('wa.mail')).toEqual(['mailer-1']);
+      expect(await inQueue('wa.other')).toEqual([]);
       expect([...busy.job_ids].sort()).toEqual(claimed.map((j: { id: string }) => j.id).sort());
 
       // Past the silence with no announcement: still listed, since its claim a moment ago was a sign of life.

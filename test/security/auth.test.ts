@@ -141,6 +141,12 @@ describe('API keys', () => {
       allowed: ['producer', 'consumer', 'admin', 'limited'],
     },
     {
+      name: 'job graph',
+      method: 'GET',
+      url: (q) => `/v1/jobs/${job(q).id}/graph`,
+      allowed: ['producer', 'consumer', 'admin', 'limited'],
+    },
+    {
       name: 'await job',
       method: 'GET',
       url: (q) => `/v1/jobs/${job(q).id}?wait_ms=1`,
@@ -334,6 +340,7 @@ describe('API keys', () => {
     'get job',
     'job parents',
     'job children',
+    'job graph',
     'await job',
     'renew',
     'ack',

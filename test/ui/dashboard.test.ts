@@ -224,9 +224,33 @@ describe('the dashboard, with an admin key', WALK, () => {
     expect(await children.textContent()).toContain('waiting');
     expect(await page.getByTestId('dependencies').textContent()).toContain('1 not finished');
 
+    // The drawing: every job of the graph a link named by its state, parents above their children.
+    const graph = page.locator('figure.job-graph');
+    await eventually(() => graph.locator('a[data-job]').count()).toBe(3);
+    expect(await graph.getByRole('link', { name: `Job ${extract}, media, ready` }).count()).toBe(1);
+    expect(await graph.getByRole('link', { name: `Job ${publish}, media, waiting` }).count()).toBe(1);
+    const top = async (id: string) => (await graph.locator(`a[data-job="${id}"] rect`).boundingBox())!.y;
+    expect(await top(extract)).toBeLessThan(await top(resize));
+    expect(await top(resize)).toBeLessThan(await top(publish));
+    expect(await graph.locator('path.graph-edge').count()).toBe(3);
+    expect(await graph.locator('figcaption').textContent()).toContain('3 jobs, 3 dependencies');
+    expect(await graph.locator(`a[data-job="${resize}"] rect`).getAttribute('class')).toContain('current');
+
     await page.goto(`${server.url}/ui#/queues/media`);
     const counts = page.locator('section[aria-labelledby="counts-title"]');
     await eventually(() => counts.textContent()).toContain('Waiting for parents2');
+
+    // Run the first step: the drawing follows its state, and a box leads to its job's page.
+    await page.goto(`${server.url}/ui#/jobs/${resize}`);
+    const [first] = (await asOps('POST', '/v1/queues/media/claim', {})).body.jobs;
+    expect(first.id).toBe(extract);
+    await asOps('POST', `/v1/jobs/${extract}/ack`, { lease_token: first.lease_token });
+    await eventually(() =>
+      graph.getByRole('link', { name: `Job ${extract}, media, completed` }).count(),
+    ).toBe(1);
+    await graph.screenshot({ path: shot('job-graph.png') });
+    await graph.getByRole('link', { name: new RegExp(`^Job ${publish},`) }).click();
+    await page.getByRole('heading', { name: `Job ${publish}` }).waitFor();
   });
 
   it('shows who holds leases now: the worker, its queue and jobs, and forgets it once it acks', async () => {

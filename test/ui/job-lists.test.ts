@@ -251,6 +251,10 @@ describe('jobs across queues', WALK, () => {
       [...died].reverse(),
     );
     expect(await page.getByLabel('Order').inputValue()).toBe('desc');
+    // Each row previews its payload.
+    expect(await page.locator('table.jobs tbody td.payload').allTextContents()).toEqual(
+      ['third', 'second', 'first to die'].map((message) => JSON.stringify({ message })),
+    );
     expect(problems).toEqual([]);
   });
 

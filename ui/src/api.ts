@@ -8,6 +8,7 @@ import { type BatonClient, type components, createBatonClient, type paths } from
 export type Queue = components['schemas']['Queue'];
 export type Job = components['schemas']['Job'];
 export type RelatedJob = components['schemas']['RelatedJob'];
+export type JobGraph = components['schemas']['JobGraph'];
 export type QueueSample = components['schemas']['QueueSample'];
 export type Problem = components['schemas']['Problem'];
 export type Group = components['schemas']['Group'];

@@ -3,6 +3,7 @@ import { DEAD_REASONS, JOB_STATES } from '../../job-states.js';
 import {
   BULK_MATCH_MAX,
   ERRORS_KEPT,
+  GRAPH_MAX_JOBS,
   IDEMPOTENCY_KEY_MAX,
   LEASE_MS_MAX,
   LEASE_MS_MIN,
@@ -15,6 +16,7 @@ import {
   MAX_PARENTS,
   MAX_WAIT_MS,
   PARENTS_PAGE_MAX,
+  PAYLOAD_PREVIEW_CHARS,
   PRIORITY_MAX,
   PRIORITY_MIN,
   TIMEOUT_MS_MAX,
@@ -416,6 +418,13 @@ export const Job = Type.Object(
       'Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message ' +
         'attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload.',
     ),
+    payload_preview: Type.Optional(
+      Type.String({
+        description:
+          "In lists that leave payloads out (no include_payload): the start of the payload's JSON text, at " +
+          `most ${PAYLOAD_PREVIEW_CHARS} characters, ending in "…" when cut.`,
+      }),
+    ),
     dependencies: Type.Optional(ref(JobDependencies)),
   },
   { $id: 'Job' },
@@ -454,6 +463,31 @@ export const RelatedJobList = Type.Object(
     next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page.' })),
   },
   { $id: 'RelatedJobList' },
+);
+
+export const JobGraph = Type.Object(
+  {
+    jobs: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        queue: Type.String(),
+        state: Nullable(ref(JobState)),
+      }),
+      { description: 'The job asked for first, then the jobs reached from it, nearest first.' },
+    ),
+    edges: Type.Array(
+      Type.Object({
+        parent: Type.String(),
+        child: Type.String({ description: 'Runs once parent has finished.' }),
+      }),
+      { description: 'The dependencies among the jobs listed.' },
+    ),
+    truncated: Type.Boolean({ description: `The graph holds more than the ${GRAPH_MAX_JOBS} jobs listed.` }),
+  },
+  {
+    $id: 'JobGraph',
+    description: "A job's workflow graph: the jobs its dependencies link it to, either way.",
+  },
 );
 
 export const JobListQuery = Type.Object(

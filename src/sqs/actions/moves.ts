@@ -1,6 +1,7 @@
 import { queuePatternsOf } from '../../auth/api-keys.js';
 import { DomainError } from '../../errors.js';
 import type { MessageMove } from '../../jobs/message-moves.js';
+import { isFifoQueue } from '../../queues/queue-settings.js';
 import { checkQueue } from '../access.js';
 import type { Action, SqsCall } from '../call.js';
 import { invalidValue, SqsError } from '../errors.js';
@@ -36,7 +37,7 @@ async function queueOfArnParameter(
       'ResourceNotFoundException',
       `The ${parameter === 'SourceArn' ? 'source' : 'destination'} queue does not exist.`,
     );
-  return { name, fifo: (await call.deps.queues.fresh(name)).fifo };
+  return { name, fifo: isFifoQueue(found.queue.meta) };
 }
 
 /** TaskHandle: the task's id and its source queue's ARN, as SQS's handles carry both. */

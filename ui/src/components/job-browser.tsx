@@ -200,6 +200,7 @@ function JobPages({ queue, state, order, group, groupFilter }: Props) {
                           ? 'Next retry'
                           : 'Run at'}
                   </th>
+                  <th scope="col">Payload</th>
                   <th scope="col">Last error</th>
                 </tr>
               </thead>
@@ -258,6 +259,9 @@ function JobRow({
         {job.attempts} of {job.max_attempts}
       </td>
       <td>{clock(when)}</td>
+      <td class="payload">
+        <code>{job.payload_preview ?? ''}</code>
+      </td>
       <td class="message">{job.last_error?.message ?? ''}</td>
     </tr>
   );

@@ -2,6 +2,7 @@ import { ApiError, type Job, must, type RelatedJob } from '../api.js';
 import { ActionBar } from '../components/actions.js';
 import { ErrorLine, Facts, Loading, Scroll, StateBadge } from '../components/bits.js';
 import { jobActions } from '../components/job-actions.js';
+import { JobGraph } from '../components/job-graph.js';
 import { REFRESH_MS } from '../config.js';
 import { json, period, time } from '../format.js';
 import { usePoll } from '../hooks.js';
@@ -183,19 +184,21 @@ function linesOf(details: unknown): string[] {
 }
 
 /**
- * A job's place in a workflow: its parents (with the outcome each dependency recorded) and its
- * children, each with its state now: the first 100 of each, linked to their pages.
+ * A job's place in a workflow: a drawing of its graph (up to the 100 jobs nearest to it), then its
+ * parents (with the outcome each dependency recorded) and its children, each with its state now:
+ * the first 100 of each, linked to their pages.
  */
 function Dependencies({ job: j }: { job: Job }) {
   const { api } = useSession();
   const related = usePoll(
     async (signal) => {
       const path = { params: { path: { id: j.id } }, signal };
-      const [parents, children] = await Promise.all([
+      const [parents, children, graph] = await Promise.all([
         must(api.GET('/v1/jobs/{id}/parents', path)),
         must(api.GET('/v1/jobs/{id}/children', path)),
+        must(api.GET('/v1/jobs/{id}/graph', path)),
       ]);
-      return { parents, children };
+      return { parents, children, graph };
     },
     REFRESH_MS,
     [api, j.id],
@@ -213,6 +216,7 @@ function Dependencies({ job: j }: { job: Job }) {
           {d.on_parent_failure === 'run' ? 'run anyway' : 'cancel'}.
         </p>
       )}
+      <JobGraph graph={r.graph} current={j.id} />
       <RelatedList title="Parents" jobs={r.parents.jobs} more={r.parents.next_cursor !== null} />
       <RelatedList title="Children" jobs={r.children.jobs} more={r.children.next_cursor !== null} />
     </section>
