@@ -201,6 +201,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's workflow graph
+         * @description The jobs this one is linked to by dependencies, either way and at any distance (its parents, their parents, its children, their other parents…), nearest first, at most 100, each in its state now, with the dependencies among them; `truncated` says the graph holds more. A queue-limited key's graph goes only through jobs of its queues. The dashboard draws it on a job's page.
+         *
+         *     API key scopes: producer or consumer or admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["getJobGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/await": {
         parameters: {
             query?: never;
@@ -1244,6 +1266,8 @@ export interface components {
             tracestate: string | null;
             /** @description Metadata kept with the job, or null: for a message sent through the SQS endpoint, its message attributes, system attributes and sender (docs/sqs.md). In lists, only with include_payload. */
             meta: unknown;
+            /** @description In lists that leave payloads out (no include_payload): the start of the payload's JSON text, at most 120 characters, ending in "…" when cut. */
+            payload_preview?: string;
             dependencies?: components["schemas"]["JobDependencies"];
         };
         /** @description One failed attempt, as its nack (or the lost lease) recorded it. */
@@ -1263,6 +1287,23 @@ export interface components {
             /** @description With reason superseded: the id of the job that holds the unique_key and runs. */
             superseded_by?: string;
             worker_id?: string | null;
+        };
+        /** @description A job's workflow graph: the jobs its dependencies link it to, either way. */
+        JobGraph: {
+            /** @description The job asked for first, then the jobs reached from it, nearest first. */
+            jobs: {
+                id: string;
+                queue: string;
+                state: components["schemas"]["JobState"] | null;
+            }[];
+            /** @description The dependencies among the jobs listed. */
+            edges: {
+                parent: string;
+                /** @description Runs once parent has finished. */
+                child: string;
+            }[];
+            /** @description The graph holds more than the 100 jobs listed. */
+            truncated: boolean;
         };
         JobList: {
             jobs: components["schemas"]["Job"][];
@@ -3070,6 +3111,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RelatedJobList"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJobGraph: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Job id: a decimal string without leading zeros.
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The graph, or the job alone. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobGraph"];
                 };
             };
             /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */

@@ -243,6 +243,8 @@ class _JobRequired(TypedDict):
 
 
 class Job(_JobRequired, total=False):
+    #: In lists that leave payloads out (no include_payload): the start of the payload's JSON text, at most 120 characters, ending in "…" when cut.
+    payload_preview: str
     dependencies: JobDependencies
 
 
