@@ -143,7 +143,10 @@ export function createDatabase(
   // own that event would crash the process; the query's rejection already reaches the caller.
   // Statements with parameters go out as named prepared statements (see prepared-statements.ts).
   const names = new StatementNames();
+  const open = new Set<pg.PoolClient>();
   pool.on('connect', (client) => {
+    open.add(client);
+    client.once('end', () => open.delete(client));
     client.on('error', () => {});
     if (settings.preparedStatements !== false) usePreparedStatements(client, names);
     endWhenLost(client);
@@ -154,8 +157,25 @@ export function createDatabase(
     db,
     pool,
     close: () => {
-      closed ??= db.destroy();
+      closed ??= db.destroy().then(() => untilEnded(open, CLOSE_WAIT_MS));
       return closed;
     },
   };
+}
+
+/** How long a closing pool waits for its connections to be closed by the server (then goes on). */
+const CLOSE_WAIT_MS = 2000;
+
+/**
+ * A pool's end resolves once it has asked each connection to end, not once they have: the server
+ * may still hold them. Waiting for each to close lets a caller that then stops the database (the
+ * embedded one at shutdown) find none left; otherwise its shutdown ends them, and their pool
+ * reports a failed idle connection on a clean stop.
+ */
+async function untilEnded(clients: Set<pg.PoolClient>, ms: number): Promise<void> {
+  if (clients.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const ended = Promise.all([...clients].map((c) => new Promise<void>((r) => c.once('end', () => r()))));
+  await Promise.race([ended, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }
