@@ -72,7 +72,8 @@ export function layout(graph: Graph): { nodes: Map<string, Placed>; width: numbe
  */
 export function JobGraph({ graph, current }: { graph: Graph; current: string }) {
   if (graph.jobs.length < 2) return null;
-  const { nodes, width, height } = layout(graph);
+  const { nodes, width: boxes, height } = layout(graph);
+  const width = boxes + BOW;
   const pad = 4;
   return (
     <figure class="job-graph">
@@ -102,13 +103,11 @@ export function JobGraph({ graph, current }: { graph: Graph; current: string }) 
             const p = nodes.get(e.parent);
             const c = nodes.get(e.child);
             if (!p || !c) return null;
-            const [x1, y1, x2, y2] = [p.x + W / 2, p.y + H, c.x + W / 2, c.y];
-            const bend = Math.max(12, (y2 - y1) / 2);
             return (
               <path
                 key={`${e.parent}>${e.child}`}
                 class="graph-edge"
-                d={`M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`}
+                d={edgePath(p, c)}
                 marker-end="url(#graph-arrow)"
               />
             );
@@ -145,6 +144,24 @@ export function JobGraph({ graph, current }: { graph: Graph; current: string }) 
     </figure>
   );
 }
+
+/**
+ * From the bottom of a parent to the top of its child; an edge that skips a row of boxes would run
+ * behind them, so it leaves the parent's right side and reaches the child's, bowed out to the right.
+ */
+function edgePath(p: Placed, c: Placed): string {
+  if (c.y - p.y <= H + GAP_LAYER) {
+    const [x1, y1, x2, y2] = [p.x + W / 2, p.y + H, c.x + W / 2, c.y];
+    const bend = Math.max(12, (y2 - y1) / 2);
+    return `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`;
+  }
+  const [x1, y1, x2, y2] = [p.x + W, p.y + H / 2, c.x + W, c.y + H / 2];
+  const out = Math.max(x1, x2) + BOW;
+  return `M${x1},${y1} C${out},${y1} ${out},${y2} ${x2},${y2}`;
+}
+
+/** How far an edge that skips rows bows out to the right of the boxes it passes. */
+const BOW = 36;
 
 /** A box holds about 20 characters of its second line. */
 const clip = (text: string) => (text.length > 20 ? `${text.slice(0, 19)}…` : text);
