@@ -157,7 +157,13 @@ export function createDatabase(
     db,
     pool,
     close: () => {
-      closed ??= db.destroy().then(() => untilEnded(open, CLOSE_WAIT_MS));
+      closed ??= (async () => {
+        await db.destroy();
+        // Kysely ends the pool only if it ever ran a query on it; a pool used directly (a lock's
+        // session, a release step) is ended here.
+        if (!pool.ending) await pool.end();
+        await untilEnded(open, CLOSE_WAIT_MS);
+      })();
       return closed;
     },
   };
