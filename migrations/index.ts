@@ -22,6 +22,7 @@ import * as m0020 from './0020_nack_receipts.js';
 import * as m0021 from './0021_message_moves.js';
 import * as m0022 from './0022_failed_attempts.js';
 import * as m0023 from './0023_workers.js';
+import * as m0024 from './0024_push_endpoints.js';
 
 /**
  * Every migration, in order. Imported statically (not read from the folder at run time) so the
@@ -51,4 +52,5 @@ export const migrations: Record<string, Migration> = {
   '0021_message_moves': m0021,
   '0022_failed_attempts': m0022,
   '0023_workers': m0023,
+  '0024_push_endpoints': m0024,
 };

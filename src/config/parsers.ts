@@ -1,3 +1,4 @@
+import { allowEntryError } from '../push/allow-list.js';
 import { parseHostList } from './database-url.js';
 
 /**
@@ -112,4 +113,18 @@ export const endpointList: Parser<OpenEndpoint[]> = (raw) => {
   if (bad)
     throw new Error(`must be a comma-separated list of ${OPEN_ENDPOINTS.join(', ')} (or none), got "${bad}"`);
   return items.filter((i) => i !== 'none') as OpenEndpoint[];
+};
+
+/** BATON_PUSH_ALLOW: comma-separated entries, each checked by push/allow-list.ts's rules. */
+export const pushAllowList: Parser<string[]> = (raw) => {
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const item of items) {
+    const error = allowEntryError(item);
+    if (error)
+      throw new Error(`must be a comma-separated list of *, host names, addresses and CIDRs: ${error}`);
+  }
+  return items;
 };

@@ -22,6 +22,7 @@ import {
   optional,
   pattern,
   postgresUrl,
+  pushAllowList,
   setting,
   text,
 } from './parsers.js';
@@ -442,6 +443,20 @@ export const settings = {
     unit: 'port',
     doc: 'Port of the embedded PostgreSQL (loopback only).',
     parse: integer(1, 65535),
+  }),
+  push: setting({
+    env: 'BATON_PUSH',
+    default: true,
+    unit: 'boolean',
+    doc: 'Deliver the jobs of push queues from this replica (docs/push.md). Off: it still serves the API, and other replicas deliver.',
+    parse: boolean,
+  }),
+  pushAllow: setting<string[]>({
+    env: 'BATON_PUSH_ALLOW',
+    default: ['*'],
+    unit: 'list',
+    doc: 'Where push queues may send jobs: * (any host whose addresses are all public), host names (*.example.com too), addresses and CIDRs. Private, loopback and link-local addresses only if named here (docs/push.md).',
+    parse: pushAllowList,
   }),
   sqs: setting({
     env: 'BATON_SQS',

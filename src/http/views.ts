@@ -9,6 +9,7 @@ import type { WorkerRow } from '../jobs/workers.js';
 import { parseDatabaseJson } from '../json/exact.js';
 import type { GroupRow } from '../queues/group-store.js';
 import type { OverviewRows } from '../queues/overview.js';
+import type { PushEndpointRow } from '../queues/push-store.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
 import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
@@ -358,5 +359,21 @@ export function toMove(row: MessageMove) {
     failure_reason: row.failure_reason,
     started_at: isoTime(row.started_at),
     finished_at: iso(row.finished_at),
+  };
+}
+
+/** A push queue's endpoint; `secret` only when the answer made it. The previous secret never shows. */
+export function toPushEndpoint(row: PushEndpointRow, secret?: string) {
+  const overlapping = row.previous_until !== null && row.previous_until.getTime() > Date.now();
+  return {
+    queue: row.queue,
+    url: row.url,
+    timeout_ms: row.timeout_ms,
+    concurrency: row.concurrency,
+    ...(secret === undefined ? {} : { secret }),
+    secret_created_at: isoTime(row.secret_created_at),
+    previous_secret_until: overlapping ? isoTime(row.previous_until!) : null,
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
   };
 }

@@ -132,6 +132,11 @@ export const PARENTS_PAGE_MAX = 100;
 export const GRAPH_MAX_JOBS = 100;
 /** How much of a payload's JSON a list shows when it leaves payloads out (`payload_preview`). */
 export const PAYLOAD_PREVIEW_CHARS = 120;
+/** A push delivery's timeout (docs/push.md): 100 ms to 15 minutes. */
+export const PUSH_TIMEOUT_MS_MIN = 100;
+export const PUSH_TIMEOUT_MS_MAX = 900_000;
+/** Push deliveries in flight per queue and replica, at most. */
+export const PUSH_CONCURRENCY_MAX = 1000;
 export const IDEMPOTENCY_KEY_MAX = 255;
 export const UNIQUE_KEY_MAX = 255;
 export const WORKER_ID_MAX = 128;

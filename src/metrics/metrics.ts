@@ -192,6 +192,34 @@ export class Metrics {
     labelNames: ['queue', 'reason'],
     registers: [this.registry],
   });
+  readonly pushDeliveries = new Counter({
+    name: 'baton_push_deliveries_total',
+    help:
+      'Push deliveries by queue and outcome: acked (2xx), accepted (202: the endpoint keeps the lease), failed ' +
+      '(another answer), dead (410 or Baton-Dead), throttled (429 or 503), timeout, unreachable (a connection that ' +
+      'failed, or an address BATON_PUSH_ALLOW refuses), stopped (the replica stopped mid-delivery).',
+    labelNames: ['queue', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly pushSeconds = new Histogram({
+    name: 'baton_push_delivery_seconds',
+    help: 'Time from sending a push to its answer (or its failure), by queue.',
+    labelNames: ['queue'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly pushWindow = new Gauge({
+    name: 'baton_push_concurrency',
+    help: "Push deliveries this replica lets be in flight now, by queue: the queue's concurrency, narrowed after throttling and regrown after answers.",
+    labelNames: ['queue'],
+    registers: [this.registry],
+  });
+  readonly pushThrottled = new Counter({
+    name: 'baton_push_backoffs_total',
+    help: 'Times an endpoint made this replica back off (a 429 or 503, or a timeout), by queue: each halves its concurrency.',
+    labelNames: ['queue'],
+    registers: [this.registry],
+  });
   readonly ringTruncations = new Counter({
     name: 'baton_ring_truncations_total',
     help: 'Slots of the live-job ring emptied by TRUNCATE, by outcome: truncated, or blocked (a lock timeout; rolled back, tried again next pass).',

@@ -111,6 +111,7 @@ export default fp(
             name: 'schedules',
             description: 'Cron schedules: recurring jobs the leader enqueues exactly once per occurrence.',
           },
+          { name: 'push', description: 'Push queues: Baton POSTs their jobs to an endpoint (docs/push.md).' },
           { name: 'health', description: 'Liveness and readiness probes.' },
           { name: 'operations', description: 'Metrics, the API document, and the key in use.' },
         ],

@@ -2,6 +2,7 @@ import { BulkActions } from './bulk.js';
 import { JobUseCases, type ServiceDeps } from './jobs.js';
 import { LeaseUseCases } from './leases.js';
 import { MoveUseCases } from './moves.js';
+import { PushUseCases } from './push.js';
 import { QueueUseCases } from './queues.js';
 import { ScheduleUseCases } from './schedules.js';
 import { WorkerUseCases } from './workers.js';
@@ -20,6 +21,8 @@ export interface Service {
   moves: MoveUseCases;
   /** Workers that announce themselves. */
   workers: WorkerUseCases;
+  /** Push queues' endpoints (the delivering is push/dispatcher.ts's). */
+  push: PushUseCases;
   /** One action on many jobs an operator picked, with a result per job. */
   bulk: BulkActions;
 }
@@ -36,6 +39,7 @@ export function createService(deps: ServiceDeps): Service {
     schedules: new ScheduleUseCases(deps, jobs),
     moves: new MoveUseCases(deps),
     workers,
+    push: new PushUseCases(deps),
     bulk: new BulkActions(deps, leases, queues),
   };
 }

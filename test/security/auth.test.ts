@@ -293,6 +293,23 @@ describe('API keys', () => {
       url: (q) => `/v1/queues/${q}/moves/00000000-0000-4000-8000-000000000000/cancel`,
       allowed: ['admin'],
     },
+    {
+      name: 'set push',
+      method: 'PUT',
+      url: (q) => `/v1/queues/${q}/push`,
+      // Refused as a loopback address (400) once the key may set it.
+      body: () => ({ url: 'http://127.0.0.1:9/jobs' }),
+      allowed: ['admin'],
+    },
+    { name: 'get push', method: 'GET', url: (q) => `/v1/queues/${q}/push`, allowed: ['admin'] },
+    {
+      name: 'rotate push secret',
+      method: 'POST',
+      url: (q) => `/v1/queues/${q}/push/rotate-secret`,
+      body: () => ({}),
+      allowed: ['admin'],
+    },
+    { name: 'stop push', method: 'DELETE', url: (q) => `/v1/queues/${q}/push`, allowed: ['admin'] },
     { name: 'delete queue', method: 'DELETE', url: () => '/v1/queues/never-there', allowed: ['admin'] },
     {
       name: 'list schedules',

@@ -9,13 +9,15 @@ import type { TestDatabase } from './database.js';
  * Config for tests: quiet logs, no leader election unless a test turns it on, plus overrides. No
  * shedding on event-loop lag unless a test sets it: an in-process app shares its event loop with the
  * test and with the file's other apps, so a lag there says nothing about the app (a test starting
- * four replicas at once lagged a second and got 503s from the first app).
+ * four replicas at once lagged a second and got 503s from the first app). No push delivery unless a
+ * test turns it on (test/push/): it would read the push endpoints every few seconds in every app.
  */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
     LOG_LEVEL: 'silent',
     BATON_MAINTENANCE: 'false',
     BATON_SHED_EVENT_LOOP_DELAY_MS: '0',
+    BATON_PUSH: 'false',
     ...env,
   });
 }

@@ -636,6 +636,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{queue}/push": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A push queue's endpoint
+         * @description Its URL, timeout and concurrency, and when its secret was made; never the secret.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        get: operations["getPush"];
+        /**
+         * Make a queue a push queue, or change its endpoint
+         * @description From now on every replica claims the queue's jobs under a lease and POSTs each to `url`, signed (the Baton-Signature header; docs/push.md says how to check it), and acks or nacks it by the answer: 2xx acks (a JSON body is the result), 202 leaves the lease with the endpoint (it renews and acks through the API with the Baton-Lease-Token it was given), 410 or `Baton-Dead: true` sends it to dead, 429 and 503 back off (Retry-After honoured), anything else, a timeout or a failed connection retries with the queue's backoff. Creates the queue if need be. The first answer (201) carries the signing secret; it is never shown again (rotate for a new one).
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        put: operations["setPush"];
+        post?: never;
+        /**
+         * Stop pushing a queue
+         * @description Its jobs wait for workers to claim them again. Deliveries in flight finish and are settled as usual.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        delete: operations["deletePush"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{queue}/push/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret for a push queue
+         * @description Answers the new secret (only here). For `overlap_ms` (a day by default) the previous one signs too: each delivery carries a v1 signature by each, so receivers can move to the new secret one by one.
+         *
+         *     API key scopes: admin. A key limited to queue patterns must allow the queue.
+         */
+        post: operations["rotatePushSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{queue}/groups": {
         parameters: {
             query?: never;
@@ -722,8 +778,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Who holds leases now
-         * @description One row per worker (its claims' `worker_id`) and queue: the jobs it holds under a lease, when the oldest was claimed, when one of its leases was last renewed, and when the first runs out. Read from the jobs in flight, nothing recorded per worker: a worker that holds nothing is not listed. A key limited to some queues sees only those.
+         * The workers: who holds leases now, and who announced itself
+         * @description `workers`: one row per worker (its claims' `worker_id`) and queue: the jobs it holds under a lease, when the oldest was claimed, when one of its leases was last renewed, and when the first runs out, read from the jobs in flight. `announced`: the workers that announced themselves (PUT /v1/workers/{id}), idle or busy, with host, pid, concurrency and the jobs they hold. With `queue`, both only for that queue. A key limited to some queues sees only those.
          *
          *     API key scopes: producer or consumer or admin.
          */
@@ -1794,6 +1850,66 @@ export interface components {
             moves: components["schemas"]["Move"][];
             /** @description Queues whose dead jobs come to this one (an SQS RedrivePolicy names it): empty for a queue that is no dead-letter queue. */
             dead_letter_sources: string[];
+        };
+        PushRequest: {
+            /**
+             * @description Where each job is POSTed: http or https, no user name or password, allowed by BATON_PUSH_ALLOW (private and loopback addresses are refused unless it names them).
+             * @example https://example.com/jobs/email
+             */
+            url: string;
+            /**
+             * Format: int32
+             * @description How long a delivery may take to be answered; past it, the attempt fails (and the endpoint backs off).
+             * @default 30000
+             */
+            timeout_ms?: number;
+            /**
+             * Format: int32
+             * @description Deliveries in flight at once from each replica, at most (narrowed while the endpoint throttles). The queue's concurrency_limit caps them across replicas.
+             * @default 10
+             */
+            concurrency?: number;
+        };
+        /** @description A push queue's endpoint. Its secrets are never shown after they are made. */
+        PushEndpoint: {
+            queue: string;
+            url: string;
+            /** Format: int32 */
+            timeout_ms: number;
+            /** Format: int32 */
+            concurrency: number;
+            /** @description The signing secret: only in the answer that made it (a new push queue, a rotation). No read shows it again. */
+            secret?: string;
+            /**
+             * Format: date-time
+             * @description When the current secret was made.
+             */
+            secret_created_at: string;
+            previous_secret_until: string | null;
+            /**
+             * Format: date-time
+             * @description When the queue became a push queue.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When its endpoint last changed.
+             */
+            updated_at: string;
+        };
+        /** @description Push is off: the queue waits for workers again. */
+        PushRemoved: {
+            queue: string;
+            /** @enum {boolean} */
+            push: false;
+        };
+        RotateSecretRequest: {
+            /**
+             * Format: int64
+             * @description How long the previous secret keeps signing beside the new one (both in Baton-Signature).
+             * @default 86400000
+             */
+            overlap_ms?: number;
         };
         QueueSample: {
             /**
@@ -5188,6 +5304,388 @@ export interface operations {
             };
             /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushEndpoint"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setPush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PushRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint changed (its secret stays as it was). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushEndpoint"];
+                };
+            };
+            /** @description The queue is a push queue now; `secret` is in this answer only. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushEndpoint"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deletePush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Push is off. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushRemoved"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unreachable, or the server is overloaded or shutting down (unavailable); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotatePushSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Queue name: letters, digits, ".", "_" and "-", at most 128 characters.
+                 * @example emails
+                 */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushEndpoint"];
+                };
+            };
+            /** @description Invalid request: `detail` and `errors` name the field (validation_failed, malformed_json). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or unknown API key (unauthorized). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope or the queue (forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such job or queue (not_found, queue_not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request was not received within the request timeout (request_timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A payload or the body is over its size limit (payload_too_large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path segment is longer than any queue name or job id can be (uri_too_long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not application/json (unsupported_media_type). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -55,6 +55,7 @@ import {
 import { Move, MoveList, MoveRequest } from './moves.js';
 import { AttentionQueue, Overview, OverviewMinute } from './overview.js';
 import { FieldError, ProblemCode, ProblemSchema } from './problem.js';
+import { PushEndpoint, PushRemoved, PushRequest, RotateSecretRequest } from './push.js';
 import {
   DeletedQueue,
   PurgeResponse,
@@ -136,6 +137,10 @@ export const COMPONENTS = [
   MoveRequest,
   Move,
   MoveList,
+  PushRequest,
+  PushEndpoint,
+  PushRemoved,
+  RotateSecretRequest,
   QueueSample,
   QueueHistory,
   GroupConfigRequest,
