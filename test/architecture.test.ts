@@ -91,9 +91,12 @@ const LAYERS: { name: string; paths: string[] }[] = [
       'db/',
     ],
   },
-  { name: 'domain', paths: ['jobs/', 'queues/', 'schedules/', 'maintenance/', 'wake/', 'auth/', 'memory/'] },
+  {
+    name: 'domain',
+    paths: ['jobs/', 'queues/', 'schedules/', 'maintenance/', 'wake/', 'auth/', 'memory/', 'push/'],
+  },
   { name: 'service', paths: ['service/'] },
-  { name: 'protocol', paths: ['http/', 'routes/', 'plugins/', 'sqs/'] },
+  { name: 'protocol', paths: ['http/', 'routes/', 'plugins/', 'sqs/', 'delivery/'] },
   { name: 'entry', paths: ['app.ts', 'server.ts', 'startup-errors.ts', 'startup-inputs.ts', 'cli/'] },
 ];
 const layerPattern = (paths: string[]) =>

@@ -1,4 +1,4 @@
-import { allowEntryError } from '../push/allow-list.js';
+import { isIP } from 'node:net';
 import { parseHostList } from './database-url.js';
 
 /**
@@ -128,3 +128,21 @@ export const pushAllowList: Parser<string[]> = (raw) => {
   }
   return items;
 };
+
+/** One entry of BATON_PUSH_ALLOW is well formed: `*`, a host, an address or a CIDR (push/allow-list.ts reads them). */
+function allowEntryError(entry: string): string | undefined {
+  if (entry === '*') return undefined;
+  const [address, bits, extra] = entry.split('/');
+  const family = isIP(address!);
+  if (family !== 0) {
+    if (extra !== undefined) return `"${entry}" is not an address or CIDR`;
+    if (bits === undefined) return undefined;
+    const n = Number(bits);
+    return /^\d+$/.test(bits) && n <= (family === 4 ? 32 : 128)
+      ? undefined
+      : `"${entry}" has a bad prefix length`;
+  }
+  return /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(entry)
+    ? undefined
+    : `"${entry}" is not *, a host name, an address or a CIDR`;
+}

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { PushDispatcher } from '../push/dispatcher.js';
+import { PushDispatcher } from '../delivery/dispatcher.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -5,14 +5,14 @@ import type { ClaimedRow } from '../jobs/claim/types.js';
 import { traceOf } from '../jobs/trace-context.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { PushAllowList } from '../push/allow-list.js';
+import { type DeliveryAnswer, deliver } from '../push/deliver.js';
+import { actionOf, type PushAction } from '../push/outcome.js';
+import { SIGNATURE_HEADER, signatureHeader } from '../push/signature.js';
+import { PushWindow } from '../push/window.js';
 import { listPushEndpoints, type PushEndpointRow } from '../queues/push-store.js';
 import type { Service } from '../service/service.js';
 import { BATON_VERSION } from '../version.js';
-import type { PushAllowList } from './allow-list.js';
-import { type DeliveryAnswer, deliver } from './deliver.js';
-import { actionOf, type PushAction } from './outcome.js';
-import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
-import { PushWindow } from './window.js';
 
 /** How often each replica reads the push endpoints (a new or changed one is served within this). */
 const REFRESH_MS = 2000;
