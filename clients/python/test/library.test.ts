@@ -13,7 +13,8 @@ const database = useTestDatabase();
 let app: BatonApp;
 let url: string;
 beforeAll(async () => {
-  ({ app, url } = await startBaton(database));
+  // Push delivery on, to a receiver on this machine (tests/test_push.py).
+  ({ app, url } = await startBaton(database, { BATON_PUSH: 'true', BATON_PUSH_ALLOW: '127.0.0.1' }));
 });
 afterAll(async () => {
   await app?.close();
@@ -34,4 +35,8 @@ describe('clients/python', () => {
   it('worker: results, progress, failures, retry delays, async handlers, lost leases, concurrency, drain and give back (tests/test_worker.py)', async () => {
     await unittest('tests.test_worker');
   }, 180_000);
+
+  it("push: verify_signature passes Baton's pushes, and fails a changed body, another secret or an old time (tests/test_push.py)", async () => {
+    await unittest('tests.test_push');
+  }, 60_000);
 });

@@ -16,6 +16,7 @@ from .client import Client
 from .errors import BatonError, LeaseLost, PermanentFailure, RetryLater
 from .events import json_lines
 from .job import Job
+from .push import verify_signature
 from .runner import command_handler, load_handler
 from .version import __version__
 from .worker import Worker
@@ -32,4 +33,5 @@ __all__ = [
     "command_handler",
     "json_lines",
     "load_handler",
+    "verify_signature",
 ]
