@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { useListeningApp } from './support/app.js';
 import { useTestDatabase } from './support/database.js';
+import { freePort } from './support/ports.js';
 
 const run = promisify(execFile);
 const database = useTestDatabase();
@@ -37,10 +38,14 @@ function block(name: string): string {
 describe('README walk-through', () => {
   const server = useListeningApp(database);
 
-  async function runBlock(name: string) {
+  // Push delivery (docs/push.md) to a receiver on this machine: a second server on the same database
+  // that delivers (no leader, as for the first: the block waits for its receiver before enqueuing).
+  const pushing = useListeningApp(database, { BATON_PUSH: 'true', BATON_PUSH_ALLOW: '*,127.0.0.1' });
+
+  async function runBlock(name: string, env: Record<string, string> = {}) {
     const script = block(name);
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
-      env: { ...process.env, BATON_URL: server.url },
+      env: { ...process.env, BATON_URL: server.url, ...env },
     });
     const printed = stdout.trim().split('\n');
     const shown = script
@@ -104,6 +109,15 @@ describe('README walk-through', () => {
   it('runs every command of "Workflows"; each prints what the README shows under it', async () => {
     const { printed, shown } = await runBlock('workflows');
     expect(shown).toHaveLength(10);
+    expect(printed.map(comparable)).toEqual(shown.map(comparable));
+  });
+
+  it('runs every command of "Push queues"; each prints what the page shows under it', async () => {
+    const { printed, shown } = await runBlock('push', {
+      BATON_URL: pushing.url,
+      RECEIVER_PORT: String(await freePort()),
+    });
+    expect(shown).toHaveLength(2);
     expect(printed.map(comparable)).toEqual(shown.map(comparable));
   });
 });

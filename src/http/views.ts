@@ -12,7 +12,7 @@ import type { OverviewRows } from '../queues/overview.js';
 import type { PushEndpointRow } from '../queues/push-store.js';
 import type { QueueSampleRow } from '../queues/queue-history.js';
 import { effectiveSettings, type QueueDefaults } from '../queues/queue-settings.js';
-import type { QueueRow, QueueStatsRow } from '../queues/queue-store.js';
+import type { ListedQueueRow, QueueRow, QueueStatsRow } from '../queues/queue-store.js';
 import type { ScheduleRow } from '../schedules/store.js';
 import { isoTime } from './iso-time.js';
 
@@ -171,7 +171,7 @@ const OWN_SETTINGS: [keyof QueueRow, string][] = [
 ];
 
 /** The API's view of a queue: effective settings, which of them are inherited, and its stats. */
-export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, defaults: QueueDefaults) {
+export function toQueue(row: ListedQueueRow, stats: QueueStatsRow | undefined, defaults: QueueDefaults) {
   const eff = effectiveSettings(row, defaults);
   const liveAt = stats?.live_refreshed_at ?? null;
   return {
@@ -184,6 +184,7 @@ export function toQueue(row: QueueRow, stats: QueueStatsRow | undefined, default
     retention: { completed_ms: eff.completedRetentionMs, dead_ms: eff.deadRetentionMs },
     ...queueLimits(row),
     timeout_ms: row.timeout_ms,
+    push: row.push,
     inherited: OWN_SETTINGS.filter(([column]) => row[column] === null).map(([, field]) => field),
     created_at: isoTime(row.created_at),
     updated_at: isoTime(row.updated_at),

@@ -11,6 +11,12 @@ import { DomainError } from '../errors.js';
 
 export type QueueRow = Selectable<QueuesTable>;
 export type QueueStatsRow = Selectable<QueueStatsTable>;
+/** A queue as reads show it: its row, and whether Baton pushes its jobs (docs/push.md). */
+export type ListedQueueRow = QueueRow & { push: boolean };
+
+/** A queue row's `push`: a primary-key probe of baton.push_endpoints (migration 0024). */
+const isPushQueue =
+  sql<boolean>`EXISTS (SELECT 1 FROM baton.push_endpoints p WHERE p.queue = baton.queues.name)`.as('push');
 
 /** Whether writes to an unknown queue create it, and how many auto-created queues may exist. */
 export interface AutoCreatePolicy {
@@ -92,15 +98,20 @@ const AUTO_QUEUE_LOCK = 0x6261746f6e;
 export async function getQueue(
   db: Db,
   name: string,
-): Promise<{ queue: QueueRow; stats?: QueueStatsRow } | undefined> {
-  const queue = await db.selectFrom('baton.queues').selectAll().where('name', '=', name).executeTakeFirst();
+): Promise<{ queue: ListedQueueRow; stats?: QueueStatsRow } | undefined> {
+  const queue = await db
+    .selectFrom('baton.queues')
+    .selectAll()
+    .select(isPushQueue)
+    .where('name', '=', name)
+    .executeTakeFirst();
   if (!queue) return undefined;
   const stats = await db
     .selectFrom('baton.queue_stats')
     .selectAll()
     .where('queue', '=', name)
     .executeTakeFirst();
-  return { queue: queue as QueueRow, stats: stats as QueueStatsRow | undefined };
+  return { queue: queue as ListedQueueRow, stats: stats as QueueStatsRow | undefined };
 }
 
 /**
@@ -114,11 +125,11 @@ export async function listQueues(
   patterns?: string[],
   prefix?: string,
 ) {
-  let query = db.selectFrom('baton.queues').selectAll().orderBy('name').limit(limit);
+  let query = db.selectFrom('baton.queues').selectAll().select(isPushQueue).orderBy('name').limit(limit);
   if (after !== undefined) query = query.where('name', '>', after);
   if (patterns !== undefined) query = query.where(sql<boolean>`name ~ ANY(${patterns}::text[])`);
   if (prefix !== undefined) query = query.where(sql<boolean>`starts_with(name, ${prefix})`);
-  const queues = (await query.execute()) as QueueRow[];
+  const queues = (await query.execute()) as ListedQueueRow[];
   if (queues.length === 0) return [];
   const stats = (await db
     .selectFrom('baton.queue_stats')

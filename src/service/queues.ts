@@ -21,6 +21,7 @@ import {
   createQueueOnce,
   deadLetterRoutes,
   getQueue,
+  type ListedQueueRow,
   listQueues,
   lockQueue,
   type QueueChanges,
@@ -50,12 +51,12 @@ export class QueueUseCases {
   }
 
   /** A queue with its latest counts; undefined when there is none. */
-  find(name: string): Promise<{ queue: QueueRow; stats?: QueueStatsRow } | undefined> {
+  find(name: string): Promise<{ queue: ListedQueueRow; stats?: QueueStatsRow } | undefined> {
     return getQueue(this.deps.db, name);
   }
 
   /** A queue with its latest counts (queue_not_found when there is none). */
-  async get(name: string): Promise<{ queue: QueueRow; stats?: QueueStatsRow }> {
+  async get(name: string): Promise<{ queue: ListedQueueRow; stats?: QueueStatsRow }> {
     const found = await this.find(name);
     if (!found) throw queueNotFound(name);
     return found;

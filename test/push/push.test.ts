@@ -78,6 +78,17 @@ describe('push queues', () => {
     expect(verifySignature(String(got!.headers['baton-signature']), got!.body, secret)).toBe(true);
     expect(verifySignature(String(got!.headers['baton-signature']), `${got!.body} `, secret)).toBe(false);
     expect(verifySignature(String(got!.headers['baton-signature']), got!.body, 'bps_wrong')).toBe(false);
+
+    // The queue says it is a push queue; once push is off, its jobs wait for workers again.
+    expect((await api(app).call('GET', '/v1/queues/push-ok')).body.push).toBe(true);
+    const off = await api(app).call('DELETE', '/v1/queues/push-ok/push');
+    expect([off.status, off.body]).toEqual([200, { queue: 'push-ok', push: false }]);
+    expect((await api(app).call('GET', '/v1/queues/push-ok')).body.push).toBe(false);
+    expect((await api(app).call('GET', '/v1/queues/push-ok/push')).status).toBe(404);
+    const waits = await api(app).enqueue('push-ok', { payload: 'for a worker' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await job(waits.body.id)).state).toBe('ready');
+    expect(r.received).toHaveLength(1);
   });
 
   it('each answer decides: 204 acks, 400 and 500 retry with the error, 410 and Baton-Dead: true go dead', async () => {
@@ -267,6 +278,51 @@ describe('push queues', () => {
     });
     expect(await metric('baton_push_concurrency')).toBe(8);
     expect(r.maxInFlight).toBeLessThanOrEqual(8);
+  });
+
+  it('a receiver slower than the timeout narrows the window to one; once it answers in time, it grows back', async () => {
+    let slow = true;
+    const r = await receiver((_, res) => {
+      if (!slow) json(res, 200, {});
+      // Slow: never answers in time; the connection is left to the timeout.
+    });
+    await api(app).call('PUT', '/v1/queues/push-slow-window', {
+      backoff: { base_ms: 100, max_ms: 200, jitter: false },
+    });
+    await setPush('push-slow-window', { url: r.url, concurrency: 4, timeout_ms: 200 });
+    const metric = async (name: string) => {
+      const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{queue="push-slow-window"`));
+      return line ? Number(line.split(' ').pop()) : undefined;
+    };
+    const ids = (
+      await api(app).enqueueBatch(
+        'push-slow-window',
+        Array.from({ length: 4 }, (_, i) => ({ payload: i })),
+      )
+    ).body.jobs.map((j: { id: string }) => j.id);
+    await until(
+      () => metric('baton_push_concurrency'),
+      (n) => n === 1,
+    );
+    expect(await metric('baton_push_backoffs_total')).toBeGreaterThanOrEqual(2);
+    expect(r.maxInFlight).toBeLessThanOrEqual(4);
+    slow = false;
+    for (const id of ids)
+      await until(
+        () => job(id),
+        (j) => j.state === 'completed',
+      );
+    const more = await api(app).enqueueBatch(
+      'push-slow-window',
+      Array.from({ length: 20 }, (_, i) => ({ payload: i })),
+    );
+    for (const j of more.body.jobs)
+      await until(
+        () => job(j.id),
+        (x) => x.state === 'completed',
+      );
+    expect(await metric('baton_push_concurrency')).toBe(4);
   });
 
   it('refuses a URL that is private (unless allowed), carries credentials, or is not http', async () => {

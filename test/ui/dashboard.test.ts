@@ -253,6 +253,25 @@ describe('the dashboard, with an admin key', WALK, () => {
     await page.getByRole('heading', { name: `Job ${publish}` }).waitFor();
   });
 
+  it("shows a push queue's endpoint on its page, and never its secret", async () => {
+    // A documentation address: public to the allow-list, and this server does not deliver (BATON_PUSH off).
+    const made = await asOps('PUT', '/v1/queues/webhooks/push', {
+      url: 'https://203.0.113.10/hooks',
+      concurrency: 4,
+    });
+    expect(made.status).toBe(201);
+    await page.goto(`${server.url}/ui#/queues/webhooks`);
+    const section = page.locator('section[aria-labelledby="push-title"]');
+    await eventually(() => section.textContent()).toContain('https://203.0.113.10/hooks');
+    expect(await section.textContent()).toContain('4 per replica');
+    expect(await page.content()).not.toContain(made.body.secret);
+    // A queue that is not a push queue has no such section.
+    await page.goto(`${server.url}/ui#/queues/media`);
+    await page.getByRole('heading', { name: 'Queue media' }).waitFor();
+    await page.locator('section[aria-labelledby="settings-title"]').waitFor();
+    expect(await page.locator('section[aria-labelledby="push-title"]').count()).toBe(0);
+  });
+
   it('shows who holds leases now: the worker, its queue and jobs, and forgets it once it acks', async () => {
     await asOps('POST', '/v1/queues/renders/jobs/batch', { jobs: [{ payload: 1 }, { payload: 2 }] });
     const claimed = await asOps('POST', '/v1/queues/renders/claim', {

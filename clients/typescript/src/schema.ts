@@ -1703,6 +1703,8 @@ export interface components {
             /** @description Jobs with a group have been enqueued: claims serve the groups in turn. */
             grouped: boolean;
             timeout_ms: number | null;
+            /** @description Baton POSTs its jobs to an endpoint (GET /v1/queues/{queue}/push, admin keys; docs/push.md). */
+            push: boolean;
             /** @description Settings that follow the server default. */
             inherited: string[];
             /** Format: date-time */

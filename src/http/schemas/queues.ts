@@ -121,6 +121,10 @@ export const Queue = Type.Object(
     timeout_ms: Nullable(
       Int32({ description: 'Budget of one attempt for jobs without their own; null: none.' }),
     ),
+    push: Type.Boolean({
+      description:
+        'Baton POSTs its jobs to an endpoint (GET /v1/queues/{queue}/push, admin keys; docs/push.md).',
+    }),
     inherited: Type.Array(Type.String(), { description: 'Settings that follow the server default.' }),
     created_at: Timestamp(),
     updated_at: Timestamp(),

@@ -8,6 +8,7 @@ import { queueActions } from '../components/queue-actions.js';
 import { Activity } from '../components/queue-activity.js';
 import { Groups } from '../components/queue-groups.js';
 import { Moves } from '../components/queue-moves.js';
+import { Push } from '../components/queue-push.js';
 import { REFRESH_MS } from '../config.js';
 import { atOnce, count, duration, rate, time } from '../format.js';
 import { usePoll } from '../hooks.js';
@@ -25,6 +26,7 @@ interface SectionProps {
 const SECTIONS: [string, FunctionComponent<SectionProps>][] = [
   ['activity', ({ queue }) => <Activity queue={queue.name} />],
   ['groups', Groups],
+  ['push', Push],
   ['settings', Settings],
 ];
 
