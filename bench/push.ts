@@ -38,8 +38,7 @@ const LATENCY_S = Number(values['latency-seconds']);
 async function call(url: string, method: string, body?: unknown): Promise<any> {
   const res = await fetch(url, {
     method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   });
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
   return res.json();
@@ -138,7 +137,7 @@ function pullWorkers(base: string, queue: string) {
           lease_token: job.lease_token,
           ...(stopped ? {} : { next: { max_jobs: 1, wait_ms: 1000 } }),
         });
-        job = acked.next?.jobs?.[0];
+        job = acked.next?.[0];
       }
     };
     const all = Promise.all(Array.from({ length: CONCURRENCY }, worker));

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import os from 'node:os';
 import type { Db } from '../db/database.js';
 import { LEASE_MS_MAX, LEASE_MS_MIN } from '../duration-limits.js';
@@ -98,6 +100,14 @@ class QueuePusher {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly abort = new AbortController();
   private loop: Promise<void> | undefined;
+  /**
+   * Connections kept open to the endpoint between deliveries: a new one per delivery cost Baton
+   * twice a pull worker's CPU per job (bench/push.ts).
+   */
+  private readonly agents = {
+    'http:': new http.Agent({ keepAlive: true }),
+    'https:': new https.Agent({ keepAlive: true }),
+  };
 
   constructor(
     private endpoint: PushEndpointRow,
@@ -120,6 +130,8 @@ class QueuePusher {
     this.abort.abort();
     await this.loop;
     await Promise.all(this.inFlight);
+    this.agents['http:'].destroy();
+    this.agents['https:'].destroy();
   }
 
   private get queue() {
@@ -146,7 +158,7 @@ class QueuePusher {
         rows = await this.deps.service.jobs.claim({
           queue: this.queue,
           maxJobs: Math.min(free, CLAIM_MAX),
-          leaseMs: Math.min(LEASE_MS_MAX, Math.max(LEASE_MS_MIN, this.endpoint.timeout_ms + LEASE_MARGIN_MS)),
+          leaseMs: this.leaseMs,
           workerId: this.workerId,
           waitMs: CLAIM_WAIT_MS,
           signal,
@@ -158,18 +170,25 @@ class QueuePusher {
         await sleep(1000, signal);
         continue;
       }
-      for (const row of rows) {
-        const delivery: Promise<void> = this.push(row)
-          .catch((err) =>
-            log.warn(
-              { queue: this.queue, job: row.id, error: (err as Error).message },
-              'push: a delivery failed',
-            ),
-          )
-          .finally(() => this.inFlight.delete(delivery));
-        this.inFlight.add(delivery);
-      }
+      for (const row of rows) this.begin(row);
     }
+  }
+
+  /** Deliver `row` in the background, counted in flight until it is settled. */
+  private begin(row: ClaimedRow): void {
+    const delivery: Promise<void> = this.push(row)
+      .catch((err) =>
+        this.deps.log.warn(
+          { queue: this.queue, job: row.id, error: (err as Error).message },
+          'push: a delivery failed',
+        ),
+      )
+      .finally(() => this.inFlight.delete(delivery));
+    this.inFlight.add(delivery);
+  }
+
+  private get leaseMs(): number {
+    return Math.min(LEASE_MS_MAX, Math.max(LEASE_MS_MIN, this.endpoint.timeout_ms + LEASE_MARGIN_MS));
   }
 
   /** Deliver one claimed job and settle it by the answer. */
@@ -191,6 +210,7 @@ class QueuePusher {
         timeoutMs: endpoint.timeout_ms,
         maxAnswerBytes,
         signal: this.abort.signal,
+        agent: this.agents[url.protocol as 'http:' | 'https:'],
       });
     }
     if (answer.kind === 'failed' && answer.reason === 'stopped') {
@@ -223,10 +243,23 @@ class QueuePusher {
     const item = { id: row.id, queue: row.queue, leaseToken: row.lease_token };
     if (action.kind === 'keep') return;
     if (action.kind === 'ack') {
-      await leases.ack({
-        ...item,
-        ...(action.resultJson === undefined ? {} : { resultJson: action.resultJson }),
-      });
+      // As a pull worker's ack-and-claim: the next job comes with the ack, one statement for both,
+      // while the window has room for it beside the deliveries still in flight (this one included).
+      const room = this.window.slots - this.inFlight.size >= 0 && !this.abort.signal.aborted;
+      const { next } = await leases.ack(
+        { ...item, ...(action.resultJson === undefined ? {} : { resultJson: action.resultJson }) },
+        room
+          ? {
+              maxJobs: 1,
+              leaseMs: this.leaseMs,
+              workerId: this.workerId,
+              waitMs: 0,
+              signal: this.abort.signal,
+              log: this.deps.log,
+            }
+          : undefined,
+      );
+      for (const row of next) this.begin(row);
       return;
     }
     await leases.nack({

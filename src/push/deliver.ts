@@ -13,6 +13,11 @@ export interface DeliveryRequest {
   /** Bytes of the answer's body read at most; the rest is not read. */
   maxAnswerBytes: number;
   signal: AbortSignal;
+  /**
+   * Keeps connections to the endpoint open between deliveries (one per queue and replica). A
+   * connection is opened only to an address the allow-list checked, so a reused one goes there too.
+   */
+  agent: http.Agent;
 }
 
 export type DeliveryAnswer =
@@ -20,7 +25,7 @@ export type DeliveryAnswer =
   | { kind: 'failed'; reason: 'timeout' | 'connection' | 'stopped'; message: string; ms: number };
 
 /**
- * One POST of a job to its endpoint, on node:http(s) rather than fetch: the connection is pinned to
+ * One POST of a job to its endpoint, on node:http(s) rather than fetch: a new connection is pinned to
  * the checked address (a lookup that answers only it; TLS still verifies the URL's host name), a
  * redirect is an answer like any other (never followed: a 3xx could lead anywhere), the answer is
  * read up to a bound, and the whole exchange, connecting included, has one deadline.
@@ -46,7 +51,7 @@ export function deliver(req: DeliveryRequest): Promise<DeliveryAnswer> {
       method: 'POST',
       headers: { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) },
       lookup: pinned,
-      agent: false,
+      agent: req.agent,
     });
     const fail = (reason: 'timeout' | 'connection' | 'stopped', message: string) => {
       finish({ kind: 'failed', reason, message, ms: ms() });
