@@ -38,7 +38,9 @@ const LATENCY_S = Number(values['latency-seconds']);
 async function call(url: string, method: string, body?: unknown): Promise<any> {
   const res = await fetch(url, {
     method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    ...(body === undefined
+      ? {}
+      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   });
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
   return res.json();

@@ -1,5 +1,11 @@
+import http from 'node:http';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestApp, useTestApp } from '../support/app.js';
+import { buildApp } from '../../src/app.js';
+import { deliver } from '../../src/push/deliver.js';
+import { actionOf } from '../../src/push/outcome.js';
+import { createTestApp, testConfig, useTestApp } from '../support/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { api } from '../support/http.js';
 import { apiKeyEntry, bearer } from '../support/keys.js';
@@ -323,6 +329,89 @@ describe('push queues', () => {
         (x) => x.state === 'completed',
       );
     expect(await metric('baton_push_concurrency')).toBe(4);
+  });
+
+  it("flow control holds for pushes: the queue's concurrency_limit caps deliveries in flight below the push concurrency", async () => {
+    const r = await receiver(async (_, res) => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      json(res, 200, {});
+    });
+    await api(app).call('PUT', '/v1/queues/push-limited', { concurrency_limit: 2 });
+    await setPush('push-limited', { url: r.url, concurrency: 8 });
+    const ids = (
+      await api(app).enqueueBatch(
+        'push-limited',
+        Array.from({ length: 30 }, (_, i) => ({ payload: i })),
+      )
+    ).body.jobs.map((j: { id: string }) => j.id);
+    for (const id of ids)
+      await until(
+        () => job(id),
+        (j) => j.state === 'completed',
+      );
+    expect(r.maxInFlight).toBe(2);
+  });
+
+  it('an answer past the bound is cut, and the job is acked without a result', async () => {
+    const r = await receiver((_, res) => json(res, 200, { big: 'x'.repeat(5000) }));
+    const answer = await deliver({
+      url: new URL(r.url),
+      address: '127.0.0.1',
+      family: 4,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      timeoutMs: 5000,
+      maxAnswerBytes: 1024,
+      signal: new AbortController().signal,
+      agent: new http.Agent(),
+    });
+    expect(answer).toMatchObject({ kind: 'answer', status: 200, cut: true });
+    expect(answer.kind === 'answer' && answer.body.length).toBe(1024);
+    expect(actionOf(answer)).toEqual({ kind: 'ack', outcome: 'acked' });
+  });
+
+  it("a push queue's secret reaches no log line and no metric", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const logged = await buildApp({
+      config: testConfig({ ...PUSH, LOG_LEVEL: 'trace' }),
+      databaseUrl: database.url,
+      logger: pino({ level: 'trace' }, sink),
+    });
+    await logged.ready();
+    try {
+      const r = await receiver((_, res) => json(res, 500, {}));
+      const made = await logged.inject({
+        method: 'PUT',
+        url: '/v1/queues/push-logged/push',
+        payload: { url: r.url },
+      });
+      const rotated = await logged.inject({
+        method: 'POST',
+        url: '/v1/queues/push-logged/push/rotate-secret',
+        payload: {},
+      });
+      const secrets = [made.json().secret as string, rotated.json().secret as string];
+      await logged.inject({ method: 'POST', url: '/v1/queues/push-logged/jobs', payload: { payload: 1 } });
+      await until(
+        async () => r.received.length,
+        (n) => n >= 1,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const metrics = (await logged.inject({ method: 'GET', url: '/metrics' })).body;
+      for (const secret of secrets) {
+        expect(metrics).not.toContain(secret);
+        expect(lines.join('')).not.toContain(secret);
+      }
+      expect(lines.length).toBeGreaterThan(0);
+    } finally {
+      await logged.close();
+    }
   });
 
   it('refuses a URL that is private (unless allowed), carries credentials, or is not http', async () => {
