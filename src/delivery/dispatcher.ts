@@ -214,7 +214,7 @@ class QueuePusher {
       });
     }
     if (answer.kind === 'failed' && answer.reason === 'stopped') {
-      // This replica is stopping: the job goes back at once, for a replica that stays.
+      // This replica is stopping: the job goes back at once, uncounted, for a replica that stays.
       metrics.pushDeliveries.inc({ ...labels, outcome: 'stopped' });
       await this.settle(row, {
         kind: 'nack',
@@ -222,8 +222,8 @@ class QueuePusher {
         message: 'push: the replica delivering it stopped',
         details: {},
         dead: false,
-        retryInMs: 0,
         throttle: false,
+        giveBack: true,
       });
       return;
     }
@@ -231,7 +231,7 @@ class QueuePusher {
     metrics.pushDeliveries.inc({ ...labels, outcome: action.outcome });
     metrics.pushSeconds.observe(labels, answer.ms / 1000);
     if (action.kind === 'nack' && action.throttle) {
-      this.window.throttled(action.retryInMs);
+      this.window.throttled(action.pauseMs);
       metrics.pushThrottled.inc(labels);
     } else this.window.answered();
     metrics.pushWindow.set(labels, this.window.slots);
@@ -260,6 +260,10 @@ class QueuePusher {
           : undefined,
       );
       for (const row of next) this.begin(row);
+      return;
+    }
+    if (action.giveBack) {
+      await leases.nack({ ...item, giveBack: true });
       return;
     }
     await leases.nack({

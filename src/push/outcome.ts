@@ -15,7 +15,18 @@ export type PushAction =
       retryInMs?: number;
       /** Narrow this replica's window (window.ts). */
       throttle: boolean;
+      /**
+       * Give the job back instead of failing the attempt (a nack's give_back: ready again, the
+       * attempt not counted, no error recorded): an endpoint asking for a pause has not failed the
+       * job, and a long throttle must not use up its attempts.
+       */
+      giveBack?: boolean;
+      /** Pause this replica's deliveries of the queue this long (the endpoint's Retry-After). */
+      pauseMs?: number;
     };
+
+/** A 429 or 503 without Retry-After pauses the replica's deliveries this long. */
+const THROTTLE_PAUSE_MS = 1000;
 
 /** The longest Retry-After honoured: an hour. */
 const RETRY_AFTER_MAX_MS = 3_600_000;
@@ -33,8 +44,9 @@ const excerpt = (body: Buffer) => body.subarray(0, 500).toString('utf8');
 
 /**
  * 2xx acks (a JSON body is the result); 202 keeps the lease with the endpoint; 410, or `Baton-Dead:
- * true` on a failure, sends the job to dead; 429 and 503 narrow the window and honour Retry-After;
- * any other answer, a timeout or a connection that failed nacks with the queue's backoff.
+ * true` on a failure, sends the job to dead; 429 and 503 give the job back uncounted, narrow the
+ * window and pause the replica for Retry-After; any other answer, a timeout or a connection that
+ * failed nacks with the queue's backoff.
  */
 export function actionOf(answer: DeliveryAnswer): PushAction {
   if (answer.kind === 'failed') {
@@ -65,7 +77,6 @@ export function actionOf(answer: DeliveryAnswer): PushAction {
   const details = { push: { status, ms: answer.ms, body: excerpt(body) } };
   const message = `push: HTTP ${status}`;
   if (status === 429 || status === 503) {
-    const wait = retryAfterMs(headers['retry-after']);
     return {
       kind: 'nack',
       outcome: 'throttled',
@@ -73,7 +84,8 @@ export function actionOf(answer: DeliveryAnswer): PushAction {
       details,
       dead: false,
       throttle: true,
-      ...(wait === undefined ? {} : { retryInMs: wait }),
+      giveBack: true,
+      pauseMs: retryAfterMs(headers['retry-after']) ?? THROTTLE_PAUSE_MS,
     };
   }
   const dead = status === 410 || String(headers['baton-dead'] ?? '').toLowerCase() === 'true';
