@@ -8,8 +8,9 @@ import { ServerProcess } from '../support/server-process.js';
 
 /**
  * Push delivery under kills: three replicas deliver 5,000 jobs to a receiver while replicas are
- * SIGKILLed mid-delivery (and restarted) and the receiver drops every connection at random moments
- * (a crash), besides answering 1 in 20 deliveries with a 500. Every job must complete exactly once
+ * SIGKILLed mid-delivery (and restarted) and the receiver crashes at random moments (every
+ * connection dropped, its port refusing connections for a while), besides answering 1 in 20
+ * deliveries with a 500. Every job must complete exactly once
  * in PostgreSQL, and reach the receiver at least once, each repeat with a higher attempt.
  */
 const database = useTestDatabase();
@@ -95,7 +96,8 @@ describe('push delivery under kills', () => {
         while (!stop) {
           await new Promise((r) => setTimeout(r, 1500 + Math.random() * 1500));
           if (stop) break;
-          if (Math.random() < 0.6) {
+          // Turn about: a replica killed, then the receiver crashed, and so on.
+          if ((replicaKills + crashes) % 2 === 0) {
             // A replica dies mid-delivery and comes back on its port.
             const i = 1 + Math.floor(Math.random() * 2);
             servers[i]!.signal('SIGKILL');
@@ -103,9 +105,15 @@ describe('push delivery under kills', () => {
             replicaKills++;
             servers[i] = await ServerProcess.start(env, ports[i]!);
           } else {
-            // The receiver crashes: every connection dropped, answers in flight lost.
+            // The receiver crashes: every connection dropped, answers in flight lost, and nothing
+            // listening on its port (connections refused) until it is back up, 200 to 700 ms later.
+            const { port } = receiver.address() as { port: number };
+            const closed = new Promise<void>((r) => receiver.close(() => r()));
             for (const s of sockets) s.destroy();
+            await closed;
             crashes++;
+            await new Promise((r) => setTimeout(r, 200 + Math.random() * 500));
+            await new Promise<void>((r) => receiver.listen(port, '127.0.0.1', r));
           }
         }
       })();
@@ -144,7 +152,7 @@ describe('push delivery under kills', () => {
         expect(new Set(attempts).size).toBe(attempts.length);
       }
       expect(replicaKills).toBeGreaterThan(0);
-      expect(crashes + replicaKills).toBeGreaterThan(1);
+      expect(crashes).toBeGreaterThan(0);
     } finally {
       stop = true;
       for (const s of servers) s?.signal('SIGKILL');
