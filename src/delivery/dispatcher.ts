@@ -270,7 +270,6 @@ class QueuePusher {
       ...item,
       error: { message: action.message, details: action.details },
       dead: action.dead,
-      ...(action.retryInMs === undefined ? {} : { retryInMs: action.retryInMs }),
     });
   }
 

@@ -11,8 +11,6 @@ export type PushAction =
       message: string;
       details: Record<string, unknown>;
       dead: boolean;
-      /** The endpoint's Retry-After: the job waits that long rather than the queue's backoff. */
-      retryInMs?: number;
       /** Narrow this replica's window (window.ts). */
       throttle: boolean;
       /**
