@@ -127,6 +127,40 @@ describe('generic plans of the hot statements on the ring', () => {
   });
 });
 
+describe("the claim's write-back", () => {
+  it('probes the primary key of the partition its rows are in, not every partition of the ring', async () => {
+    await api(app).enqueueBatch(
+      'plans-prune',
+      Array.from({ length: 20 }, (_, i) => ({ payload: i })),
+    );
+    const compiled = claimStatement({ queue: 'plans-prune', maxJobs: 10, defaultLeaseMs: 30_000 }).compile(
+      database.db,
+    );
+    const session = await app.dbPool.connect();
+    try {
+      await session.query(`SET plan_cache_mode = force_generic_plan`);
+      await session.query('BEGIN');
+      try {
+        await session.query(`PREPARE prune_claim AS ${compiled.sql}`);
+        const args = compiled.parameters.map(literal).join(', ');
+        const { rows } = await session.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE prune_claim(${args})`);
+        const plan = JSON.stringify(rows[0]['QUERY PLAN']);
+        const probes = [...plan.matchAll(/"Index Name":"jobs_\d_pkey"[^{}]*"Actual Loops":(\d+)/g)];
+        // One probe per partition in the plan (the generic plan cannot know the slot)...
+        expect(probes).toHaveLength(8);
+        // ...of which only the rows' own runs: the others are pruned when the statement runs (an
+        // array of the picked ids alone had probed all eight, id by id).
+        expect(probes.filter((m) => m[1] !== '0')).toHaveLength(1);
+        expect(plan).toContain('"Actual Rows":10');
+      } finally {
+        await session.query('ROLLBACK');
+      }
+    } finally {
+      session.release();
+    }
+  });
+});
+
 describe('batch writes naming many claimed jobs', () => {
   it('read only the rows they name, however many other jobs are claimed (no item compared with every row)', async () => {
     const client = api(app);

@@ -175,6 +175,11 @@ export const claimantsJsonOf = (claimants: Claimant[]) =>
  * claim of 50 once a reader of baton.jobs pinned 100,000 dead ones, and 0.7 s of PostgreSQL CPU per
  * 1,000 jobs in a full cycle without any reader (docs/adr/0013-claims-under-readers.md). The state
  * test is only a guard (the pick locked the row ready), written so that no partial index serves it.
+ *
+ * The slot range prunes the partitions the array would otherwise probe in vain, id by id: at run time
+ * PostgreSQL prunes on a comparison with a subquery's value, never on `= ANY` of an array made by
+ * one. Ids are drawn slot after slot (baton.job_slot), so a claim's rows sit in one slot, or two at a
+ * boundary; a pick that wraps from the last slot to the first spans them all, as before.
  */
 export const claimedFromAssigned = sql`claimed AS (
       UPDATE baton.jobs j SET
@@ -191,6 +196,7 @@ export const claimedFromAssigned = sql`claimed AS (
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = ANY(ARRAY(SELECT id FROM assigned)) AND j.id = a.id AND j.slot = a.slot
+        AND j.slot BETWEEN (SELECT min(slot) FROM assigned) AND (SELECT max(slot) FROM assigned)
         AND (j.state = 'ready') IS TRUE
       RETURNING ${namedColumns(
         claimedColumns,

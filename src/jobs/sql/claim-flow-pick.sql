@@ -51,6 +51,7 @@
         worker_id = a.worker_id
       FROM assigned a
       WHERE j.id = ANY(ARRAY(SELECT id FROM assigned)) AND j.id = a.id AND j.slot = a.slot
+        AND j.slot BETWEEN (SELECT min(slot) FROM assigned) AND (SELECT max(slot) FROM assigned)
         AND (j.state = 'ready') IS TRUE
       RETURNING a.claimant AS claimant, j.id AS id, j.queue AS queue, j.group_key AS group_key,
                 j.payload::text AS payload_json, j.priority AS priority, j.attempts AS attempts,
