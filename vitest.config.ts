@@ -17,6 +17,7 @@ const KILLS = ['clients/*/test/kill.test.ts'];
 const ALONE = ['test/chaos/**/*.test.ts', 'test/db/failover.test.ts'];
 const PROCESSES = [
   'test/process/**/*.test.ts',
+  'test/pgbouncer/**/*.test.ts',
   'test/examples/**/*.test.ts',
   'test/ui/**/*.test.ts',
   'test/cli/**/*.test.ts',

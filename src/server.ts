@@ -2,7 +2,8 @@ import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded-postgres.js';
-import { migrateToLatest } from './db/migrate.js';
+import { migrateToLatest, pendingMigrations } from './db/migrate.js';
+import { MIGRATION_NEEDS_DIRECT_URL, migrationTarget } from './db/pooler.js';
 import { compilePending } from './http/lazy-compile.js';
 import { createLogger } from './logger.js';
 import { databaseProblem, listenProblem, redactUrl } from './startup-errors.js';
@@ -56,12 +57,27 @@ async function main() {
   );
 
   if (config.migrateOnStart) {
-    const handle = createDatabase(databaseUrl, config, log, 'maintenance');
+    // Through a transaction pooler only a schema that is already current is accepted (db/pooler.ts).
+    const target = migrationTarget(config, databaseUrl);
+    const url = target?.url ?? databaseUrl;
+    const handle = createDatabase(
+      url,
+      { ...config, dbPooler: target?.pooler ?? config.dbPooler },
+      log,
+      'maintenance',
+    );
     try {
-      const { applied } = await migrateToLatest(handle.db);
-      log.info({ applied }, applied.length ? 'migrations applied' : 'database schema is current');
+      if (target) {
+        const { applied } = await migrateToLatest(handle.db);
+        log.info({ applied }, applied.length ? 'migrations applied' : 'database schema is current');
+      } else {
+        const pending = await pendingMigrations(handle.db);
+        if (pending.length > 0)
+          await giveUp(`${pending.length} migrations to apply, but ${MIGRATION_NEEDS_DIRECT_URL}`, undefined);
+        log.info({}, 'database schema is current');
+      }
     } catch (err) {
-      await giveUp(databaseProblem(err, databaseUrl, config.connectTimeoutMs), err);
+      await giveUp(databaseProblem(err, url, config.connectTimeoutMs), err);
     } finally {
       await handle.close();
     }

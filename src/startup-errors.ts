@@ -61,6 +61,13 @@ export function databaseProblem(err: unknown, url: string, connectTimeoutMs: num
     case '3D000':
       return `${where}: ${message}; create it or fix DATABASE_URL`;
   }
+  // PgBouncer refuses startup parameters it does not know (database.ts sends the session's settings).
+  if (/unsupported startup parameter/i.test(message)) {
+    return (
+      `${where} is a connection pooler that refuses settings sent at connect (${message}); ` +
+      'set BATON_DB_POOLER=transaction (or session, for its pool mode) and see docs/configuration.md'
+    );
+  }
   // node-postgres reports a connect timeout as a terminated connection.
   if (/Connection terminated|trying to connect|connection timeout/i.test(message)) {
     return (

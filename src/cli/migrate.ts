@@ -2,11 +2,13 @@ import { ConfigError, loadConfig } from '../config.js';
 import { createDatabase } from '../db/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../db/embedded-postgres.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { MIGRATION_NEEDS_DIRECT_URL, migrationTarget } from '../db/pooler.js';
 import { createLogger } from '../logger.js';
 import { databaseProblem } from '../startup-errors.js';
 
 /**
- * Apply pending migrations to DATABASE_URL (or the embedded database) and exit: `npm run migrate`
+ * Apply pending migrations to DATABASE_URL (BATON_DIRECT_DATABASE_URL if set; or the embedded
+ * database) and exit: `npm run migrate`
  * in a checkout, `node dist/src/cli/migrate.js` (or `npm run migrate:dist`) in the Docker image.
  * A database that does not answer is one line and exit status 1, as at server start-up.
  */
@@ -28,8 +30,13 @@ if (!config.databaseUrl) {
     },
   );
 }
-const url = config.databaseUrl ?? embedded!.url;
-const handle = createDatabase(url, config, log, 'maintenance');
+const target = migrationTarget(config, config.databaseUrl ?? embedded!.url);
+if (!target) {
+  console.error(`BATON_DB_POOLER=transaction: ${MIGRATION_NEEDS_DIRECT_URL}`);
+  process.exit(1);
+}
+const url = target.url;
+const handle = createDatabase(url, { ...config, dbPooler: target.pooler }, log, 'maintenance');
 try {
   const { applied } = await migrateToLatest(handle.db);
   log.info({ applied }, applied.length ? 'migrations applied' : 'nothing to apply');

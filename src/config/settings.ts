@@ -29,6 +29,7 @@ import {
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type LogFormat = 'auto' | 'json' | 'pretty';
+export type DbPooler = 'none' | 'session' | 'transaction';
 
 /**
  * Every setting, once: its variable, default, unit, a one-line description and its parser. The
@@ -131,10 +132,23 @@ export const settings = {
     doc: 'PostgreSQL connection string. Several hosts (host1:5432,host2:5432) with target_session_attrs=read-write: connect to whichever is primary (docs/reliability.md). Unset: start an embedded PostgreSQL (see BATON_PGDATA).',
     parse: postgresUrl,
   }),
+  dbPooler: setting<DbPooler>({
+    env: 'BATON_DB_POOLER',
+    default: 'none',
+    unit: 'mode',
+    doc: "What DATABASE_URL leads to: PostgreSQL itself (none), or a pooler such as PgBouncer in session or transaction mode. With a pooler no setting is sent at connect (PgBouncer refuses them); in session mode they are SET after connecting; in transaction mode the timeouts must be the role's own (checked at start), statements go unnamed, and migrations and LISTEN use BATON_DIRECT_DATABASE_URL. See docs/configuration.md.",
+    parse: oneOf<DbPooler>('none', 'session', 'transaction'),
+  }),
+  directDatabaseUrl: optional<string>({
+    env: 'BATON_DIRECT_DATABASE_URL',
+    unit: 'URL',
+    doc: "PostgreSQL itself, beside a transaction pooler in DATABASE_URL: migrations and the LISTEN connection go here. Unset with BATON_DB_POOLER=transaction: start-up refuses to migrate, and replicas learn of each other's jobs by polling.",
+    parse: postgresUrl,
+  }),
   listenDatabaseUrl: optional<string>({
     env: 'BATON_LISTEN_DATABASE_URL',
     unit: 'URL',
-    doc: 'Where the LISTEN connection goes, when DATABASE_URL is a transaction pooler that cannot hold it. Default: DATABASE_URL.',
+    doc: 'Where the LISTEN connection goes, if not BATON_DIRECT_DATABASE_URL. Default: BATON_DIRECT_DATABASE_URL, else DATABASE_URL unless that is a transaction pooler.',
     parse: postgresUrl,
   }),
   poolSize: setting({
@@ -144,11 +158,10 @@ export const settings = {
     doc: "Maximum connections in the request pool. On top: the LISTEN connection, the releaser's one, and with BATON_MAINTENANCE the leader's pool of 4 and its election's one.",
     parse: integer(2, 1000),
   }),
-  preparedStatements: setting({
+  preparedStatements: optional<boolean>({
     env: 'BATON_DB_PREPARED_STATEMENTS',
-    default: true,
     unit: 'boolean',
-    doc: 'Send statements as named prepared statements (parsed once per connection). Off behind a pooler that cannot keep them (PgBouncer transaction mode before 1.21).',
+    doc: 'Send statements as named prepared statements (parsed once per connection). Default: true, but false with BATON_DB_POOLER=transaction (PgBouncer before 1.21, or without max_prepared_statements, cannot keep them).',
     parse: boolean,
   }),
   statementTimeoutMs: setting({

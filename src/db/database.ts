@@ -19,7 +19,7 @@ export interface DatabaseHandle {
 }
 
 type PoolSettings = Pick<Config, 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'> &
-  Partial<Pick<Config, 'preparedStatements'>>;
+  Partial<Pick<Config, 'preparedStatements' | 'dbPooler'>>;
 
 const JSON_OID = 114;
 const JSONB_OID = 3802;
@@ -65,28 +65,69 @@ const types = {
  */
 export type PoolRole = 'requests' | 'maintenance';
 
-const PLANNER_SETTINGS: Record<PoolRole, string> = {
-  requests:
-    '-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off -c jit=off -c plan_cache_mode=force_generic_plan',
-  maintenance: '-c jit=off',
+const PLANNER_SETTINGS: Record<PoolRole, Record<string, string>> = {
+  requests: {
+    enable_seqscan: 'off',
+    enable_hashjoin: 'off',
+    enable_mergejoin: 'off',
+    jit: 'off',
+    plan_cache_mode: 'force_generic_plan',
+  },
+  maintenance: { jit: 'off' },
 };
 
 /**
- * Session settings for every connection Baton opens. A stuck statement or a transaction left open
- * can hold row locks (and hold back vacuum on the live table), so both are bounded.
+ * Session settings for every connection Baton opens: the planner's for its role, and bounds on a
+ * statement and on a transaction left idle, since a stuck statement or a transaction left open can
+ * hold row locks (and hold back vacuum on the live table).
+ *
+ * Sent at connect, as startup parameters, to PostgreSQL itself. A pooler refuses those (PgBouncer:
+ * "unsupported startup parameter"), so behind one (BATON_DB_POOLER) none is sent: in session mode
+ * each connection SETs them first (sessionSetup), and in transaction mode, where a SET would stay
+ * on whichever server connection ran it and reach other clients, the timeouts must be the role's
+ * own settings, which start-up checks (db/session-settings.ts), and the planner's are left as they
+ * are: statements then go unnamed and are planned each time, so no plan made while a partition of the
+ * ring was empty is kept (docs/configuration.md, "Behind a connection pooler").
  */
+export function sessionSettings(role: PoolRole, statementTimeoutMs: number): Record<string, string> {
+  return {
+    ...PLANNER_SETTINGS[role],
+    statement_timeout: String(statementTimeoutMs),
+    idle_in_transaction_session_timeout: String(statementTimeoutMs),
+  };
+}
+
+/** The SET statements (one simple query) that give a session behind a session pooler its settings. */
+function sessionSetup(role: PoolRole, statementTimeoutMs: number): string {
+  return Object.entries(sessionSettings(role, statementTimeoutMs))
+    .map(([name, value]) => `SET ${name} = '${value}'`)
+    .join('; ');
+}
+
 export function connectionOptions(
   url: string,
   settings: PoolSettings,
   applicationName = 'baton',
   role: PoolRole = 'requests',
 ) {
+  const { statement_timeout, idle_in_transaction_session_timeout, ...planner } = sessionSettings(
+    role,
+    settings.statementTimeoutMs,
+  );
+  const atConnect =
+    (settings.dbPooler ?? 'none') === 'none'
+      ? {
+          options: Object.entries(planner)
+            .map(([name, value]) => `-c ${name}=${value}`)
+            .join(' '),
+          statement_timeout: Number(statement_timeout),
+          idle_in_transaction_session_timeout: Number(idle_in_transaction_session_timeout),
+        }
+      : {};
   return {
     ...connectionTarget(url, settings),
     application_name: applicationName,
-    options: PLANNER_SETTINGS[role],
-    statement_timeout: settings.statementTimeoutMs,
-    idle_in_transaction_session_timeout: settings.statementTimeoutMs,
+    ...atConnect,
     connectionTimeoutMillis: settings.connectTimeoutMs,
     // statement_timeout is enforced by the server; if the network itself goes silent, this bounds
     // the wait on our side so a request cannot hang past it.
@@ -144,11 +185,17 @@ export function createDatabase(
   // Statements with parameters go out as named prepared statements (see prepared-statements.ts).
   const names = new StatementNames();
   const open = new Set<pg.PoolClient>();
+  const setup = settings.dbPooler === 'session' ? sessionSetup(role, settings.statementTimeoutMs) : undefined;
+  // Named statements outlive the transaction that prepared them: a transaction pooler hands the
+  // next one to another server connection, which does not know them (PgBouncer before 1.21).
+  const prepared = settings.preparedStatements ?? settings.dbPooler !== 'transaction';
   pool.on('connect', (client) => {
     open.add(client);
     client.once('end', () => open.delete(client));
     client.on('error', () => {});
-    if (settings.preparedStatements !== false) usePreparedStatements(client, names);
+    // Queued before anything the pool's borrower sends: a client runs its queries in order.
+    if (setup) client.query(setup).catch(() => {});
+    if (prepared) usePreparedStatements(client, names);
     endWhenLost(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

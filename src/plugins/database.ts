@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { createDatabase, type Db } from '../db/database.js';
+import { checkSessionSettings } from '../db/session-settings.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -55,6 +56,24 @@ export default fp<DatabasePluginOptions>(
     app.decorate('releaseDb', release.db);
     app.addHook('onClose', async () => {
       await Promise.all([handle.close(), maintenance?.close(), election?.close(), release.close()]);
+    });
+    app.addHook('onReady', async () => {
+      const check = await checkSessionSettings(handle.db, opts.config).catch(() => undefined);
+      if (!check) return; // the database is away: requests say so, with 503s
+      const timeouts = Object.fromEntries(check.settings.map((s) => [`${s.name}_ms`, s.hasMs]));
+      if (check.fix.length === 0) {
+        app.log.info(
+          { ...timeouts, from: opts.config.dbPooler === 'transaction' ? 'role settings' : 'connection' },
+          'database session timeouts hold',
+        );
+      } else {
+        app.log.warn(
+          { ...timeouts, wanted_ms: opts.config.statementTimeoutMs, fix: check.fix },
+          opts.config.dbPooler === 'transaction'
+            ? "database session timeouts are not the role's settings, so a stuck statement or an open transaction is not bounded; run the statements in `fix` (docs/configuration.md)"
+            : 'database session timeouts sent at connect were not applied (a pooler dropping them?); set BATON_DB_POOLER, or run the statements in `fix` (docs/configuration.md)',
+        );
+      }
     });
   },
   { name: 'database', fastify: '5.x' },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { connectionOptions } from '../db/database.js';
+import { listenTarget } from '../db/pooler.js';
 import { AwaitSlots } from '../wake/await-slots.js';
 import { newReplicaId } from '../wake/channel.js';
 import { FinishPoll } from '../wake/finish-poll.js';
@@ -43,10 +44,16 @@ export default fp<{ url: string }>(
       maxJobsPerKey: app.config.awaitMaxJobsPerKey,
     });
     const notifier = new Notifier(app.db, waitList, replicaId, app.log, finishWaits);
-    // Behind a transaction pooler, LISTEN needs a direct connection (BATON_LISTEN_DATABASE_URL).
-    const listenUrl = app.config.listenDatabaseUrl ?? opts.url;
+    // Behind a transaction pooler, LISTEN needs a connection of its own to PostgreSQL (db/pooler.ts);
+    // without one the listener is never started and waiters find other replicas' jobs by polling.
+    const target = listenTarget(app.config, opts.url);
     const listener = new Listener(
-      connectionOptions(listenUrl, app.config, 'baton-listen', 'maintenance'),
+      connectionOptions(
+        target?.url ?? opts.url,
+        { ...app.config, dbPooler: target?.pooler },
+        'baton-listen',
+        'maintenance',
+      ),
       waitList,
       replicaId,
       app.log,
@@ -55,7 +62,12 @@ export default fp<{ url: string }>(
       (entries) => notifier.awaitedElsewhereFor(entries),
       notifier.floors,
     );
-    listener.start();
+    if (target) listener.start();
+    else
+      app.log.info(
+        { poll_interval_ms: app.config.pollIntervalMs },
+        'no LISTEN connection behind a transaction pooler (BATON_DIRECT_DATABASE_URL unset): jobs enqueued on other replicas are found by polling',
+      );
     app.decorate('wake', { waitList, finishWaits, awaitSlots, notifier, listener, replicaId });
     app.addHook('preClose', async () => {
       waitList.close();

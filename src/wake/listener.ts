@@ -44,10 +44,13 @@ export class Listener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
+    // A session that only listens needs no timeout; one sent at connect is lifted (behind a session
+    // pooler none is sent: it would refuse it).
     const client = new pg.Client({
       ...this.clientConfig,
-      statement_timeout: 0,
-      idle_in_transaction_session_timeout: 0,
+      ...('statement_timeout' in this.clientConfig
+        ? { statement_timeout: 0, idle_in_transaction_session_timeout: 0 }
+        : {}),
     });
     this.client = client;
     client.on('notification', (msg) => this.onNotice(msg.payload));
