@@ -89,7 +89,7 @@ const PLANNER_SETTINGS: Record<PoolRole, Record<string, string>> = {
  * are: statements then go unnamed and are planned each time, so no plan made while a partition of the
  * ring was empty is kept (docs/configuration.md, "Behind a connection pooler").
  */
-export function sessionSettings(role: PoolRole, statementTimeoutMs: number): Record<string, string> {
+function sessionSettings(role: PoolRole, statementTimeoutMs: number): Record<string, string> {
   return {
     ...PLANNER_SETTINGS[role],
     statement_timeout: String(statementTimeoutMs),
@@ -104,24 +104,24 @@ function sessionSetup(role: PoolRole, statementTimeoutMs: number): string {
     .join('; ');
 }
 
+/** The planner's settings as startup parameters (`-c name=value`), for PostgreSQL itself. */
+const plannerOptions = (role: PoolRole) =>
+  Object.entries(PLANNER_SETTINGS[role])
+    .map(([name, value]) => `-c ${name}=${value}`)
+    .join(' ');
+
 export function connectionOptions(
   url: string,
   settings: PoolSettings,
   applicationName = 'baton',
   role: PoolRole = 'requests',
 ) {
-  const { statement_timeout, idle_in_transaction_session_timeout, ...planner } = sessionSettings(
-    role,
-    settings.statementTimeoutMs,
-  );
   const atConnect =
     (settings.dbPooler ?? 'none') === 'none'
       ? {
-          options: Object.entries(planner)
-            .map(([name, value]) => `-c ${name}=${value}`)
-            .join(' '),
-          statement_timeout: Number(statement_timeout),
-          idle_in_transaction_session_timeout: Number(idle_in_transaction_session_timeout),
+          options: plannerOptions(role),
+          statement_timeout: settings.statementTimeoutMs,
+          idle_in_transaction_session_timeout: settings.statementTimeoutMs,
         }
       : {};
   return {
