@@ -255,11 +255,15 @@ describe('Worker', () => {
       url: server.url,
       queue: 'chatty',
       concurrency: 20,
-      leaseMs: 1000,
+      // Jobs of 0.1-0.9 s under a 2 s lease: most are renewed once or twice (every third of the
+      // lease, sooner with progress to deliver), and a renewal answered slowly on a loaded machine
+      // still lands in time. With a 1 s lease (jobs under 0.2 s) a loaded CI machine once let one
+      // expire: the test then measured the machine, not the worker.
+      leaseMs: 2000,
       handler: async ({ payload }, { progress }) => {
         for (let step = 1; step <= payload.steps; step++) {
           progress({ step });
-          await sleep(3);
+          await sleep(20);
         }
         return payload.steps;
       },
