@@ -16,6 +16,8 @@ import { runFailoverScenario, startReplicas } from '../support/failover/scenario
 describe('PostgreSQL failover under load', () => {
   let pair: FailoverPair;
   let replicas: BatonApp[] = [];
+  // A failed run keeps the pair's folder (the keepers' and PostgreSQL's logs) for a look afterwards.
+  let keepFiles = false;
 
   beforeAll(async () => {
     pair = await FailoverPair.start({
@@ -27,14 +29,21 @@ describe('PostgreSQL failover under load', () => {
 
   afterAll(async () => {
     for (const app of replicas) await app.close();
-    await pair?.stop();
+    await pair?.stop(!keepFiles);
   });
 
-  it('loses no acknowledged enqueue or ack through a switchover, a killed primary and its return', async () => {
+  it('loses no acknowledged enqueue or ack through a switchover, a killed primary and its return', async ({
+    onTestFailed,
+  }) => {
+    onTestFailed(() => {
+      keepFiles = true;
+      console.log(`the pair's files and logs are kept in ${join(tmpdir(), `baton-failover-${process.pid}`)}`);
+    });
     const summary = await runFailoverScenario({ pair, replicas, rounds: 1 });
     console.log(
-      `failover: ${summary.enqueued} jobs enqueued, ${summary.acked} acked; claims again ${summary.windows[0]!.toFixed(1)} s after the kill; answers other than success: ${JSON.stringify(summary.failures)}`,
+      `failover: ${summary.enqueued} jobs enqueued, ${summary.acked} acked; claims again ${summary.windows[0]!.toFixed(1)} s after the kill; answers other than success: ${JSON.stringify(summary.failures)}; killed while ${summary.killedWhile}`,
     );
+    console.log([...summary.steps, ...summary.events].join('\n'));
     expect(summary.enqueued).toBeGreaterThan(0);
     expect(summary.lostEnqueues).toEqual([]);
     expect(summary.unfinished).toBe(0);

@@ -163,6 +163,11 @@ export class FailoverPair {
     }
   }
 
+  /** Whether commits are meant to wait for the standby (the pair was started synchronous). */
+  get synchronous(): boolean {
+    return this.opts.synchronous !== false;
+  }
+
   get monitorUrl(): string {
     return `postgres://autoctl_node@127.0.0.1:${this.opts.basePort}/pg_auto_failover?sslmode=disable`;
   }
@@ -213,6 +218,55 @@ export class FailoverPair {
       },
       timeoutMs,
     );
+  }
+
+  /**
+   * How the node replicates now: its synchronous_standby_names and each standby's sync_state and
+   * how many bytes its flush trails the primary's WAL. A commit is only known to survive the
+   * primary's death when the first is set and a standby is 'quorum' or 'sync'.
+   */
+  async replication(
+    name: NodeName,
+  ): Promise<{ standbyNames: string; standbys: { state: string; lag: number }[] }> {
+    return this.onNode(name, { standbyNames: '?', standbys: [] }, async (client) => {
+      const names = await client.query<{ s: string }>(
+        "SELECT current_setting('synchronous_standby_names') AS s",
+      );
+      const { rows } = await client.query<{ state: string; lag: string }>(
+        'SELECT sync_state AS state, pg_wal_lsn_diff(pg_current_wal_lsn(), flush_lsn)::bigint::text AS lag FROM pg_stat_replication',
+      );
+      return {
+        standbyNames: names.rows[0]!.s,
+        standbys: rows.map((r) => ({ state: r.state, lag: Number(r.lag) })),
+      };
+    });
+  }
+
+  /**
+   * Until the node is primary by the monitor's account and its commits wait for a standby (the
+   * monitor drops synchronous replication while it has a standby catching up: wait_primary).
+   */
+  async untilSynchronous(name: NodeName, timeoutMs = 60_000): Promise<void> {
+    await this.until(
+      `${name} primary with a synchronous standby`,
+      async () => {
+        const state = (await this.states()).find((s) => s.name === name);
+        if (state?.reported !== 'primary' || state.assigned !== 'primary') return false;
+        const { standbyNames, standbys } = await this.replication(name);
+        return standbyNames !== '' && standbys.some((s) => s.state === 'quorum' || s.state === 'sync');
+      },
+      timeoutMs,
+    );
+  }
+
+  /** The monitor's log of state changes, oldest first, one line each (to explain a failed run). */
+  async events(): Promise<string[]> {
+    const { rows } = await this.monitor.query<{ line: string }>(
+      `SELECT to_char(eventtime, 'HH24:MI:SS.MS') || ' ' || nodename || ' ' || reportedstate || ' -> ' || goalstate
+              || ' (' || reportedrepstate || ', lsn ' || reportedlsn || '): ' || description AS line
+         FROM pgautofailover.event ORDER BY eventid`,
+    );
+    return rows.map((r) => r.line);
   }
 
   /** A planned switchover (`pg_autoctl perform switchover`), resolved once it is done. */

@@ -48,6 +48,12 @@ export interface FailoverSummary {
   leadersAtEnd: number;
   /** Whether the lease row on the surviving primary names that leader. */
   leaseRowNamesLeader: boolean;
+  /** How each killed primary replicated the moment before it died (see FailoverPair.replication). */
+  killedWhile: string[];
+  /** The monitor's state changes over the run, when anything acknowledged was lost (else empty). */
+  events: string[];
+  /** Each step of the run with the greatest job id answered 201 before it (to place a loss). */
+  steps: string[];
 }
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -181,6 +187,14 @@ export async function runFailoverScenario(opts: {
   const producers = [produce(0), produce(1)];
   const others = [work('w1'), work('w2'), work('w3'), probe()];
   const windows: number[] = [];
+  const steps: string[] = [];
+  const startedAt = performance.now();
+  const step = (what: string) => {
+    let top = 0;
+    for (const id of enqueued) top = Math.max(top, Number(id));
+    steps.push(`${((performance.now() - startedAt) / 1000).toFixed(1)} s, ids to ${top}: ${what}`);
+  };
+  const killedWhile: string[] = [];
   const switchoverWindows: number[] = [];
   const stopAll = async () => {
     producing = false;
@@ -192,7 +206,9 @@ export async function runFailoverScenario(opts: {
     await settle(2000);
     for (let round = 1; round <= rounds; round++) {
       const switchedAt = performance.now();
+      step('switchover asked');
       await pair.switchover();
+      step('switchover done');
       await settle(2000);
       const during = unavailableAt.filter((t) => t >= switchedAt);
       switchoverWindows.push(during.length ? (during.at(-1)! - during[0]!) / 1000 : 0);
@@ -201,15 +217,23 @@ export async function runFailoverScenario(opts: {
       );
 
       const primary = (await pair.primary()) as NodeName;
+      // A synchronous pair's promise holds only while the monitor has it synchronous: after the
+      // switchover it runs asynchronously (wait_primary) until its new standby has caught up.
+      if (pair.synchronous) await pair.untilSynchronous(primary);
+      killedWhile.push(JSON.stringify(await pair.replication(primary)));
       const killedAt = performance.now();
+      step(`${primary} killed`);
       pair.kill(primary);
       while (!claims.some((t) => t > killedAt) && performance.now() - killedAt < 120_000) await settle(100);
       const served = claims.find((t) => t > killedAt);
       windows.push(served === undefined ? Number.POSITIVE_INFINITY : (served - killedAt) / 1000);
       log(`round ${round}: killed ${primary}; claims again after ${windows.at(-1)!.toFixed(1)} s`);
       await settle(2000);
+      step('claims served again');
       pair.restart(primary);
+      step(`${primary} restarted`);
       await pair.settled();
+      step('settled');
       log(`round ${round}: ${primary} back as the standby`);
       await settle(2000);
     }
@@ -223,6 +247,7 @@ export async function runFailoverScenario(opts: {
 
   producing = false;
   await Promise.all(producers);
+  step('producers stopped');
   // Drain: every acknowledged job gets worked (or the checks below name it).
   const deadline = performance.now() + 60_000;
   while (performance.now() < deadline && [...enqueued].some((id) => !acked.has(id))) await settle(200);
@@ -242,13 +267,15 @@ export async function runFailoverScenario(opts: {
   const lease = await sql<{ holder: string }>`
     SELECT holder FROM baton.leader WHERE name = 'maintenance' AND expires_at > now()`.execute(db);
   const completed = new Set(rows.filter((r) => r.state === 'completed').map((r) => r.id));
+  const lostEnqueues = [...enqueued].filter((id) => !held.has(id));
+  const lostAcks = [...acked.keys()].filter((id) => !completed.has(id));
   return {
     rounds,
     enqueued: enqueued.size,
     acked: acked.size,
-    lostEnqueues: [...enqueued].filter((id) => !held.has(id)),
+    lostEnqueues,
     unfinished: [...enqueued].filter((id) => !completed.has(id)).length,
-    lostAcks: [...acked.keys()].filter((id) => !completed.has(id)),
+    lostAcks,
     doubleAcks: [...acked.values()].filter((leases) => leases.size > 1).length,
     failures,
     withoutRetryAfter,
@@ -260,5 +287,8 @@ export async function runFailoverScenario(opts: {
     leadersAtEnd: leaders.length,
     leaseRowNamesLeader:
       leaders.length === 1 && lease.rows[0]?.holder === leaders[0]!.maintainer!.leadership.holder,
+    killedWhile,
+    steps,
+    events: lostEnqueues.length + lostAcks.length > 0 ? await pair.events() : [],
   };
 }
