@@ -14,6 +14,7 @@ import { runFailoverScenario, startReplicas } from '../support/failover/scenario
  * primary writes, requests get 503 with Retry-After and /readyz is false.
  */
 describe('PostgreSQL failover under load', () => {
+  const dir = join(tmpdir(), `baton-failover-${process.pid}`);
   let pair: FailoverPair;
   let replicas: BatonApp[] = [];
   // A failed run keeps the pair's folder (the keepers' and PostgreSQL's logs) for a look afterwards.
@@ -21,7 +22,7 @@ describe('PostgreSQL failover under load', () => {
 
   beforeAll(async () => {
     pair = await FailoverPair.start({
-      dir: join(tmpdir(), `baton-failover-${process.pid}`),
+      dir,
       basePort: 16300,
     });
     replicas = await startReplicas(pair.url, 3);
@@ -37,7 +38,7 @@ describe('PostgreSQL failover under load', () => {
   }) => {
     onTestFailed(() => {
       keepFiles = true;
-      console.log(`the pair's files and logs are kept in ${join(tmpdir(), `baton-failover-${process.pid}`)}`);
+      console.log(`the pair's files and logs are kept in ${dir}`);
     });
     const summary = await runFailoverScenario({ pair, replicas, rounds: 1 });
     console.log(
