@@ -28,6 +28,8 @@ export function startWorker(command: string, args: string[], env: Record<string,
       }
     }
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': it comes after the child's stdout has been read to its end, so a test that
+  // awaits `exited` sees every event the worker wrote before it went.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return { child, events, exited };
 }
