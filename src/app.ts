@@ -24,6 +24,7 @@ import releaser from './plugins/releaser.js';
 import schedulesFile from './plugins/schedules-file.js';
 import service from './plugins/service.js';
 import sqs from './plugins/sqs.js';
+import tracing from './plugins/tracing.js';
 import ui from './plugins/ui.js';
 import unusedConnections from './plugins/unused-connections.js';
 import wake from './plugins/wake.js';
@@ -128,6 +129,7 @@ export async function buildApp(opts: AppOptions): Promise<BatonApp> {
   await app.register(openapi);
   await app.register(ui, { keysRequired: apiKeys.length > 0 });
   await app.register(metrics);
+  await app.register(tracing);
   await app.register(loadShedding);
   await app.register(wake, { url: opts.databaseUrl });
   await app.register(service);

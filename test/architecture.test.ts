@@ -93,7 +93,17 @@ const LAYERS: { name: string; paths: string[] }[] = [
   },
   {
     name: 'domain',
-    paths: ['jobs/', 'queues/', 'schedules/', 'maintenance/', 'wake/', 'auth/', 'memory/', 'push/'],
+    paths: [
+      'jobs/',
+      'queues/',
+      'schedules/',
+      'maintenance/',
+      'wake/',
+      'auth/',
+      'memory/',
+      'push/',
+      'tracing/',
+    ],
   },
   { name: 'service', paths: ['service/'] },
   { name: 'protocol', paths: ['http/', 'routes/', 'plugins/', 'sqs/', 'delivery/'] },

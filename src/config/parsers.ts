@@ -146,3 +146,46 @@ function allowEntryError(entry: string): string | undefined {
     ? undefined
     : `"${entry}" is not *, a host name, an address or a CIDR`;
 }
+
+/** An OTLP endpoint: an http(s) URL, kept as given but for a trailing slash. */
+export const otlpUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('must be a URL such as http://collector:4318');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`must be an http(s) URL (OTLP over HTTP), got "${url.protocol}"`);
+  }
+  return raw.trim().replace(/\/$/, '');
+};
+
+/**
+ * A W3C-baggage-style list, as OpenTelemetry's variables write it: `key=value,key2=value2`, each
+ * value percent-encoded (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES).
+ */
+export const keyValueList: Parser<Record<string, string>> = (raw) => {
+  const out: Record<string, string> = {};
+  for (const member of raw.split(',')) {
+    if (member.trim() === '') continue;
+    const eq = member.indexOf('=');
+    const key = eq > 0 ? member.slice(0, eq).trim() : '';
+    if (key === '') throw new Error(`must be a list of key=value, got "${member.trim()}"`);
+    try {
+      out[key] = decodeURIComponent(member.slice(eq + 1).trim());
+    } catch {
+      throw new Error(`has a value that is not percent-encoded text, in "${key}"`);
+    }
+  }
+  return out;
+};
+
+/** A number from 0 to 1 (a sampling ratio). */
+export const fraction: Parser<number> = (raw) => {
+  const value = Number(raw.trim());
+  if (!/^\d*\.?\d+$/.test(raw.trim()) || !(value >= 0 && value <= 1)) {
+    throw new Error(`must be a number from 0 to 1, got "${raw}"`);
+  }
+  return value;
+};

@@ -14,12 +14,15 @@ import {
   boolean,
   endpointList,
   filePath,
+  fraction,
   httpUrl,
   integer,
   jsonText,
+  keyValueList,
   type OpenEndpoint,
   oneOf,
   optional,
+  otlpUrl,
   pattern,
   postgresUrl,
   pushAllowList,
@@ -30,6 +33,13 @@ import {
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type LogFormat = 'auto' | 'json' | 'pretty';
 export type DbPooler = 'none' | 'session' | 'transaction';
+export type TracesSampler =
+  | 'always_on'
+  | 'always_off'
+  | 'traceidratio'
+  | 'parentbased_always_on'
+  | 'parentbased_always_off'
+  | 'parentbased_traceidratio';
 
 /**
  * Every setting, once: its variable, default, unit, a one-line description and its parser. The
@@ -509,5 +519,75 @@ export const settings = {
     unit: 'URL',
     doc: 'Base of the queue URLs the SQS endpoint hands out (https://sqs.example.com), for clients that reach Baton through a proxy. Unset: the scheme and Host of each request.',
     parse: httpUrl,
+  }),
+  // OpenTelemetry's own variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/),
+  // read as its SDKs read them, so a deployment's usual settings apply. docs/deploying.md, "Traces".
+  otelTracesEndpoint: optional<string>({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    unit: 'URL',
+    doc: 'Where spans are sent (OTLP over HTTP, JSON), as the full URL (http://collector:4318/v1/traces). Unset, and OTEL_EXPORTER_OTLP_ENDPOINT unset too: no spans, and the SDK is not loaded.',
+    parse: otlpUrl,
+  }),
+  otelEndpoint: optional<string>({
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    unit: 'URL',
+    doc: 'The OTLP endpoint for every signal; spans go to its /v1/traces (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT wins).',
+    parse: otlpUrl,
+  }),
+  otelProtocol: setting<'http/json'>({
+    env: 'OTEL_EXPORTER_OTLP_PROTOCOL',
+    default: 'http/json',
+    unit: 'protocol',
+    doc: 'OTLP transport. Only http/json: any OpenTelemetry Collector receives it on its HTTP port (4318).',
+    parse: oneOf('http/json'),
+  }),
+  otelHeaders: setting<Record<string, string>>({
+    env: 'OTEL_EXPORTER_OTLP_HEADERS',
+    default: {},
+    unit: 'list',
+    doc: "Headers sent with each export, key=value pairs separated by commas, values percent-encoded (a vendor's API key, say).",
+    parse: keyValueList,
+  }),
+  otelServiceName: setting({
+    env: 'OTEL_SERVICE_NAME',
+    default: 'baton',
+    unit: 'name',
+    doc: "The spans' service.name.",
+    parse: text,
+  }),
+  otelResourceAttributes: setting<Record<string, string>>({
+    env: 'OTEL_RESOURCE_ATTRIBUTES',
+    default: {},
+    unit: 'list',
+    doc: 'More resource attributes for the spans, key=value pairs separated by commas (deployment.environment.name=prod).',
+    parse: keyValueList,
+  }),
+  otelTracesSampler: setting<TracesSampler>({
+    env: 'OTEL_TRACES_SAMPLER',
+    default: 'parentbased_always_on',
+    unit: 'sampler',
+    doc: "Which traces are recorded: always_on, always_off, traceidratio, or parentbased_ each of those (a span follows its parent's choice; a trace Baton starts uses the rest).",
+    parse: oneOf(
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ),
+  }),
+  otelTracesSamplerArg: setting({
+    env: 'OTEL_TRACES_SAMPLER_ARG',
+    default: 1,
+    unit: 'ratio',
+    doc: 'The share of traces a traceidratio sampler records, from 0 to 1.',
+    parse: fraction,
+  }),
+  otelSdkDisabled: setting({
+    env: 'OTEL_SDK_DISABLED',
+    default: false,
+    unit: 'boolean',
+    doc: 'True: no spans, whatever endpoint is set.',
+    parse: boolean,
   }),
 };

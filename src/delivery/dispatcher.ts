@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { Db } from '../db/database.js';
 import { LEASE_MS_MAX, LEASE_MS_MIN } from '../duration-limits.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
-import { traceOf } from '../jobs/trace-context.js';
+import { type TraceContext, traceOf } from '../jobs/trace-context.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { PushAllowList } from '../push/allow-list.js';
@@ -14,6 +14,7 @@ import { SIGNATURE_HEADER, signatureHeader } from '../push/signature.js';
 import { PushWindow } from '../push/window.js';
 import { listPushEndpoints, type PushEndpointRow } from '../queues/push-store.js';
 import type { Service } from '../service/service.js';
+import { messagingAttributes, type Tracing } from '../tracing/tracing.js';
 import { BATON_VERSION } from '../version.js';
 
 /** How often each replica reads the push endpoints (a new or changed one is served within this). */
@@ -33,6 +34,8 @@ export interface DispatcherDeps {
   log: Log;
   /** The most of an answer's body read (a result is at most this: BATON_PAYLOAD_LIMIT_BYTES). */
   maxAnswerBytes: number;
+  /** Each delivery's span (tracing/); NO_TRACING unless an OTLP endpoint is configured. */
+  tracing: Tracing;
 }
 
 /**
@@ -193,10 +196,25 @@ class QueuePusher {
 
   /** Deliver one claimed job and settle it by the answer. */
   private async push(row: ClaimedRow): Promise<void> {
-    const { metrics, allowList, maxAnswerBytes } = this.deps;
+    const { metrics, allowList, maxAnswerBytes, tracing } = this.deps;
     const endpoint = this.endpoint;
     const url = new URL(endpoint.url);
     const labels = { queue: metrics.queue(row.queue) };
+    // The delivery's span continues the job's trace, and the endpoint continues the span: the request
+    // carries the span's context, not the job's.
+    const span = tracing.enabled
+      ? tracing.start(`push ${row.queue}`, {
+          kind: 'client',
+          parent: traceOf(row.meta),
+          attributes: {
+            ...messagingAttributes('push', 'process', row.queue),
+            'messaging.message.id': row.id,
+            'http.request.method': 'POST',
+            'server.address': url.hostname,
+            'baton.attempt': row.attempts,
+          },
+        })
+      : undefined;
     const target = await allowList.resolve(url);
     let answer: DeliveryAnswer;
     if ('refused' in target) {
@@ -205,7 +223,7 @@ class QueuePusher {
       answer = await deliver({
         url,
         ...target,
-        headers: this.headersOf(row, endpoint),
+        headers: this.headersOf(row, endpoint, span?.context ?? traceOf(row.meta)),
         body: row.payload_json,
         timeoutMs: endpoint.timeout_ms,
         maxAnswerBytes,
@@ -213,18 +231,30 @@ class QueuePusher {
         agent: this.agents[url.protocol as 'http:' | 'https:'],
       });
     }
+    if (span) {
+      if (answer.kind === 'answer') {
+        span.set({ 'http.response.status_code': answer.status });
+        if (answer.status >= 400) span.fail(`the endpoint answered ${answer.status}`);
+      } else span.fail(answer.message);
+      span.end();
+    }
+    const trace = span?.context;
     if (answer.kind === 'failed' && answer.reason === 'stopped') {
       // This replica is stopping: the job goes back at once, uncounted, for a replica that stays.
       metrics.pushDeliveries.inc({ ...labels, outcome: 'stopped' });
-      await this.settle(row, {
-        kind: 'nack',
-        outcome: 'unreachable',
-        message: 'push: the replica delivering it stopped',
-        details: {},
-        dead: false,
-        throttle: false,
-        giveBack: true,
-      });
+      await this.settle(
+        row,
+        {
+          kind: 'nack',
+          outcome: 'unreachable',
+          message: 'push: the replica delivering it stopped',
+          details: {},
+          dead: false,
+          throttle: false,
+          giveBack: true,
+        },
+        trace,
+      );
       return;
     }
     const action = actionOf(answer);
@@ -235,10 +265,11 @@ class QueuePusher {
       metrics.pushThrottled.inc(labels);
     } else this.window.answered();
     metrics.pushWindow.set(labels, this.window.slots);
-    await this.settle(row, action);
+    await this.settle(row, action, trace);
   }
 
-  private async settle(row: ClaimedRow, action: PushAction): Promise<void> {
+  /** Ack or nack a delivered job by its answer; its span is a child of the delivery's (`trace`). */
+  private async settle(row: ClaimedRow, action: PushAction, trace: TraceContext | undefined): Promise<void> {
     const { leases } = this.deps.service;
     const item = { id: row.id, queue: row.queue, leaseToken: row.lease_token };
     if (action.kind === 'keep') return;
@@ -258,22 +289,31 @@ class QueuePusher {
               log: this.deps.log,
             }
           : undefined,
+        trace,
       );
       for (const row of next) this.begin(row);
       return;
     }
     if (action.giveBack) {
-      await leases.nack({ ...item, giveBack: true });
+      await leases.nack({ ...item, giveBack: true }, undefined, trace);
       return;
     }
-    await leases.nack({
-      ...item,
-      error: { message: action.message, details: action.details },
-      dead: action.dead,
-    });
+    await leases.nack(
+      {
+        ...item,
+        error: { message: action.message, details: action.details },
+        dead: action.dead,
+      },
+      undefined,
+      trace,
+    );
   }
 
-  private headersOf(row: ClaimedRow, endpoint: PushEndpointRow): Record<string, string> {
+  private headersOf(
+    row: ClaimedRow,
+    endpoint: PushEndpointRow,
+    trace: TraceContext | undefined,
+  ): Record<string, string> {
     const secrets = [endpoint.secret];
     if (
       endpoint.previous_secret &&
@@ -282,7 +322,6 @@ class QueuePusher {
     ) {
       secrets.push(endpoint.previous_secret);
     }
-    const trace = traceOf(row.meta);
     return {
       'content-type': 'application/json',
       'user-agent': `Baton/${BATON_VERSION}`,

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Claimant } from '../jobs/claim/types.js';
+import { traceFromHeaders } from '../jobs/trace-context.js';
 import type { NextClaim } from '../service/leases.js';
 import type { ClaimRequest } from './schemas/jobs.js';
 
@@ -13,7 +14,14 @@ export function claimantOf(body: ClaimRequest): Claimant {
  * `wait_ms`, and stops (giving back what it claimed) once `signal` says the client has gone.
  */
 export function claimOf(request: FastifyRequest, body: ClaimRequest, signal: AbortSignal): NextClaim {
-  return { ...claimantOf(body), waitMs: body.wait_ms ?? 0, signal, log: request.log };
+  const trace = traceFromHeaders(request.headers);
+  return {
+    ...claimantOf(body),
+    waitMs: body.wait_ms ?? 0,
+    signal,
+    log: request.log,
+    ...(trace ? { trace } : {}),
+  };
 }
 
 /**

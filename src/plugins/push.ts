@@ -24,6 +24,7 @@ export default fp(
           metrics: app.metrics,
           log: app.log,
           maxAnswerBytes: app.config.payloadLimitBytes,
+          tracing: app.tracing,
         })
       : undefined;
     app.decorate('pushDispatcher', dispatcher);
@@ -32,5 +33,5 @@ export default fp(
     app.addHook('onReady', async () => dispatcher.start());
     app.addHook('preClose', async () => dispatcher.stop());
   },
-  { name: 'push', fastify: '5.x', dependencies: ['database', 'metrics', 'service'] },
+  { name: 'push', fastify: '5.x', dependencies: ['database', 'metrics', 'service', 'tracing'] },
 );

@@ -9,7 +9,7 @@ declare module 'fastify' {
   }
 }
 
-/** Builds the replica's one Service from the database, the metrics and the wake-ups. */
+/** Builds the replica's one Service from the database, the metrics, the spans and the wake-ups. */
 export default fp(
   async function service(app: FastifyInstance) {
     app.decorate(
@@ -19,6 +19,7 @@ export default fp(
         log: app.log,
         config: app.config,
         metrics: app.metrics,
+        tracing: app.tracing,
         notifier: app.wake.notifier,
         waitList: app.wake.waitList,
         awaitSlots: app.wake.awaitSlots,
@@ -26,5 +27,5 @@ export default fp(
       }),
     );
   },
-  { name: 'service', fastify: '5.x', dependencies: ['database', 'metrics', 'wake'] },
+  { name: 'service', fastify: '5.x', dependencies: ['database', 'metrics', 'tracing', 'wake'] },
 );

@@ -33,6 +33,7 @@ import { toJob, toRelatedJob } from '../http/views.js';
 import type { ClaimedRow } from '../jobs/claim/types.js';
 import { checkDistinctIds, type LeaseOutcome } from '../jobs/lease-outcome.js';
 import { GRAPH_MAX_JOBS, MAX_AWAIT_IDS, PROGRESS_MAX_BYTES } from '../jobs/limits.js';
+import { traceFromHeaders } from '../jobs/trace-context.js';
 
 /**
  * Routes under /v1/jobs: read a job (and await its end), await many; the lease holder's renew, ack
@@ -360,8 +361,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         resultJson,
         progressJson: progressText(progress, 'progress'),
       };
-      if (!next) return toJob(settle((await leases.ack(item)).outcome, id));
-      const acked = await whileConnected(reply, (signal) => leases.ack(item, claimOf(request, next, signal)));
+      const trace = traceFromHeaders(request.headers);
+      if (!next) return toJob(settle((await leases.ack(item, undefined, trace)).outcome, id));
+      const acked = await whileConnected(reply, (signal) =>
+        leases.ack(item, claimOf(request, next, signal), trace),
+      );
       return sendWithNext(reply, { ...toJob(settle(acked.outcome, id)), next: [] }, acked.next);
     },
   );
@@ -404,7 +408,11 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       }));
       // With next, the batch's one queue is found (or refused) before anything is acked.
       const { outcome: outcomes, next: claimed } = await whileConnected(reply, (signal) =>
-        leases.ackBatch(items, { scope, next: next && claimOf(request, next, signal) }),
+        leases.ackBatch(items, {
+          scope,
+          next: next && claimOf(request, next, signal),
+          trace: traceFromHeaders(request.headers),
+        }),
       );
       const results = outcomes.map((out, i) => ({
         id: items[i]!.id,
@@ -467,9 +475,10 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
         giveBack: give_back,
         progressJson: progressText(progress, 'progress'),
       };
-      if (!next) return toJob(settle((await leases.nack(input)).outcome, id).job);
+      const trace = traceFromHeaders(request.headers);
+      if (!next) return toJob(settle((await leases.nack(input, undefined, trace)).outcome, id).job);
       const nacked = await whileConnected(reply, (signal) =>
-        leases.nack(input, claimOf(request, next, signal)),
+        leases.nack(input, claimOf(request, next, signal), trace),
       );
       return sendWithNext(reply, { ...toJob(settle(nacked.outcome, id).job), next: [] }, nacked.next);
     },

@@ -120,11 +120,13 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { queue } = request.params;
-      const item = toItem(request.body, '', config.payloadLimitBytes, traceFromHeaders(request.headers));
+      const headerTrace = traceFromHeaders(request.headers);
+      const item = toItem(request.body, '', config.payloadLimitBytes, headerTrace);
       const [result] = await jobs.enqueue(queue, [item], 'api', {
         parentScope: queuePatternsOf(request.apiKey),
         field: () => '',
         batch: false,
+        trace: headerTrace,
       });
       const { job, created } = result!;
       return reply
@@ -176,6 +178,7 @@ const queueJobs: FastifyPluginAsyncTypebox = async (app) => {
         parentScope: queuePatternsOf(request.apiKey),
         field: (i) => `jobs[${i}].`,
         batch: true,
+        trace: headerTrace,
       });
       // An item answered by an existing job (its key) had its depends_on left out: say so per item.
       const answers = results.map((r, i) => ({ ...r, ...dependsOnApplied(items[i]!, r.created) }));

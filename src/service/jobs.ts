@@ -32,8 +32,10 @@ import {
   listFailures,
 } from '../jobs/search.js';
 import { ClaimGroups, EnqueueGroups } from '../jobs/statement-groups.js';
+import { type TraceContext, traceOf } from '../jobs/trace-context.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { distinctTraces, inSpan, messagingAttributes, recorded, type Tracing } from '../tracing/tracing.js';
 import { awaitFinished } from '../wake/await-finish.js';
 import type { AwaitSlots } from '../wake/await-slots.js';
 import { claimWithWait } from '../wake/long-poll.js';
@@ -48,6 +50,8 @@ export interface ServiceDeps {
   log: Log;
   config: Config;
   metrics: Metrics;
+  /** Baton's spans (tracing/): NO_TRACING unless an OTLP endpoint is configured. */
+  tracing: Tracing;
   notifier: Notifier;
   waitList: WaitList;
   /** The caps on requests awaiting jobs (per key and per replica). */
@@ -72,6 +76,8 @@ export interface EnqueueRequestContext {
   field?: (index: number) => string;
   /** A batch request: its items may name earlier items as parents (`depends_on: [{"item": 0}]`). */
   batch?: boolean;
+  /** The request's trace context (its traceparent header): the enqueue span's parent. */
+  trace?: TraceContext;
 }
 
 /** SQS's deduplication interval: a FIFO message's deduplication id is remembered five minutes. */
@@ -84,6 +90,8 @@ export interface ClaimCall extends Claimant {
   /** Aborted when the client goes away: the wait ends, and jobs claimed meanwhile are given back. */
   signal: AbortSignal;
   log: Log;
+  /** The request's trace context (its traceparent header): the claim span's parent. */
+  trace?: TraceContext;
 }
 
 /** Jobs awaited until they finish (GET /v1/jobs/{id}?wait_ms, POST /v1/jobs/await). */
@@ -98,6 +106,14 @@ export interface AwaitCall {
 }
 
 const FINISHED: ReadonlySet<JobState> = new Set(FINISHED_STATES);
+
+/** `item`, carrying `carried` unless it has a trace of its own other than `parent`. */
+function carrying(item: EnqueueItem, parent: TraceContext | undefined, carried: TraceContext): EnqueueItem {
+  const own = traceOf(item.meta);
+  if (own !== undefined && own.traceparent !== parent?.traceparent) return item;
+  const meta = item.meta && typeof item.meta === 'object' ? item.meta : {};
+  return { ...item, meta: { ...meta, trace: carried } };
+}
 
 /**
  * The job use cases of one replica, whichever protocol asks (routes/, sqs/): each does its writes
@@ -157,6 +173,47 @@ export class JobUseCases {
     items: EnqueueItem[],
     policy: EnqueuePolicy = 'api',
     request: EnqueueRequestContext = {},
+  ): Promise<EnqueueResult[]> {
+    const { tracing } = this.deps;
+    if (!tracing.enabled) return this.write(queue, items, policy, request);
+    // The span continues the request's trace, or a lone job's own. Each job whose trace is that one
+    // (or that has none) carries the span's context to its workers instead, so a trace reads producer,
+    // Baton's enqueue, then the worker; a job of a batch with a trace of its own keeps it, linked.
+    const parent = request.trace ?? (items.length === 1 ? traceOf(items[0]!.meta) : undefined);
+    return inSpan(
+      tracing,
+      `enqueue ${queue}`,
+      () => ({
+        kind: 'producer',
+        parent,
+        links: distinctTraces(
+          items.map((item) => traceOf(item.meta)),
+          parent,
+        ),
+        attributes: {
+          ...messagingAttributes('enqueue', 'send', queue),
+          ...(items.length > 1 ? { 'messaging.batch.message_count': items.length } : {}),
+        },
+      }),
+      async (span) => {
+        const carried = span.context;
+        const results = await this.write(
+          queue,
+          carried ? items.map((item) => carrying(item, parent, carried)) : items,
+          policy,
+          request,
+        );
+        if (results.length === 1) span.set({ 'messaging.message.id': results[0]!.job.id });
+        return results;
+      },
+    );
+  }
+
+  private async write(
+    queue: string,
+    items: EnqueueItem[],
+    policy: EnqueuePolicy,
+    request: EnqueueRequestContext,
   ): Promise<EnqueueResult[]> {
     const field = request.field ?? ((i: number) => (items.length === 1 ? '' : `jobs[${i}].`));
     await this.again('check an enqueue', () =>
@@ -290,7 +347,26 @@ export class JobUseCases {
    * control, paused queues, long-poll, shutdown and a client that goes away behave the same on
    * each. Jobs claimed for a client that has gone are given back at once.
    */
-  async claim(call: ClaimCall): Promise<ClaimedRow[]> {
+  claim(call: ClaimCall): Promise<ClaimedRow[]> {
+    // The span covers the wait too, and links the jobs it handed out (each job's trace, which its
+    // worker continues).
+    return recorded(
+      this.deps.tracing,
+      () => this.claimRows(call),
+      (rows) => ({
+        name: `claim ${call.queue}`,
+        kind: 'consumer',
+        parent: call.trace,
+        links: distinctTraces((rows ?? []).map((row) => traceOf(row.meta))),
+        attributes: {
+          ...messagingAttributes('claim', 'receive', call.queue),
+          'messaging.batch.message_count': rows?.length ?? 0,
+        },
+      }),
+    );
+  }
+
+  private async claimRows(call: ClaimCall): Promise<ClaimedRow[]> {
     const { metrics, notifier, waitList, config } = this.deps;
     const { jobs: rows } = await claimWithWait(this.retriedClaims, waitList, {
       queue: call.queue,

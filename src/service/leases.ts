@@ -9,6 +9,8 @@ import { type LeaseOutcome, queueOfBatch } from '../jobs/lease-outcome.js';
 import { type NackInput, type NackResult, nackJob, nackReceipt } from '../jobs/nack.js';
 import { type RenewItem, type RenewOutcome, renewLeases } from '../jobs/renew.js';
 import { AckAndClaimGroups, AckGroups } from '../jobs/statement-groups.js';
+import { type TraceContext, traceOf } from '../jobs/trace-context.js';
+import { distinctTraces, messagingAttributes, recorded, type SpanStart } from '../tracing/tracing.js';
 import type { ClaimCall, JobUseCases, ServiceDeps } from './jobs.js';
 
 /** The next jobs an ack or nack asks for (`next`): a claim of the acked job's queue. */
@@ -51,7 +53,15 @@ export class LeaseUseCases {
    * repeated ack, a job carried to another slot) or failed, being atomic it did nothing, and the ack
    * path and then the claim path run instead. The ack stands whatever happens to the claim.
    */
-  async ack(item: AckItem, next?: NextClaim): Promise<WithNext<LeaseOutcome<JobRow>>> {
+  ack(item: AckItem, next?: NextClaim, trace?: TraceContext): Promise<WithNext<LeaseOutcome<JobRow>>> {
+    return recorded(
+      this.deps.tracing,
+      () => this.ackOne(item, next),
+      (out) => settleSpan('ack', item.id, trace, out, (job) => job),
+    );
+  }
+
+  private async ackOne(item: AckItem, next?: NextClaim): Promise<WithNext<LeaseOutcome<JobRow>>> {
     const both = next ? await this.ackAndClaimOnce(item, next) : undefined;
     const outcome: LeaseOutcome<JobRow> = both?.job
       ? { outcome: 'done', value: both.job }
@@ -71,9 +81,39 @@ export class LeaseUseCases {
    * `next`, every acked job must be of one queue, checked before anything is acked (a 400 naming the
    * first item of another); no next jobs are claimed when an item's lease was lost or none was acked.
    */
-  async ackBatch(
+  ackBatch(
     items: AckItem[],
-    opts: { scope?: ReadonlyMap<string, string>; next?: NextClaim; field?: string } = {},
+    opts: {
+      scope?: ReadonlyMap<string, string>;
+      next?: NextClaim;
+      field?: string;
+      trace?: TraceContext;
+    } = {},
+  ): Promise<WithNext<(LeaseOutcome<AckedJob> | Hidden)[]>> {
+    return recorded(
+      this.deps.tracing,
+      () => this.ackMany(items, opts),
+      (out) => {
+        const queues = new Set(out?.outcome.flatMap((o) => (o.outcome === 'done' ? [o.value.queue] : [])));
+        const queue = queues.size === 1 ? [...queues][0] : undefined;
+        return {
+          name: queue ? `ack ${queue}` : 'ack',
+          kind: 'consumer',
+          parent: opts.trace,
+          links: distinctTraces((out?.next ?? []).map((row) => traceOf(row.meta))),
+          attributes: {
+            ...messagingAttributes('ack', 'settle', queue),
+            'messaging.batch.message_count': items.length,
+            'baton.acked': out?.outcome.filter((o) => o.outcome === 'done').length ?? 0,
+          },
+        };
+      },
+    );
+  }
+
+  private async ackMany(
+    items: AckItem[],
+    opts: { scope?: ReadonlyMap<string, string>; next?: NextClaim; field?: string },
   ): Promise<WithNext<(LeaseOutcome<AckedJob> | Hidden)[]>> {
     const { scope, next } = opts;
     const nextQueue = next
@@ -104,7 +144,19 @@ export class LeaseUseCases {
    * or goes dead (freeing its slot); or it is given back uncounted (ready, waking claims). With
    * `next`, then claims its queue's next jobs.
    */
-  async nack(input: NackInput, next?: NextClaim): Promise<WithNext<LeaseOutcome<NackResult>>> {
+  nack(
+    input: NackInput,
+    next?: NextClaim,
+    trace?: TraceContext,
+  ): Promise<WithNext<LeaseOutcome<NackResult>>> {
+    return recorded(
+      this.deps.tracing,
+      () => this.nackOne(input, next),
+      (out) => settleSpan('nack', input.id, trace, out, (result) => result.job),
+    );
+  }
+
+  private async nackOne(input: NackInput, next?: NextClaim): Promise<WithNext<LeaseOutcome<NackResult>>> {
     // A nack whose connection was lost is run again only once its receipt says it did not commit.
     const outcome = await readBackOnLostConnection(
       this.deps.log,
@@ -235,4 +287,31 @@ export class LeaseUseCases {
   holders(opts: { queue?: string; patterns?: string[]; limit: number }) {
     return listLeaseHolders(this.deps.db, opts);
   }
+}
+
+/**
+ * The span of one ack or nack, recorded once it is answered: it continues the request's trace, or
+ * else the job's own (the one its worker was handed), and links the next jobs it claimed.
+ */
+function settleSpan<T>(
+  operation: 'ack' | 'nack',
+  id: string,
+  trace: TraceContext | undefined,
+  out: WithNext<LeaseOutcome<T>> | undefined,
+  jobOf: (value: T) => Pick<JobRow, 'queue' | 'meta' | 'state'>,
+): SpanStart & { name: string } {
+  const job = out?.outcome.outcome === 'done' ? jobOf(out.outcome.value) : undefined;
+  const queue = job?.queue ?? (out?.outcome.outcome === 'lease_lost' ? out.outcome.queue : undefined);
+  return {
+    name: queue ? `${operation} ${queue}` : operation,
+    kind: 'consumer',
+    parent: trace ?? traceOf(job?.meta),
+    links: distinctTraces((out?.next ?? []).map((row) => traceOf(row.meta))),
+    attributes: {
+      ...messagingAttributes(operation, 'settle', queue),
+      'messaging.message.id': id,
+      ...(out ? { 'baton.outcome': out.outcome.outcome } : {}),
+      ...(job ? { 'baton.job.state': job.state } : {}),
+    },
+  };
 }

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { TraceContext } from '../jobs/trace-context.js';
 import type { Log } from '../logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Service } from '../service/service.js';
@@ -35,6 +36,8 @@ export interface SqsCall {
   /** Aborted when the client goes away (a long-poll then gives its messages back). */
   signal: AbortSignal;
   log: Log;
+  /** The request's trace context (its traceparent header): the parent of Baton's span for it. */
+  trace: TraceContext | undefined;
 }
 
 export type Action = (call: SqsCall, input: Input) => Promise<Record<string, unknown>>;

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { faultFields, isDataException, isUnavailableError } from '../db/errors.js';
 import { DomainError } from '../errors.js';
+import { traceFromHeaders } from '../jobs/trace-context.js';
 import { NestingError, parseJsonDocument } from '../json/nesting.js';
 import type { Log } from '../logger.js';
 import type { Caller } from './access.js';
@@ -74,6 +75,7 @@ export async function handleSqs(
       pathQueueUrl: request.pathQueueUrl,
       signal: request.signal,
       log: request.log,
+      trace: traceFromHeaders(request.headers),
     };
     const result = await run(call, parsed.input);
     return protocol === 'json'

@@ -3,6 +3,10 @@ import { settings } from '../../src/config/settings.js';
 function formatDefault(value: unknown): string {
   if (value === undefined) return '(unset)';
   if (Array.isArray(value)) return value.length === 0 ? '(none)' : `\`${value.join(',')}\``;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value);
+    return entries.length === 0 ? '(none)' : `\`${entries.map(([k, v]) => `${k}=${v}`).join(',')}\``;
+  }
   return `\`${String(value)}\``;
 }
 

@@ -30,7 +30,7 @@ export const deleteMessage: Action = async (call, input) => {
   const lease = leaseOf(requiredString(input, 'ReceiptHandle'));
   await call.deps.queues.get(queue);
   // A stale handle acks nothing, and as SQS documents that is not an error.
-  await call.deps.service.leases.ack(lease);
+  await call.deps.service.leases.ack(lease, undefined, call.trace);
   return {};
 };
 
@@ -49,6 +49,7 @@ export const deleteMessageBatch: Action = async (call, input) => {
       failed.push(failedEntry(entry.id, err));
     }
   }
-  for (const round of distinctRounds(items)) await call.deps.service.leases.ackBatch(round);
+  for (const round of distinctRounds(items))
+    await call.deps.service.leases.ackBatch(round, { trace: call.trace });
   return { Successful: items.map((i) => ({ Id: i.entry })), Failed: failed };
 };

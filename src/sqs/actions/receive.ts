@@ -65,6 +65,7 @@ export const receiveMessage: Action = async (call, input) => {
     waitMs: (wait ?? queue.waitSeconds) * 1000,
     signal: call.signal,
     log: call.log,
+    trace: call.trace,
   };
   // SQS reads ReceiveRequestAttemptId on FIFO queues only (a standard queue's receive ignores it).
   const attemptId = receiveAttemptId(input);

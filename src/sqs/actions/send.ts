@@ -154,7 +154,7 @@ function prepare(call: SqsCall, queue: SqsQueue, entry: Input): Prepared {
 
 /** SQS never creates a queue on send; a FIFO queue's deduplication ids are idempotency keys. */
 const enqueue = (call: SqsCall, queue: SqsQueue, items: EnqueueItem[]) =>
-  call.deps.service.jobs.enqueue(queue.name, items, queue.fifo ? 'sqs-fifo' : 'sqs');
+  call.deps.service.jobs.enqueue(queue.name, items, queue.fifo ? 'sqs-fifo' : 'sqs', { trace: call.trace });
 
 /** What a send answers of its job: its MessageId and, on a FIFO queue, its SequenceNumber. */
 const ids = (queue: SqsQueue, id: string) => ({

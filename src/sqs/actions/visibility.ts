@@ -31,13 +31,17 @@ interface Change {
 
 /** Make one message visible now: a nack without delay (on a FIFO queue, in its place). */
 async function release(call: SqsCall, queue: SqsQueue, change: Change): Promise<LeaseOutcome<unknown>> {
-  const { outcome } = await call.deps.service.leases.nack({
-    ...change.lease,
-    error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
-    retryInMs: 0,
-    // A FIFO message given back comes before its group's later ones, as after a timeout.
-    keepPlace: queue.fifo,
-  });
+  const { outcome } = await call.deps.service.leases.nack(
+    {
+      ...change.lease,
+      error: { message: 'visibility timeout set to 0 (ChangeMessageVisibility)' },
+      retryInMs: 0,
+      // A FIFO message given back comes before its group's later ones, as after a timeout.
+      keepPlace: queue.fifo,
+    },
+    undefined,
+    call.trace,
+  );
   return outcome;
 }
 
