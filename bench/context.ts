@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { BatonServer } from './baton-server.js';
 import { adminPool, DATABASES, databaseUrl } from './databases.js';
 import { HttpClient } from './load/http-client.js';
+import { startOtlpSink } from './otlp-sink.js';
 import { GraphilePeer } from './peers/graphile-worker.js';
 import { PgBossPeer } from './peers/pg-boss.js';
 import type { Sizes } from './sizes.js';
@@ -21,6 +22,9 @@ export class BenchContext {
   private graphilePeer: GraphilePeer | undefined;
   private pgBossPeer: PgBossPeer | undefined;
   private readonly extraServers = new Set<BatonServer>();
+  private traced:
+    | { server: BatonServer; client: HttpClient; sink: Awaited<ReturnType<typeof startOtlpSink>> }
+    | undefined;
 
   constructor(
     readonly sizes: Sizes,
@@ -64,6 +68,32 @@ export class BenchContext {
       this.batonAdmin = adminPool(DATABASES.baton);
     }
     return { server: this.batonServer, client: this.batonClient!, admin: this.batonAdmin! };
+  }
+
+  /**
+   * A second Baton server, started on first use, configured as the main one but with tracing on: its
+   * spans go to an OTLP sink in this process, which answers as a collector would (otlp-sink.ts). The
+   * same database: a traced run is measured like any Baton run, beside the untraced one.
+   */
+  async batonTraced(): Promise<{
+    server: BatonServer;
+    client: HttpClient;
+    admin: pg.Pool;
+    spans: () => number;
+  }> {
+    const { admin } = await this.baton();
+    if (!this.traced) {
+      const sink = await startOtlpSink();
+      const server = new BatonServer({
+        databaseUrl: databaseUrl(DATABASES.baton),
+        port: BATON_PORT + 7,
+        env: { BATON_MAINTENANCE: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
+      });
+      await server.start();
+      this.traced = { server, client: new HttpClient(server.url), sink };
+    }
+    const { server, client, sink } = this.traced;
+    return { server, client, admin, spans: () => sink.spans };
   }
 
   /** Restart the main server (e.g. to measure a fresh process's memory). */
@@ -117,6 +147,12 @@ export class BenchContext {
       }
     };
     for (const s of this.extraServers) await attempt(() => s.stop());
+    if (this.traced) {
+      const { server, client, sink } = this.traced;
+      client.close();
+      await attempt(() => server.stop());
+      await attempt(() => sink.close());
+    }
     this.batonClient?.close();
     await attempt(() => this.batonServer?.stop());
     await attempt(() => this.batonAdmin?.end());

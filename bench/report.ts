@@ -6,6 +6,13 @@ import { fmt, max, median, min, ratios } from './stats.js';
  */
 
 export const BATON = 'Baton';
+/** Baton with tracing on (spans to an OTLP sink in the bench process: BenchContext.batonTraced). */
+export const BATON_TRACED = 'Baton traced';
+/**
+ * Baton with tracing off whose jobs each carry a producer's traceparent: what carrying a trace
+ * context costs without spans (BATON_TRACED's jobs carry Baton's, as large).
+ */
+export const BATON_CARRYING = 'Baton carrying traces';
 
 export interface Metric {
   id: string;

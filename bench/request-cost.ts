@@ -7,6 +7,7 @@ import { CpuMeter } from './cpu-split.js';
 import { adminPool, DATABASES, databaseUrl, recreateDatabase } from './databases.js';
 import { enqueue, work } from './load/baton-load.js';
 import { HttpClient } from './load/http-client.js';
+import { startOtlpSink } from './otlp-sink.js';
 import { processCpuMs } from './process-usage.js';
 import { formatSummary, newestProfile, summariseProfile } from './profile-summary.js';
 
@@ -19,6 +20,7 @@ import { formatSummary, newestProfile, summariseProfile } from './profile-summar
  *   npx tsx bench/request-cost.ts --root .scratch/base --root . --rounds 4
  *   npx tsx bench/request-cost.ts --root .scratch/base --root . --workers 1   # no group commit: steadier
  *   npx tsx bench/request-cost.ts --profile bench/results/profiles/request-cost   # V8 CPU profile
+ *   npx tsx bench/request-cost.ts --root . --root .+traced   # tracing off against on
  *
  * Phases (each timed on its own, CPU from /proc of the server process):
  *   enqueue     single-job enqueue, 16 producers, one job per request
@@ -28,7 +30,8 @@ import { formatSummary, newestProfile, summariseProfile } from './profile-summar
  *   enqueue-batch  2 producers, batches of 100
  *   cycle       2 producers (batches of 100) while 8 workers claim 100 → batch ack
  * Prints server CPU and PostgreSQL backend CPU ms per 1,000 jobs for each phase and build; medians at
- * the end.
+ * the end. A root written `<dir>+traced` is that build with tracing on: its spans go to an OTLP sink in
+ * this process (otlp-sink.ts), which answers as a collector would.
  */
 
 const { values } = parseArgs({
@@ -57,7 +60,8 @@ const { values } = parseArgs({
   },
 });
 
-const roots = values.root!.length > 0 ? values.root!.map((r) => resolve(r)) : [resolve('.')];
+const roots = values.root!.length > 0 ? values.root! : ['.'];
+const sink = roots.some((r) => r.endsWith('+traced')) ? await startOtlpSink() : undefined;
 const n = Number(values.jobs);
 const nBatched = Number(values['batched-jobs']);
 const warmJobs = Number(values['warm-jobs']);
@@ -67,7 +71,9 @@ const db = DATABASES.baton;
 const url = databaseUrl(db);
 const phases = values.phases!.split(',');
 
-async function start(root: string, profileDir?: string): Promise<ChildProcess> {
+async function start(spec: string, profileDir?: string): Promise<ChildProcess> {
+  const traced = spec.endsWith('+traced');
+  const root = resolve(traced ? spec.slice(0, -'+traced'.length) : spec);
   const args = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   if (values.perf) args.push('--perf-basic-prof-only-functions');
   args.push(...values['node-option']!);
@@ -81,6 +87,7 @@ async function start(root: string, profileDir?: string): Promise<ChildProcess> {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       BATON_MAINTENANCE: 'false',
+      ...(traced && sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}),
     },
     stdio: ['ignore', stdout, 'inherit'],
   });
@@ -289,3 +296,4 @@ async function main() {
 }
 
 await main();
+await sink?.close();

@@ -2,13 +2,20 @@ import type { BatonServer } from '../baton-server.js';
 import { BATON_PORT, type BenchContext } from '../context.js';
 import { CpuMeter, type CpuUsage } from '../cpu-split.js';
 import { DATABASES } from '../databases.js';
-import { enqueue, work } from '../load/baton-load.js';
+import { enqueue as enqueueJobs, type JobOf, payloadOf, work } from '../load/baton-load.js';
 import { GRAPHILE, GRAPHILE_TUNED } from '../peers/graphile-worker.js';
 import type { QueuePeer } from '../peers/peer.js';
 import { PG_BOSS, PG_BOSS_BATCHED } from '../peers/pg-boss.js';
 import { prefillCeiling, RAW_SQL, runPgbench, writeClaimAckScript } from '../peers/raw-sql.js';
 import { RssSampler } from '../process-usage.js';
-import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
+import {
+  BATON,
+  BATON_CARRYING,
+  BATON_TRACED,
+  type Metric,
+  ratioCheck,
+  type ScenarioResult,
+} from '../report.js';
 import { warmUp } from '../sizes.js';
 import { perJob, WriteMeter, type Writes } from '../write-meter.js';
 import { BATON_ACK_CLAIM } from './one-per-request.js';
@@ -39,6 +46,8 @@ interface Run {
   idleRssMb?: number;
   /** What PostgreSQL wrote (BENCH_WRITES=1 only: each run then waits 22 s for the statistics). */
   writes?: Writes;
+  /** Traced runs: the spans the sink received during the run (exported within a second of ending). */
+  spans?: number;
 }
 
 /** BENCH_WRITES=1: measure WAL bytes and row versions written per job in every run (write-meter.ts). */
@@ -51,31 +60,52 @@ const MEASURE_WRITES = process.env.BENCH_WRITES === '1';
  */
 const IDLE_WAIT_MS = Number(process.env.BENCH_IDLE_RSS_WAIT_MS ?? 0);
 
-/** Baton's run; with ackAndClaim each batch ack carries `next` for the next 100. */
-async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClaim = false): Promise<Run> {
-  const { server, client, admin } = await ctx.baton();
+/** A job as a tracing producer sends it: its trace context in the job's own field (one trace per job). */
+const withTrace: JobOf = (i) => ({
+  payload: payloadOf(i),
+  traceparent: `00-${(i + 1).toString(16).padStart(32, '0')}-${'b7ad6b7169203331'}-01`,
+});
+
+/**
+ * Baton's run; with ackAndClaim each batch ack carries `next` for the next 100; traced, on the
+ * server with tracing on (its spans counted, so a run shows they were sent).
+ */
+async function batonRun(
+  ctx: BenchContext,
+  round: number,
+  kind: Kind,
+  ackAndClaim = false,
+  traces: 'none' | 'spans' | 'carried' = 'none',
+): Promise<Run> {
+  const traced = traces === 'spans';
+  const { server, client, admin } = traced ? await ctx.batonTraced() : await ctx.baton();
   const { batchedJobs: n, batchedWorkers: workers, batchedProducers: producers } = ctx.sizes;
-  const queue = `batched-${kind}-${ackAndClaim ? 'ac-' : ''}${round}`;
+  const queue = `batched-${kind}-${ackAndClaim ? 'ac-' : ''}${traces === 'none' ? '' : `${traces}-`}${round}`;
+  const enqueue = (q: string, total: number) =>
+    enqueueJobs(client, q, total, BATCH, producers, traces === 'carried' ? withTrace : undefined);
   await admin.query('TRUNCATE baton.job_history');
   if (kind === 'processing') {
-    await enqueue(client, queue, n, BATCH, producers);
+    await enqueue(queue, n);
     await admin.query('VACUUM ANALYZE');
   } else {
     const warm = warmUp(n);
     await Promise.all([
-      enqueue(client, queue, warm, BATCH, producers),
+      enqueue(queue, warm),
       work(client, queue, { workers, claimSize: BATCH, total: warm, waitMs: 200 }),
     ]);
     await admin.query('VACUUM ANALYZE');
   }
   const writeMeter = MEASURE_WRITES ? new WriteMeter(admin) : undefined;
   await writeMeter?.begin();
+  // The warm-up's last spans leave within a second: counted before the run, not in it.
+  if (traced) await new Promise((r) => setTimeout(r, 1500));
+  const spansBefore = traced ? (await ctx.batonTraced()).spans() : 0;
   const meter = new CpuMeter(admin, DATABASES.baton, () => server.cpuMs());
   const rss = new RssSampler(() => server.pid);
   await meter.start();
   rss.start();
   const t0 = performance.now();
-  const producing = kind === 'cycle' ? enqueue(client, queue, n, BATCH, producers) : Promise.resolve();
+  const producing = kind === 'cycle' ? enqueue(queue, n) : Promise.resolve();
   const lastAck = await work(client, queue, {
     workers,
     claimSize: BATCH,
@@ -93,7 +123,22 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
     await new Promise((r) => setTimeout(r, IDLE_WAIT_MS));
     idleRssMb = server.rssBytes() / 2 ** 20;
   }
-  return { jobsPerSecond: n / ((lastAck - t0) / 1000), jobs: n, cpu, peakRssMb, endRssMb, idleRssMb, writes };
+  let spans: number | undefined;
+  if (traced) {
+    // The last spans leave within a second (the batch processor's delay): counted once they have.
+    await new Promise((r) => setTimeout(r, 1500));
+    spans = (await ctx.batonTraced()).spans() - spansBefore;
+  }
+  return {
+    jobsPerSecond: n / ((lastAck - t0) / 1000),
+    jobs: n,
+    cpu,
+    peakRssMb,
+    endRssMb,
+    idleRssMb,
+    writes,
+    ...(spans === undefined ? {} : { spans }),
+  };
 }
 
 /** A peer's run, the same for graphile-worker and pg-boss (each with its throughput configuration). */
@@ -155,7 +200,10 @@ let ceilingCommand = '';
 /** A figure of Baton's runs only (both worker loops), by system. */
 function batonSeries(kindRuns: Record<string, Run[]>, pick: (r: Run) => number | undefined) {
   return Object.fromEntries(
-    [BATON, BATON_ACK_CLAIM].map((sys) => [sys, (kindRuns[sys] ?? []).map((r) => pick(r) ?? Number.NaN)]),
+    [BATON, BATON_ACK_CLAIM, BATON_TRACED, BATON_CARRYING].map((sys) => [
+      sys,
+      (kindRuns[sys] ?? []).map((r) => pick(r) ?? Number.NaN),
+    ]),
   );
 }
 
@@ -169,8 +217,23 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
   // is generated from src/jobs, so a change there must not stop the other systems' runs.
   let script: string | undefined;
   const runs: Record<Kind, Record<string, Run[]>> = {
-    processing: { [BATON]: [], [BATON_ACK_CLAIM]: [], [GRAPHILE]: [], [PG_BOSS]: [], [RAW_SQL]: [] },
-    cycle: { [BATON]: [], [BATON_ACK_CLAIM]: [], [GRAPHILE]: [], [PG_BOSS]: [] },
+    processing: {
+      [BATON]: [],
+      [BATON_ACK_CLAIM]: [],
+      [BATON_TRACED]: [],
+      [BATON_CARRYING]: [],
+      [GRAPHILE]: [],
+      [PG_BOSS]: [],
+      [RAW_SQL]: [],
+    },
+    cycle: {
+      [BATON]: [],
+      [BATON_ACK_CLAIM]: [],
+      [BATON_TRACED]: [],
+      [BATON_CARRYING]: [],
+      [GRAPHILE]: [],
+      [PG_BOSS]: [],
+    },
   };
   // The ring of partitions (migrations/0004) relies on the maintenance leader truncating the slots
   // ids have moved past; without it every run leaves its dead rows where the next run's claims read
@@ -188,11 +251,21 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
   }
   async function runRounds() {
     for (let round = 0; round < rounds; round++) {
-      for (const system of ctx.order(round, [BATON, BATON_ACK_CLAIM, GRAPHILE, PG_BOSS, RAW_SQL])) {
+      for (const system of ctx.order(round, [
+        BATON,
+        BATON_ACK_CLAIM,
+        BATON_TRACED,
+        BATON_CARRYING,
+        GRAPHILE,
+        PG_BOSS,
+        RAW_SQL,
+      ])) {
         for (const kind of ['processing', 'cycle'] as Kind[]) {
           let run: Run;
           if (system === BATON || system === BATON_ACK_CLAIM)
             run = await batonRun(ctx, round, kind, system === BATON_ACK_CLAIM);
+          else if (system === BATON_TRACED) run = await batonRun(ctx, round, kind, false, 'spans');
+          else if (system === BATON_CARRYING) run = await batonRun(ctx, round, kind, false, 'carried');
           else if (system === GRAPHILE) run = await peerRun(ctx, await ctx.graphile(), GRAPHILE_TUNED, kind);
           else if (system === PG_BOSS) run = await peerRun(ctx, await ctx.pgBoss(), PG_BOSS_BATCHED, kind);
           else if (kind === 'processing') {
@@ -203,7 +276,9 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
           ctx.log(
             `  batched ${kind} round ${round + 1}: ${system} ${Math.round(run.jobsPerSecond)} jobs/s, PostgreSQL ${(
               (run.cpu.postgres / run.jobs) * 1000
-            ).toFixed(1)} ms per 1,000 jobs${run.writes ? `; ${perJob(run.writes, run.jobs)}` : ''}`,
+            ).toFixed(1)} ms per 1,000 jobs${run.writes ? `; ${perJob(run.writes, run.jobs)}` : ''}${
+              run.spans === undefined ? '' : `; ${run.spans} spans sent`
+            }`,
           );
         }
       }
@@ -229,6 +304,7 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
     setup: [
       `${s.batchedJobs.toLocaleString('en-US')} jobs per run, ${s.rounds} rounds, systems interleaved (order reversed every other round).`,
       `Baton: ${s.batchedWorkers} HTTP workers (claim max_jobs 100 → POST /v1/jobs/ack with 100 acks), ${s.batchedProducers} producers (POST .../jobs/batch, 100 jobs); server pool ${20} connections, maintenance off; a second Baton process leads maintenance at its defaults (it truncates the ring's emptied slots). Baton ack-and-claim: the same workers, each batch ack carrying next {max_jobs 100} (one request per 100 jobs; a plain claim only at the start and when an ack brought nothing).`,
+      'Baton traced: the Baton loop on a second server with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT to an OTLP sink in the bench process that answers 200 and counts spans; the default sampler, every span recorded): one enqueue span per 100 jobs, one claim span linking 100 jobs, one ack span per batch ack. Baton carrying traces: the Baton loop with tracing off, each job enqueued with a traceparent of its own (as a tracing producer sends it), so its jobs carry a trace context as large as those of Baton traced.',
       `graphile-worker: concurrentJobs ${GRAPHILE_TUNED.concurrency}, localQueue.size ${GRAPHILE_TUNED.localQueueSize}, completeJobBatchDelay ${GRAPHILE_TUNED.completeJobBatchDelay}, maxPoolSize ${GRAPHILE_TUNED.maxPoolSize}; producers addJobs(100) × ${s.batchedProducers}.`,
       `pg-boss: work() batchSize ${PG_BOSS_BATCHED.batchSize}, localConcurrency ${PG_BOSS_BATCHED.localConcurrency}, burstWhenBatchFull, useListenNotify + queue notify, polling 0.5 s; producers insert(100) × ${s.batchedProducers}.`,
       `Raw SQL: \`${ceilingCommand.replace(/postgres:\/\/\S+/, '<baton_bench>')}\` with bench/sql/claim-ack-100.sql (Baton's claim of 100 and batch ack, generated from src/jobs at run time).`,
@@ -287,7 +363,12 @@ export async function fullCycleBatched(ctx: BenchContext): Promise<ScenarioResul
         'Total CPU',
         (r) => r.cpu.server + (r.externalClientCpuMs ?? r.cpu.bench) + r.cpu.postgres,
       ),
-      cpuMetric(kind, 'server', 'Baton server CPU', (r) => r.cpu.server, [BATON, BATON_ACK_CLAIM]),
+      cpuMetric(kind, 'server', 'Baton server CPU', (r) => r.cpu.server, [
+        BATON,
+        BATON_ACK_CLAIM,
+        BATON_TRACED,
+        BATON_CARRYING,
+      ]),
       cpuMetric(kind, 'client', 'Client-side CPU', (r) => r.externalClientCpuMs ?? r.cpu.bench),
       cpuMetric(kind, 'postgres', 'PostgreSQL backend CPU', (r) => r.cpu.postgres),
       cpuMetric(

@@ -5,7 +5,7 @@ import { enqueue, work } from '../load/baton-load.js';
 import { GRAPHILE, GRAPHILE_SINGLE_16 } from '../peers/graphile-worker.js';
 import type { QueuePeer } from '../peers/peer.js';
 import { PG_BOSS, PG_BOSS_SINGLE_16 } from '../peers/pg-boss.js';
-import { BATON, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
+import { BATON, BATON_TRACED, type Metric, ratioCheck, type ScenarioResult } from '../report.js';
 import { warmUp } from '../sizes.js';
 import { medianRows } from '../stats.js';
 
@@ -36,10 +36,17 @@ function recordCpu(system: string, cpu: CpuUsage, jobs: number): void {
   cpuPer1000[system].push({ server: per(cpu.server), postgres: per(cpu.postgres), client: per(cpu.bench) });
 }
 
-async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClaim: boolean): Promise<number> {
-  const { server, client, admin } = await ctx.baton();
+/** Baton's run; traced, the plain claim → ack loop on the server with tracing on (three spans a job). */
+async function batonRun(
+  ctx: BenchContext,
+  round: number,
+  kind: Kind,
+  ackAndClaim: boolean,
+  traced = false,
+): Promise<number> {
+  const { server, client, admin } = traced ? await ctx.batonTraced() : await ctx.baton();
   const { singleJobs: n, singleWorkers: workers, singleProducers: producers } = ctx.sizes;
-  const queue = `single-${kind}-${ackAndClaim ? 'ac' : 'plain'}-${round}`;
+  const queue = `single-${kind}-${ackAndClaim ? 'ac' : traced ? 'traced' : 'plain'}-${round}`;
   const opts = { workers, claimSize: 1, waitMs: 200, ackAndClaim };
   await admin.query('TRUNCATE baton.job_history');
   if (kind === 'processing') {
@@ -50,7 +57,7 @@ async function batonRun(ctx: BenchContext, round: number, kind: Kind, ackAndClai
     const t0 = performance.now();
     const lastAck = await work(client, queue, { ...opts, total: n });
     const cpu = await meter.stop();
-    recordCpu(ackAndClaim ? BATON_ACK_CLAIM : BATON, cpu, n);
+    recordCpu(ackAndClaim ? BATON_ACK_CLAIM : traced ? BATON_TRACED : BATON, cpu, n);
     return n / ((lastAck - t0) / 1000);
   }
   const warm = warmUp(n);
@@ -103,7 +110,7 @@ async function peerRun<C>(
 }
 
 export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> {
-  const systems = [BATON_ACK_CLAIM, BATON, GRAPHILE, PG_BOSS];
+  const systems = [BATON_ACK_CLAIM, BATON, BATON_TRACED, GRAPHILE, PG_BOSS];
   const empty = () => Object.fromEntries(systems.map((s) => [s, [] as number[]]));
   const series: Record<Kind, Record<string, number[]>> = {
     cycle: empty(),
@@ -116,8 +123,8 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
       const measured = kind === 'processing' ? systems.filter((s) => s !== PG_BOSS) : systems;
       for (const system of ctx.order(round, measured)) {
         const value =
-          system === BATON || system === BATON_ACK_CLAIM
-            ? await batonRun(ctx, round, kind, system === BATON_ACK_CLAIM)
+          system === BATON || system === BATON_ACK_CLAIM || system === BATON_TRACED
+            ? await batonRun(ctx, round, kind, system === BATON_ACK_CLAIM, system === BATON_TRACED)
             : system === GRAPHILE
               ? await peerRun(ctx, GRAPHILE, await ctx.graphile(), GRAPHILE_SINGLE_16, kind)
               : await peerRun(ctx, PG_BOSS, await ctx.pgBoss(), PG_BOSS_SINGLE_16, kind);
@@ -145,6 +152,7 @@ export async function onePerRequest(ctx: BenchContext): Promise<ScenarioResult> 
       `${s.singleJobs.toLocaleString('en-US')} jobs per run, ${s.rounds} rounds, interleaved. Full cycle: ${s.singleProducers} producers enqueue one job per request while the workers run. Processing: the jobs are enqueued first (batches of 100, untimed), then VACUUM ANALYZE, then the workers drain them.`,
       `Baton: ${s.singleWorkers} HTTP workers, each claim max_jobs 1 (wait_ms 200) → POST /v1/jobs/{id}/ack; producers POST /v1/queues/{q}/jobs, one job per request.`,
       `Baton ack-and-claim: the same ${s.singleWorkers} workers, each ack carrying next {max_jobs 1, wait_ms 200} (one request per job; wait_ms 0 within the last ${s.singleWorkers} jobs, so no ack waits for jobs that will never come); a plain claim only at the start and when an ack brought no job. Ratios are Baton ack-and-claim / each other row.`,
+      'Baton traced: the claim → ack loop on a second server with tracing on (spans to an OTLP sink in the bench process; every span recorded): an enqueue, a claim and an ack span per job.',
       `graphile-worker: concurrentJobs ${GRAPHILE_SINGLE_16.concurrency}, no local queue, no batched completion, maxPoolSize ${GRAPHILE_SINGLE_16.maxPoolSize}; ${s.singleProducers} producers addJob() (processing: addJobs() of 100).`,
       `pg-boss: work() batchSize ${PG_BOSS_SINGLE_16.batchSize}, localConcurrency ${PG_BOSS_SINGLE_16.localConcurrency}, useListenNotify + queue notify, polling 0.5 s; ${s.singleProducers} producers send(). Not in the processing runs: with batchSize 1 it drains a backlog at one job per worker per 0.5 s poll (about 32 jobs/s in a trial run).`,
     ],

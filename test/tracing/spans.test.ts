@@ -201,6 +201,22 @@ describe("Baton's spans", () => {
     );
   });
 
+  it("keep the producer's tracestate with the context a job carries", async () => {
+    const producer = traceparent(hex(32, '1234abcd5678ef90'), hex(16, '0f0e0d0c0b0a0908'));
+    const enq = await app.inject({
+      method: 'POST',
+      url: '/v1/queues/tr-state/jobs',
+      payload: { payload: {} },
+      headers: { traceparent: producer, tracestate: 'vendor=opaque,other=1' },
+    });
+    const enqueue = await span((s) => s.name === 'enqueue tr-state');
+    const job = (await api(app).get(enq.json().id)).body;
+    expect([job.traceparent, job.tracestate]).toEqual([
+      traceparent(partsOf(producer).traceId, enqueue.spanId),
+      'vendor=opaque,other=1',
+    ]);
+  });
+
   it('an ack that claims the next jobs links them', async () => {
     const enq = await api(app).enqueueBatch('tr-next', [{ payload: 1 }, { payload: 2 }]);
     const [first, second] = await Promise.all(
