@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { Type } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrations } from '../migrations/index.js';
 import { type BatonApp, buildApp } from '../src/app.js';
 import { createTestApp, testConfig, useTestApp } from './support/app.js';
 import { useTestDatabase } from './support/database.js';
@@ -9,16 +11,38 @@ const database = useTestDatabase();
 const app = useTestApp(database);
 
 describe('health', () => {
-  it('/healthz answers 200 while the process runs', async () => {
+  it('/healthz answers 200 while the process runs, with its release and the schema it runs', async () => {
     const res = await app.inject({ method: 'GET', url: '/healthz' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ status: 'ok' });
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(res.json()).toEqual({
+      status: 'ok',
+      version: pkg.version,
+      schema: Object.keys(migrations).at(-1),
+    });
   });
 
-  it('/readyz answers 200 when the database is reachable and migrated', async () => {
+  it("/readyz answers 200 when the database is reachable and migrated, with the database's schema", async () => {
     const res = await app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ status: 'ready' });
+    const newest = Object.keys(migrations).at(-1);
+    expect(res.json()).toMatchObject({ status: 'ready', schema: newest, database_schema: newest });
+  });
+
+  it("/readyz stays ready on a database a newer release has migrated, and names the database's schema", async () => {
+    // A newer release's migration, as a rolling upgrade leaves it for the replicas still on this one.
+    const ahead = '9999_a_newer_release';
+    await database.pool.query(
+      'INSERT INTO baton.kysely_migration (name, timestamp) VALUES ($1, now()::text)',
+      [ahead],
+    );
+    try {
+      const res = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ schema: Object.keys(migrations).at(-1), database_schema: ahead });
+    } finally {
+      await database.pool.query('DELETE FROM baton.kysely_migration WHERE name = $1', [ahead]);
+    }
   });
 
   it('echoes a caller-supplied request id and makes one up otherwise', async () => {

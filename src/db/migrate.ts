@@ -34,6 +34,26 @@ export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResult>
   });
 }
 
+/**
+ * The schema this build runs: its newest migration. A replica of the release before runs the one
+ * before it, and stays ready on a database the newer one has migrated (docs/operating.md, "Upgrading").
+ */
+export const BUILD_SCHEMA: string = Object.keys(migrations).at(-1)!;
+
+/** The newest migration the database has applied, whichever release applied it; null before any. */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export async function databaseSchema(db: Kysely<any>): Promise<string | null> {
+  const exists = await sql<{
+    t: string | null;
+  }>`SELECT to_regclass('baton.kysely_migration')::text AS t`.execute(db);
+  if (!exists.rows[0]?.t) return null;
+  // Migration names sort in the order they apply (a four-digit number first).
+  const newest = await sql<{
+    name: string | null;
+  }>`SELECT max(name) AS name FROM baton.kysely_migration`.execute(db);
+  return newest.rows[0]?.name ?? null;
+}
+
 /** Names of migrations this build knows that the database has not applied (all of them if none). */
 // biome-ignore lint/suspicious/noExplicitAny: see above
 export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {

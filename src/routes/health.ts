@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { logFieldsOf } from '../db/errors.js';
-import { unappliedMigrations } from '../db/readiness.js';
+import { BUILD_SCHEMA, schemaReadiness } from '../db/readiness.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem.js';
 import { Health, Readiness } from '../http/schemas/health.js';
 import { ref } from '../http/schemas/ref.js';
 import { ok, problemResponse } from '../http/schemas/responses.js';
+import { BATON_VERSION } from '../version.js';
 
 const READY_CHECK_TIMEOUT_MS = 2000;
 
@@ -26,14 +27,15 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getHealth',
         security: [],
         summary: 'Liveness: the process is up',
-        description: 'Answers 200 while the process runs. It does not touch the database.',
+        description:
+          'Answers 200 while the process runs, with its release and the schema it runs. It does not touch the database.',
         response: {
           200: ok(ref(Health), 'The process is up.'),
           503: problemResponse(503),
         },
       },
     },
-    async () => ({ status: 'ok' as const }),
+    async () => ({ status: 'ok' as const, version: BATON_VERSION, schema: BUILD_SCHEMA }),
   );
 
   app.get(
@@ -63,13 +65,18 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
           .send({ ...problemBody('unavailable', detail), instance: '/readyz', request_id: request.id });
       if (app.shuttingDown) return unready('the server is shutting down');
       try {
-        const pending = await withTimeout(unappliedMigrations(app.db), READY_CHECK_TIMEOUT_MS);
+        const { pending, database } = await withTimeout(schemaReadiness(app.db), READY_CHECK_TIMEOUT_MS);
         if (pending.length > 0) return unready(`migrations not applied: ${pending.join(', ')}`);
+        return {
+          status: 'ready' as const,
+          version: BATON_VERSION,
+          schema: BUILD_SCHEMA,
+          database_schema: database,
+        };
       } catch (err) {
         request.log.warn(logFieldsOf(err), 'readiness check failed');
         return unready(`the database is unreachable: ${(err as Error).message}`);
       }
-      return { status: 'ready' as const };
     },
   );
 };

@@ -254,8 +254,14 @@ describe('push queues', () => {
     );
     expect(await metric('baton_push_concurrency')).toBeLessThan(8);
     // A throttled job was given back: ready, its attempt not counted and no error recorded, while
-    // the replica waits out the Retry-After (a second) before it delivers again.
-    const throttled = await job(ids[0]!);
+    // the replica waits out the Retry-After (a second) before it delivers again. The backoff is
+    // counted as the answer arrives, before the give-back commits: the job is read once it has left
+    // its lease.
+    const throttled = await until(
+      () => job(ids[0]!),
+      (j) => j.state !== 'claimed',
+      2000,
+    );
     expect(throttled).toMatchObject({ state: 'ready', attempts: 0, errors: [] });
     const paused = r.received.length;
     await new Promise((resolve) => setTimeout(resolve, 500));
