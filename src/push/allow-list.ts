@@ -77,15 +77,28 @@ for (const [net, bits] of [
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
   ['192.0.0.0', 24],
+  // Documentation (TEST-NET-1, -2, -3) and the old 6to4 relay anycast: never a real endpoint.
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
   ['224.0.0.0', 3],
 ] as const) {
   SPECIAL.addSubnet(net, bits, 'ipv4');
 }
 for (const [net, bits] of [
   ['::', 127],
+  // NAT64 (well-known and local-use), Teredo and 6to4: each can carry an IPv4 address, a private
+  // one included, inside an IPv6 one.
   ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['2001::', 32],
+  ['2002::', 16],
+  // Discard-only and documentation.
+  ['100::', 64],
+  ['2001:db8::', 32],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
