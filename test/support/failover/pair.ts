@@ -259,6 +259,33 @@ export class FailoverPair {
     );
   }
 
+  /**
+   * Until a standby of the node has flushed all the WAL the node had written when this was called.
+   * Synchronous replication covers commits made while it is on; the commits a new primary
+   * acknowledged before it, while the monitor had it run asynchronously (wait_primary), reach the
+   * standby only as it streams: a primary killed before then takes them with it, as with
+   * asynchronous replication (docs/reliability.md).
+   */
+  async untilStandbyFlushed(name: NodeName, timeoutMs = 60_000): Promise<void> {
+    const written = await this.onNode(name, undefined, async (client) => {
+      const { rows } = await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+      return rows[0]!.lsn;
+    });
+    if (written === undefined) throw new Error(`failover pair: ${name} does not answer`);
+    await this.until(
+      `a standby of ${name} flushed to ${written}`,
+      () =>
+        this.onNode(name, false, async (client) => {
+          const { rows } = await client.query<{ flushed: boolean }>(
+            'SELECT coalesce(bool_or(flush_lsn >= $1::pg_lsn), false) AS flushed FROM pg_stat_replication',
+            [written],
+          );
+          return rows[0]!.flushed;
+        }),
+      timeoutMs,
+    );
+  }
+
   /** The monitor's log of state changes, oldest first, one line each (to explain a failed run). */
   async events(): Promise<string[]> {
     const { rows } = await this.monitor.query<{ line: string }>(

@@ -219,7 +219,11 @@ export async function runFailoverScenario(opts: {
       const primary = (await pair.primary()) as NodeName;
       // A synchronous pair's promise holds only while the monitor has it synchronous: after the
       // switchover it runs asynchronously (wait_primary) until its new standby has caught up.
-      if (pair.synchronous) await pair.untilSynchronous(primary);
+      if (pair.synchronous) {
+        await pair.untilSynchronous(primary);
+        // What it acknowledged while it ran asynchronously is on the standby too, once this returns.
+        await pair.untilStandbyFlushed(primary);
+      }
       killedWhile.push(JSON.stringify(await pair.replication(primary)));
       const killedAt = performance.now();
       step(`${primary} killed`);
