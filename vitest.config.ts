@@ -26,6 +26,7 @@ const PROCESSES = [
   'test/sqs/move-task-clients.test.ts',
   'test/sqs/consumer.test.ts',
   'test/readme-walkthrough.test.ts',
+  'test/upgrade/**/*.test.ts',
   'test/embedded-postgres.test.ts',
   'test/security/shutdown.test.ts',
   'test/maintenance/schedules-races.test.ts',
