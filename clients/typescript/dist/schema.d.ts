@@ -32,7 +32,7 @@ export interface paths {
         };
         /**
          * Liveness: the process is up
-         * @description Answers 200 while the process runs. It does not touch the database.
+         * @description Answers 200 while the process runs, with its release and the schema it runs. It does not touch the database.
          */
         get: operations["getHealth"];
         put?: never;
@@ -2443,10 +2443,20 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok";
+            /** @description This replica's release (package.json's version). */
+            version: string;
+            /** @description The newest migration this release knows and applies: the schema it runs. Replicas of two releases report two during a rolling upgrade. */
+            schema: string;
         };
         Readiness: {
             /** @enum {string} */
             status: "ready";
+            /** @description This replica's release (package.json's version). */
+            version: string;
+            /** @description The newest migration this release knows and applies: the schema it runs. Replicas of two releases report two during a rolling upgrade. */
+            schema: string;
+            /** @description The newest migration applied in the database, by whichever release: the same as `schema`, or newer while a newer release rolls out. */
+            database_schema: string | null;
         };
     };
     responses: never;
