@@ -88,16 +88,23 @@ export const pattern =
     return raw.trim();
   };
 
-export const httpUrl: Parser<string> = (raw) => {
+/** `raw` as an http(s) URL; else `notUrl`, or `notHttp` of the scheme it has. */
+function webUrl(raw: string, notUrl: string, notHttp: (protocol: string) => string): URL {
   let url: URL;
   try {
     url = new URL(raw.trim());
   } catch {
-    throw new Error('must be a URL such as https://sqs.example.com');
+    throw new Error(notUrl);
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    throw new Error('must be an http(s) URL without query or fragment, such as https://sqs.example.com');
-  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(notHttp(url.protocol));
+  return url;
+}
+
+const SQS_URL_RULE = 'must be an http(s) URL without query or fragment, such as https://sqs.example.com';
+
+export const httpUrl: Parser<string> = (raw) => {
+  const url = webUrl(raw, 'must be a URL such as https://sqs.example.com', () => SQS_URL_RULE);
+  if (url.search || url.hash) throw new Error(SQS_URL_RULE);
   return url.toString().replace(/\/$/, '');
 };
 
@@ -149,15 +156,11 @@ function allowEntryError(entry: string): string | undefined {
 
 /** An OTLP endpoint: an http(s) URL, kept as given but for a trailing slash. */
 export const otlpUrl: Parser<string> = (raw) => {
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    throw new Error('must be a URL such as http://collector:4318');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new Error(`must be an http(s) URL (OTLP over HTTP), got "${url.protocol}"`);
-  }
+  webUrl(
+    raw,
+    'must be a URL such as http://collector:4318',
+    (protocol) => `must be an http(s) URL (OTLP over HTTP), got "${protocol}"`,
+  );
   return raw.trim().replace(/\/$/, '');
 };
 

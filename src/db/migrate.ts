@@ -40,28 +40,33 @@ export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResult>
  */
 export const BUILD_SCHEMA: string = Object.keys(migrations).at(-1)!;
 
-/** The newest migration the database has applied, whichever release applied it; null before any. */
+/** Names of the migrations the database has applied, by whichever release (none before any). */
 // biome-ignore lint/suspicious/noExplicitAny: see above
-export async function databaseSchema(db: Kysely<any>): Promise<string | null> {
+async function appliedMigrations(db: Kysely<any>): Promise<string[]> {
   const exists = await sql<{
     t: string | null;
   }>`SELECT to_regclass('baton.kysely_migration')::text AS t`.execute(db);
-  if (!exists.rows[0]?.t) return null;
+  if (!exists.rows[0]?.t) return [];
+  const applied = await sql<{ name: string }>`SELECT name FROM baton.kysely_migration`.execute(db);
+  return applied.rows.map((r) => r.name);
+}
+
+/**
+ * The database's schema against this build's: the migrations this build knows that the database has
+ * not applied (all of them if none), and the newest migration it has (null before any; during a
+ * rolling upgrade possibly one this build does not know).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export async function schemaState(db: Kysely<any>): Promise<{ pending: string[]; newest: string | null }> {
+  const applied = await appliedMigrations(db);
+  const done = new Set(applied);
   // Migration names sort in the order they apply (a four-digit number first).
-  const newest = await sql<{
-    name: string | null;
-  }>`SELECT max(name) AS name FROM baton.kysely_migration`.execute(db);
-  return newest.rows[0]?.name ?? null;
+  const newest = applied.length > 0 ? applied.reduce((a, b) => (b > a ? b : a)) : null;
+  return { pending: Object.keys(migrations).filter((name) => !done.has(name)), newest };
 }
 
 /** Names of migrations this build knows that the database has not applied (all of them if none). */
 // biome-ignore lint/suspicious/noExplicitAny: see above
 export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
-  const exists = await sql<{
-    t: string | null;
-  }>`SELECT to_regclass('baton.kysely_migration')::text AS t`.execute(db);
-  if (!exists.rows[0]?.t) return Object.keys(migrations);
-  const applied = await sql<{ name: string }>`SELECT name FROM baton.kysely_migration`.execute(db);
-  const done = new Set(applied.rows.map((r) => r.name));
-  return Object.keys(migrations).filter((name) => !done.has(name));
+  return (await schemaState(db)).pending;
 }

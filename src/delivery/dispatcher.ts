@@ -215,6 +215,7 @@ class QueuePusher {
           },
         })
       : undefined;
+    const trace = span?.context;
     const target = await allowList.resolve(url);
     let answer: DeliveryAnswer;
     if ('refused' in target) {
@@ -223,7 +224,7 @@ class QueuePusher {
       answer = await deliver({
         url,
         ...target,
-        headers: this.headersOf(row, endpoint, span?.context ?? traceOf(row.meta)),
+        headers: this.headersOf(row, endpoint, trace ?? traceOf(row.meta)),
         body: row.payload_json,
         timeoutMs: endpoint.timeout_ms,
         maxAnswerBytes,
@@ -238,7 +239,6 @@ class QueuePusher {
       } else span.fail(answer.message);
       span.end();
     }
-    const trace = span?.context;
     if (answer.kind === 'failed' && answer.reason === 'stopped') {
       // This replica is stopping: the job goes back at once, uncounted, for a replica that stays.
       metrics.pushDeliveries.inc({ ...labels, outcome: 'stopped' });

@@ -12,10 +12,14 @@ export function claimantOf(body: ClaimRequest): Claimant {
 /**
  * A claim request's body as the service's claim takes it, for this request: it long-polls up to
  * `wait_ms`, and stops (giving back what it claimed) once `signal` says the client has gone. Its
- * span continues the request's traceparent header, when it has one.
+ * span continues the request's traceparent header, when it has one (`trace`, if the caller read it already).
  */
-export function claimOf(request: FastifyRequest, body: ClaimRequest, signal: AbortSignal): NextClaim {
-  const trace = traceFromHeaders(request.headers);
+export function claimOf(
+  request: FastifyRequest,
+  body: ClaimRequest,
+  signal: AbortSignal,
+  trace = traceFromHeaders(request.headers),
+): NextClaim {
   return {
     ...claimantOf(body),
     waitMs: body.wait_ms ?? 0,

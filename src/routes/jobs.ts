@@ -364,7 +364,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const trace = traceFromHeaders(request.headers);
       if (!next) return toJob(settle((await leases.ack(item, undefined, trace)).outcome, id));
       const acked = await whileConnected(reply, (signal) =>
-        leases.ack(item, claimOf(request, next, signal), trace),
+        leases.ack(item, claimOf(request, next, signal, trace), trace),
       );
       return sendWithNext(reply, { ...toJob(settle(acked.outcome, id)), next: [] }, acked.next);
     },
@@ -478,7 +478,7 @@ const jobs: FastifyPluginAsyncTypebox = async (app) => {
       const trace = traceFromHeaders(request.headers);
       if (!next) return toJob(settle((await leases.nack(input, undefined, trace)).outcome, id).job);
       const nacked = await whileConnected(reply, (signal) =>
-        leases.nack(input, claimOf(request, next, signal), trace),
+        leases.nack(input, claimOf(request, next, signal, trace), trace),
       );
       return sendWithNext(reply, { ...toJob(settle(nacked.outcome, id).job), next: [] }, nacked.next);
     },

@@ -1,6 +1,5 @@
 import {
   type Context,
-  context as contexts,
   DiagLogLevel,
   diag,
   type Link,
@@ -110,27 +109,12 @@ function samplerOf(config: TracingConfig): Sampler {
 }
 
 class SdkSpan implements OpenSpan {
-  private links = 0;
-  constructor(private readonly span: Span) {}
-
-  get context(): TraceContext {
-    return traceOfSpan(this.span);
+  readonly context: TraceContext;
+  constructor(private readonly span: Span) {
+    this.context = traceOfSpan(span);
   }
   set(attributes: Record<string, string | number | boolean>): void {
     this.span.setAttributes(attributes);
-  }
-  link(traces: Iterable<TraceContext>): void {
-    for (const t of traces) {
-      if (this.links >= MAX_LINKS) return;
-      const link = linkOf(t);
-      if (link) {
-        this.span.addLink(link);
-        this.links++;
-      }
-    }
-  }
-  rename(name: string): void {
-    this.span.updateName(name);
   }
   fail(err: unknown): void {
     const message = err instanceof Error ? err.message : String(err);
@@ -187,7 +171,7 @@ export function createTracing(config: TracingConfig, log: Log): Tracing {
           ...(links?.length ? { links } : {}),
           ...(opts.startTime === undefined ? {} : { startTime: opts.startTime }),
         },
-        opts.parent ? contextOf(opts.parent) : contexts.active(),
+        opts.parent ? contextOf(opts.parent) : ROOT_CONTEXT,
       );
       return new SdkSpan(span);
     },

@@ -38,9 +38,6 @@ export interface OpenSpan {
   /** This span's context, to hand on: a job carries it to its workers, a push sends it. */
   readonly context: TraceContext | undefined;
   set(attributes: SpanAttributes): void;
-  /** Links added once known; a span links at most MAX_LINKS traces. */
-  link(traces: Iterable<TraceContext>): void;
-  rename(name: string): void;
   /** The operation failed: the span's status is an error, with the error's message. */
   fail(err: unknown): void;
   end(): void;
@@ -55,8 +52,6 @@ export const MAX_LINKS = 128;
 const NO_SPAN: OpenSpan = {
   context: undefined,
   set() {},
-  link() {},
-  rename() {},
   fail() {},
   end() {},
 };
